@@ -1,0 +1,1 @@
+//! Built-in tool bundles (issue 4).

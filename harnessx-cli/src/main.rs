@@ -1,0 +1,3 @@
+//! The `harnessx` command.
+
+fn main() {}

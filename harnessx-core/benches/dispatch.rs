@@ -1,0 +1,3 @@
+//! Dispatch benchmark (filled in below).
+
+fn main() {}

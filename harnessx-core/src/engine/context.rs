@@ -1,0 +1,71 @@
+//! [`RunContext`]: what one run shares across its calls (permissions, events, dedupe).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::OnceCell;
+
+use crate::engine::events::{ToolEvent, ToolEventSink};
+use crate::permission::PermissionManager;
+use crate::tool::call::ToolResult;
+
+type DedupeSlot = Arc<OnceCell<ToolResult>>;
+
+/// The state one run shares across its tool calls: the permission manager, the event
+/// sink, and, when the registry deduplicates, the results of earlier identical calls.
+///
+/// Create one per agent run (or per logical unit of work) and pass it to
+/// [`ToolRegistry::execute_batch`](crate::ToolRegistry::execute_batch).
+#[derive(Default)]
+pub struct RunContext {
+    permissions: Option<PermissionManager>,
+    events: Option<Arc<dyn ToolEventSink>>,
+    dedupe: Mutex<HashMap<(Arc<str>, String), DedupeSlot>>,
+}
+
+impl fmt::Debug for RunContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunContext")
+            .field("permissions", &self.permissions)
+            .field("events", &self.events.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunContext {
+    /// A context with no manager (omitted permissions are ALLOW; explicit ASK and DENY are
+    /// denied) and no event sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Uses a permission manager.
+    pub fn with_permissions(mut self, permissions: PermissionManager) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// Sends engine events to a sink.
+    pub fn with_events(mut self, sink: Arc<dyn ToolEventSink>) -> Self {
+        self.events = Some(sink);
+        self
+    }
+
+    /// The permission manager, if any.
+    pub fn permissions(&self) -> Option<&PermissionManager> {
+        self.permissions.as_ref()
+    }
+
+    pub(crate) fn emit(&self, event: ToolEvent<'_>) {
+        if let Some(sink) = &self.events {
+            sink.on_event(&event);
+        }
+    }
+
+    /// The shared slot for an identical call; the first caller fills it.
+    pub(crate) fn dedupe_slot(&self, tool: &Arc<str>, canonical_args: String) -> DedupeSlot {
+        let mut map = self.dedupe.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry((tool.clone(), canonical_args)).or_default().clone()
+    }
+}

@@ -1,0 +1,42 @@
+//! Events the engine emits while executing calls, for streams, progress lines and logs.
+
+use crate::tool::call::{ToolCall, ToolResult};
+
+/// One engine event. Borrowed: a sink that keeps events clones what it needs.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum ToolEvent<'a> {
+    /// A call was scheduled. Emitted for every call of a batch, in call order, before
+    /// any handler runs, whichever call finishes first.
+    CallStart {
+        /// Position of the call in its batch.
+        index: usize,
+        /// The call as the model made it.
+        call: &'a ToolCall,
+        /// The registered name it resolved to, if it resolved.
+        tool: Option<&'a str>,
+    },
+    /// A call finished (in completion order).
+    CallEnd {
+        /// Position of the call in its batch.
+        index: usize,
+        /// Its result.
+        result: &'a ToolResult,
+    },
+}
+
+/// Receives [`ToolEvent`]s. Called inline by the engine: keep it quick (send to a
+/// channel, write a line).
+pub trait ToolEventSink: Send + Sync {
+    /// Handles one event.
+    fn on_event(&self, event: &ToolEvent<'_>);
+}
+
+impl<F> ToolEventSink for F
+where
+    F: Fn(&ToolEvent<'_>) + Send + Sync,
+{
+    fn on_event(&self, event: &ToolEvent<'_>) {
+        self(event)
+    }
+}

@@ -1,0 +1,6 @@
+//! The execution engine: one pipeline for every call, and batch scheduling.
+
+pub mod context;
+pub mod events;
+pub(crate) mod pipeline;
+pub mod serial;

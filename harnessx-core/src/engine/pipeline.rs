@@ -1,0 +1,311 @@
+//! The one pipeline every call goes through, and batch scheduling.
+//!
+//! resolve name -> parse arguments -> validate -> permission -> dedupe -> (serial turn)
+//! -> run with timeout -> retry. Every failure becomes an error [`ToolResult`].
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::{join, join_all};
+use serde_json::Value;
+
+use crate::engine::context::RunContext;
+use crate::engine::events::ToolEvent;
+use crate::engine::serial::SerialQueue;
+use crate::error::ToolError;
+use crate::permission::manager::authorize_without_manager;
+use crate::registry::resolve::resolve;
+use crate::registry::{RegisteredTool, State, ToolRegistry};
+use crate::schema::{canonical_json, kind_of};
+use crate::tool::call::{ToolCall, ToolOutput, ToolResult};
+use crate::tool::handler::{ToolContext, ToolHandler};
+use crate::tool::policy::{EffectivePolicy, duration_from_secs};
+
+/// The text of every permission refusal.
+pub const PERMISSION_DENIED: &str = "Permission denied";
+
+/// A call that passed the checks that need no waiting (name, arguments, schema).
+pub(crate) struct ReadyCall {
+    tool: Arc<RegisteredTool>,
+    args: Value,
+    policy: EffectivePolicy,
+    /// The queue to take turns on, for non-concurrent tools.
+    serial: Option<SerialQueue>,
+}
+
+pub(crate) enum Prepared {
+    Done(ToolResult),
+    Ready(ReadyCall),
+}
+
+impl Prepared {
+    fn tool_name(&self) -> Option<&str> {
+        match self {
+            Prepared::Done(_) => None,
+            Prepared::Ready(c) => Some(&c.tool.name),
+        }
+    }
+}
+
+/// Parses raw argument text: empty text and `null` count as `{}`; anything that is not a
+/// JSON object is refused with the parse error.
+pub(crate) fn parse_arguments(tool: &str, raw: &str) -> Result<Value, String> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() || trimmed == "null" {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(trimmed) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!(
+            "invalid arguments for {tool}: expected a JSON object, got {}; the tool did not run. Send the call again with the arguments as a JSON object.",
+            kind_of(&other)
+        )),
+        Err(e) => {
+            let cut_off = e.is_eof();
+            Err(format!(
+                "invalid arguments for {tool}: the arguments are not valid JSON ({e}){}; the tool did not run. Send the call again with the complete JSON object.",
+                if cut_off { ", they look cut off" } else { "" }
+            ))
+        }
+    }
+}
+
+fn prepare(state: &State, call: &ToolCall) -> Prepared {
+    let tool = match resolve(state, &call.name) {
+        Ok(t) => t,
+        Err(unknown) => return Prepared::Done(ToolResult::error(&call.id, &call.name, unknown.to_string())),
+    };
+    let args = match parse_arguments(&tool.name, &call.arguments) {
+        Ok(a) => a,
+        Err(msg) => return Prepared::Done(ToolResult::error(&call.id, &*tool.name, msg)),
+    };
+    if let Some(msg) = tool.schema.check(&tool.name, &args) {
+        return Prepared::Done(ToolResult::error(&call.id, &*tool.name, msg));
+    }
+    let serial = (!tool.def.concurrent).then(|| state.serial.clone());
+    Prepared::Ready(ReadyCall { tool, args, policy: state.effective, serial })
+}
+
+pub(crate) async fn execute_one(registry: &ToolRegistry, call: &ToolCall, ctx: &RunContext) -> ToolResult {
+    let prepared = prepare(&registry.read(), call);
+    ctx.emit(ToolEvent::CallStart { index: 0, call, tool: prepared.tool_name() });
+    let result = match prepared {
+        Prepared::Done(r) => r,
+        Prepared::Ready(ready) => run_ready(ready, call, ctx).await,
+    };
+    ctx.emit(ToolEvent::CallEnd { index: 0, result: &result });
+    result
+}
+
+pub(crate) async fn execute_batch(
+    registry: &ToolRegistry,
+    calls: &[ToolCall],
+    ctx: &RunContext,
+) -> Vec<ToolResult> {
+    let prepared: Vec<Prepared> = {
+        let state = registry.read();
+        calls.iter().map(|c| prepare(&state, c)).collect()
+    };
+    for (index, (call, p)) in calls.iter().zip(&prepared).enumerate() {
+        ctx.emit(ToolEvent::CallStart { index, call, tool: p.tool_name() });
+    }
+    let mut results: Vec<Option<ToolResult>> = (0..calls.len()).map(|_| None).collect();
+    let mut concurrent = Vec::new();
+    let mut serial = Vec::new();
+    for (index, p) in prepared.into_iter().enumerate() {
+        match p {
+            Prepared::Done(r) => {
+                ctx.emit(ToolEvent::CallEnd { index, result: &r });
+                results[index] = Some(r);
+            }
+            Prepared::Ready(ready) if ready.serial.is_none() => {
+                concurrent.push(run_indexed(index, ready, &calls[index], ctx));
+            }
+            Prepared::Ready(ready) => serial.push((index, ready)),
+        }
+    }
+    let serial_run = async {
+        let mut done = Vec::with_capacity(serial.len());
+        for (index, ready) in serial {
+            done.push(run_indexed(index, ready, &calls[index], ctx).await);
+        }
+        done
+    };
+    let (concurrent_done, serial_done) = join(join_all(concurrent), serial_run).await;
+    for (index, r) in concurrent_done.into_iter().chain(serial_done) {
+        results[index] = Some(r);
+    }
+    results.into_iter().map(|r| r.expect("every call of a batch produces a result")).collect()
+}
+
+async fn run_indexed(
+    index: usize,
+    ready: ReadyCall,
+    call: &ToolCall,
+    ctx: &RunContext,
+) -> (usize, ToolResult) {
+    let result = run_ready(ready, call, ctx).await;
+    ctx.emit(ToolEvent::CallEnd { index, result: &result });
+    (index, result)
+}
+
+async fn run_ready(ready: ReadyCall, call: &ToolCall, ctx: &RunContext) -> ToolResult {
+    let name = &ready.tool.name;
+    let allowed = match ctx.permissions() {
+        Some(manager) => manager.authorize(name, ready.tool.def.permission, &call.id, &ready.args).await,
+        None => authorize_without_manager(ready.tool.def.permission),
+    };
+    if let Err(reason) = allowed {
+        tracing::info!(tool = &**name, call_id = %call.id, ?reason, "tool call denied");
+        return ToolResult::error(&call.id, &**name, PERMISSION_DENIED);
+    }
+    if ready.policy.dedupe_calls {
+        let slot = ctx.dedupe_slot(name, canonical_json(&ready.args));
+        let first = slot.get_or_init(|| invoke(ready, &call.id)).await;
+        let mut result = first.clone();
+        result.call_id.clone_from(&call.id);
+        return result;
+    }
+    invoke(ready, &call.id).await
+}
+
+enum Outcome {
+    Done(Result<ToolOutput, ToolError>),
+    TimedOut,
+    Panicked,
+}
+
+/// Runs the handler with the timeout, taking the serial turn if needed, retrying
+/// `safe`/`idempotent` tools per their retry policy.
+async fn invoke(ready: ReadyCall, call_id: &str) -> ToolResult {
+    let ReadyCall { tool, args, policy, serial } = ready;
+    let _turn = match &serial {
+        Some(queue) => Some(queue.acquire().await),
+        None => None,
+    };
+    let def = &tool.def;
+    let timeout_secs = def.timeout_seconds.unwrap_or(policy.default_timeout_seconds);
+    let timeout = duration_from_secs(timeout_secs);
+    let retry = def.retry.unwrap_or(policy.retry);
+    let max_attempts = if def.replay_policy.allows_retry() { retry.max_attempts.max(1) } else { 1 };
+    let ctx = ToolContext::new(call_id, tool.name.clone());
+    let mut args = Some(args);
+    let mut attempt = 1;
+    loop {
+        let last = attempt >= max_attempts;
+        let attempt_args = if last { args.take() } else { args.clone() }.unwrap_or_default();
+        let outcome = run_once(&def.handler, attempt_args, ctx.clone(), timeout).await;
+        let retry_wanted = !last
+            && match &outcome {
+                Outcome::Done(Ok(out)) => def.retry_if_result.as_ref().is_some_and(|p| p(out)),
+                Outcome::Done(Err(e)) => e.is_transient(),
+                _ => false,
+            };
+        if retry_wanted {
+            attempt += 1;
+            tracing::debug!(tool = &*tool.name, call_id, attempt, "retrying tool call");
+            let delay = retry.delay_before(attempt);
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            continue;
+        }
+        return match outcome {
+            Outcome::Done(Ok(out)) => ToolResult::success(call_id, &*tool.name, out),
+            Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => ToolResult::error(
+                call_id,
+                &*tool.name,
+                format!("{} (failed {attempt} attempts)", e.message()),
+            ),
+            Outcome::Done(Err(e)) => ToolResult::error(call_id, &*tool.name, e.message()),
+            Outcome::TimedOut => {
+                ToolResult::error(call_id, &*tool.name, timeout_message(&tool.name, timeout_secs))
+            }
+            Outcome::Panicked => ToolResult::error(
+                call_id,
+                &*tool.name,
+                format!(
+                    "tool {} failed with an internal error; the details were logged for the operator",
+                    tool.name
+                ),
+            ),
+        };
+    }
+}
+
+fn timeout_message(name: &str, seconds: f64) -> String {
+    format!(
+        "tool {name} timed out after {seconds}s and may have partly run; check its effects before calling it again"
+    )
+}
+
+async fn run_once(handler: &ToolHandler, args: Value, ctx: ToolContext, timeout: Duration) -> Outcome {
+    match handler {
+        ToolHandler::Async(h) => {
+            let name = ctx.tool_name().to_owned();
+            let fut = AssertUnwindSafe(async move { h.call(args, ctx).await }).catch_unwind();
+            match tokio::time::timeout(timeout, fut).await {
+                Ok(Ok(result)) => Outcome::Done(result),
+                Ok(Err(payload)) => {
+                    log_panic(&name, &*payload);
+                    Outcome::Panicked
+                }
+                Err(_) => Outcome::TimedOut,
+            }
+        }
+        ToolHandler::Blocking(h) => {
+            let h = h.clone();
+            let name = ctx.tool_name().to_owned();
+            let join = tokio::task::spawn_blocking(move || h.call(args, &ctx));
+            match tokio::time::timeout(timeout, join).await {
+                Ok(Ok(result)) => Outcome::Done(result),
+                Ok(Err(e)) => {
+                    match e.try_into_panic() {
+                        Ok(payload) => log_panic(&name, &*payload),
+                        Err(e) => tracing::error!(tool = name, error = %e, "blocking tool task failed"),
+                    }
+                    Outcome::Panicked
+                }
+                Err(_) => Outcome::TimedOut,
+            }
+        }
+    }
+}
+
+fn log_panic(tool: &str, payload: &(dyn Any + Send)) {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("<non-string panic payload>");
+    tracing::error!(tool, panic = message, "tool handler panicked");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_null_arguments_are_an_empty_object() {
+        for raw in ["", "  ", "null", " null "] {
+            assert_eq!(parse_arguments("t", raw).unwrap(), serde_json::json!({}));
+        }
+    }
+
+    #[test]
+    fn cut_off_arguments_carry_the_parse_error() {
+        let err = parse_arguments("write_file", r#"{"path": "a.txt", "content": "line one\nli"#).unwrap_err();
+        assert!(err.starts_with("invalid arguments for write_file: the arguments are not valid JSON (EOF while parsing a string"), "{err}");
+        assert!(err.contains("cut off"), "{err}");
+    }
+
+    #[test]
+    fn non_objects_are_refused() {
+        let err = parse_arguments("t", "[1,2]").unwrap_err();
+        assert!(err.contains("expected a JSON object, got an array"), "{err}");
+        assert!(parse_arguments("t", "\"{}\"").unwrap_err().contains("got a string"));
+    }
+}

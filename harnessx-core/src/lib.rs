@@ -1,0 +1,29 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod engine;
+pub mod error;
+pub mod permission;
+pub mod registry;
+pub mod schema;
+pub mod tool;
+
+pub use engine::context::RunContext;
+pub use engine::events::{ToolEvent, ToolEventSink};
+pub use engine::pipeline::PERMISSION_DENIED;
+pub use engine::serial::SerialQueue;
+pub use error::{ParsePolicyError, RegistryError, ToolError, TransientToolError};
+pub use permission::{
+    ApprovalDecision, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError, DenyReason,
+    MemoryApprovalStore, PermissionLevel, PermissionManager,
+};
+pub use registry::resolve::UnknownTool;
+pub use registry::{NameResolution, ToolRegistry, ToolSpec};
+pub use schema::canonical_schema;
+pub use tool::call::{ToolCall, ToolOutput, ToolResult};
+pub use tool::definition::{IntoToolDefinition, RetryIfResult, ToolDefinition, ToolOptions};
+pub use tool::handler::{
+    AsyncToolHandler, BlockingToolHandler, BoxFuture, HandlerResult, ToolContext, ToolHandler,
+};
+pub use tool::policy::{DEFAULT_TOOL_TIMEOUT_SECONDS, EffectivePolicy, ReplayPolicy, ToolPolicy, ToolRetry};

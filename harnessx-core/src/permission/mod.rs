@@ -1,0 +1,12 @@
+//! Permissions: levels, the manager and its precedence, approvals.
+
+pub mod approval;
+pub mod level;
+pub mod manager;
+
+pub use approval::{
+    ApprovalDecision, ApprovalFn, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError,
+    MemoryApprovalStore,
+};
+pub use level::PermissionLevel;
+pub use manager::{DenyReason, PermissionManager};

@@ -1,0 +1,307 @@
+//! [`ToolRegistry`]: the tools an agent can call, their policy, and the entry points of
+//! the execution engine.
+
+pub mod resolve;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::context::RunContext;
+use crate::engine::pipeline;
+use crate::engine::serial::SerialQueue;
+use crate::error::RegistryError;
+use crate::permission::PermissionManager;
+use crate::schema::{CompiledSchema, canonical_schema};
+use crate::tool::call::{ToolCall, ToolResult};
+use crate::tool::definition::{IntoToolDefinition, ToolDefinition, ToolOptions};
+use crate::tool::handler::ToolHandler;
+use crate::tool::name::{is_valid_tool_name, repair_key};
+use crate::tool::policy::{EffectivePolicy, ToolPolicy};
+
+pub use resolve::NameResolution;
+
+/// A tool as stored: its definition plus what the engine precomputes for it.
+pub(crate) struct RegisteredTool {
+    pub(crate) def: ToolDefinition,
+    pub(crate) name: Arc<str>,
+    pub(crate) schema: CompiledSchema,
+}
+
+pub(crate) struct State {
+    pub(crate) tools: IndexMap<String, Arc<RegisteredTool>>,
+    /// Formatting-insensitive key -> registered names with that key.
+    pub(crate) keys: HashMap<String, Vec<Arc<str>>>,
+    explicit: ToolPolicy,
+    inherited: ToolPolicy,
+    pub(crate) effective: EffectivePolicy,
+    pub(crate) serial: SerialQueue,
+}
+
+/// The registered tools, shared: cloning a registry gives another handle to the same
+/// tools (like an `Arc`), which is how an agent attaches an existing registry.
+///
+/// ```
+/// use harnessx_core::{ToolCall, ToolHandler, ToolOptions, ToolRegistry};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let registry = ToolRegistry::new();
+/// registry.register_with_schema(
+///     "label",
+///     "Uppercase a short label.",
+///     json!({"type": "object", "properties": {"value": {"type": "string", "maxLength": 40}},
+///            "required": ["value"], "additionalProperties": false}),
+///     ToolHandler::from_async(|args, _ctx| async move {
+///         Ok(args["value"].as_str().unwrap_or_default().to_uppercase().into())
+///     }),
+///     ToolOptions::new(),
+/// ).unwrap();
+/// let result = registry.execute(&ToolCall::new("c1", "label", r#"{"value":"ok"}"#), None).await;
+/// assert_eq!(result.content, "OK");
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ToolRegistry {
+    inner: Arc<RwLock<State>>,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.read();
+        f.debug_struct("ToolRegistry")
+            .field("tools", &state.tools.keys().collect::<Vec<_>>())
+            .field("policy", &state.effective)
+            .finish()
+    }
+}
+
+/// A tool as providers need it: canonical, provider-neutral, without the handler.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// The tool name.
+    pub name: String,
+    /// The description.
+    pub description: String,
+    /// The canonical input schema (see [`canonical_schema`](crate::canonical_schema)).
+    pub input_schema: Value,
+}
+
+impl ToolRegistry {
+    /// An empty registry with the built-in policy defaults.
+    pub fn new() -> Self {
+        Self::with_policy(ToolPolicy::default())
+    }
+
+    /// An empty registry with its own policy values, which take precedence over an agent's
+    /// `ToolPolicy` adopted later (see [`adopt_policy`](Self::adopt_policy)).
+    pub fn with_policy(policy: ToolPolicy) -> Self {
+        let effective = policy.effective();
+        Self {
+            inner: Arc::new(RwLock::new(State {
+                tools: IndexMap::new(),
+                keys: HashMap::new(),
+                explicit: policy,
+                inherited: ToolPolicy::default(),
+                effective,
+                serial: SerialQueue::new(),
+            })),
+        }
+    }
+
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether two handles share one registry.
+    pub fn same_registry(&self, other: &ToolRegistry) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Adopts an agent's `ToolPolicy` (`AgentConfig::tools`): it fills the values this
+    /// registry's own policy leaves unset. Adopting again replaces the earlier agent policy.
+    pub fn adopt_policy(&self, agent_policy: &ToolPolicy) {
+        let mut state = self.write();
+        state.inherited = agent_policy.clone();
+        state.effective = state.explicit.or(&state.inherited).effective();
+    }
+
+    /// The effective policy values (registry's own > agent's > built-in defaults).
+    pub fn policy(&self) -> EffectivePolicy {
+        self.read().effective
+    }
+
+    /// The queue this registry's serial tools take turns on.
+    pub fn serial_queue(&self) -> SerialQueue {
+        self.read().serial.clone()
+    }
+
+    /// Makes this registry's serial tools take turns on `queue` (shared with other
+    /// registries, e.g. an agent's and its specialists').
+    pub fn set_serial_queue(&self, queue: SerialQueue) {
+        self.write().serial = queue;
+    }
+
+    /// Registers a tool (a `#[tool]` struct or a [`ToolDefinition`]) with its own metadata.
+    pub fn register_tool(&self, tool: impl IntoToolDefinition) -> Result<ToolDefinition, RegistryError> {
+        self.register_tool_with(tool, ToolOptions::default())
+    }
+
+    /// Registers a tool, overriding only the metadata `options` sets. An explicit
+    /// permission or replay policy on the definition is kept unless `options` sets one.
+    pub fn register_tool_with(
+        &self,
+        tool: impl IntoToolDefinition,
+        options: ToolOptions,
+    ) -> Result<ToolDefinition, RegistryError> {
+        let def = tool.into_tool_definition().apply(&options);
+        self.insert(def, options.replace)
+    }
+
+    /// Registers a handler under an explicit schema: the spec's four positional
+    /// parameters, with the keyword-only ones in `options`.
+    pub fn register_with_schema(
+        &self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: ToolHandler,
+        options: ToolOptions,
+    ) -> Result<ToolDefinition, RegistryError> {
+        self.register_tool_with(ToolDefinition::new(name, description, input_schema, handler), options)
+    }
+
+    fn insert(&self, def: ToolDefinition, replace: bool) -> Result<ToolDefinition, RegistryError> {
+        if !is_valid_tool_name(&def.name) {
+            return Err(RegistryError::InvalidName { name: def.name });
+        }
+        if let Some(t) = def.timeout_seconds
+            && (t.is_nan() || t <= 0.0)
+        {
+            return Err(RegistryError::InvalidOption(format!(
+                "timeout_seconds for tool \"{}\" must be a positive number of seconds, got {t}",
+                def.name
+            )));
+        }
+        let schema = CompiledSchema::compile(&def.name, &def.input_schema)?;
+        let name: Arc<str> = Arc::from(def.name.as_str());
+        let tool = Arc::new(RegisteredTool { def: def.clone(), name: name.clone(), schema });
+        let mut state = self.write();
+        if state.tools.contains_key(&def.name) {
+            if !replace {
+                return Err(RegistryError::DuplicateTool { name: def.name });
+            }
+        } else {
+            state.keys.entry(repair_key(&def.name)).or_default().push(name);
+        }
+        state.tools.insert(def.name.clone(), tool);
+        Ok(def)
+    }
+
+    /// Removes a tool; returns its definition if it was registered.
+    pub fn remove_tool(&self, name: &str) -> Option<ToolDefinition> {
+        let mut state = self.write();
+        let removed = state.tools.shift_remove(name)?;
+        let key = repair_key(name);
+        if let Some(names) = state.keys.get_mut(&key) {
+            names.retain(|n| &**n != name);
+            if names.is_empty() {
+                state.keys.remove(&key);
+            }
+        }
+        Some(removed.def.clone())
+    }
+
+    /// The definition registered under exactly this name.
+    pub fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
+        self.read().tools.get(name).map(|t| t.def.clone())
+    }
+
+    /// Whether a tool of exactly this name is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.read().tools.contains_key(name)
+    }
+
+    /// All definitions, in registration order.
+    pub fn list_tools(&self) -> Vec<ToolDefinition> {
+        self.read().tools.values().map(|t| t.def.clone()).collect()
+    }
+
+    /// All tool names, in registration order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.read().tools.keys().cloned().collect()
+    }
+
+    /// Number of registered tools.
+    pub fn len(&self) -> usize {
+        self.read().tools.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.read().tools.is_empty()
+    }
+
+    /// The canonical, provider-neutral schemas of all tools, in registration order.
+    pub fn get_tool_params(&self) -> Vec<ToolSpec> {
+        self.read()
+            .tools
+            .values()
+            .map(|t| ToolSpec {
+                name: t.def.name.clone(),
+                description: t.def.description.clone(),
+                input_schema: canonical_schema(&t.def.input_schema),
+            })
+            .collect()
+    }
+
+    /// The timeout a tool's calls run under, in seconds: its own, else the registry's.
+    pub fn effective_timeout_seconds(&self, name: &str) -> Option<f64> {
+        let state = self.read();
+        let tool = state.tools.get(name)?;
+        Some(tool.def.timeout_seconds.unwrap_or(state.effective.default_timeout_seconds))
+    }
+
+    /// Resolves a name as the model wrote it: exact match, else a formatting-only repair
+    /// when exactly one tool matches (see [`crate::tool::name`]).
+    pub fn resolve_name(&self, requested: &str) -> NameResolution {
+        resolve::resolve(&self.read(), requested).map(|t| t.name.to_string())
+    }
+
+    /// Executes one call through the whole pipeline: name resolution, argument parsing,
+    /// schema validation, permission, timeout and retry. Without a manager, omitted
+    /// permissions are ALLOW, and explicit ASK and DENY return `Permission denied`.
+    pub async fn execute(&self, call: &ToolCall, permissions: Option<&PermissionManager>) -> ToolResult {
+        let ctx = match permissions {
+            Some(p) => RunContext::new().with_permissions(p.clone()),
+            None => RunContext::new(),
+        };
+        self.execute_in(call, &ctx).await
+    }
+
+    /// Executes one call within a run (sharing its permissions, events and dedupe).
+    pub async fn execute_in(&self, call: &ToolCall, ctx: &RunContext) -> ToolResult {
+        pipeline::execute_one(self, call, ctx).await
+    }
+
+    /// Executes the calls of one model turn: concurrent tools run together, the others one
+    /// at a time in call order alongside them. Results come back in call order;
+    /// `CallStart` events are emitted in call order; a failure cancels nothing.
+    pub async fn execute_batch(&self, calls: &[ToolCall], ctx: &RunContext) -> Vec<ToolResult> {
+        pipeline::execute_batch(self, calls, ctx).await
+    }
+}

@@ -1,0 +1,75 @@
+//! Name resolution: exact match, formatting-only repair, or an error that suggests.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::registry::{RegisteredTool, State};
+use crate::tool::name::{repair_key, strip_known_prefixes, suggestions};
+
+/// Result of resolving a requested name: the registered name, or why none was chosen.
+pub type NameResolution = Result<String, UnknownTool>;
+
+/// A name that resolved to no tool (a typo, or an alias matching several tools). Its
+/// `Display` is the error text the model gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownTool {
+    /// The name as the model wrote it.
+    pub requested: String,
+    /// Up to three close names, best first (the matching names, when ambiguous).
+    pub suggestions: Vec<String>,
+    /// Every registered name, sorted.
+    pub available: Vec<String>,
+    /// Whether the name matched more than one tool by formatting.
+    pub ambiguous: bool,
+}
+
+impl fmt::Display for UnknownTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.ambiguous {
+            write!(f, "Unknown tool {:?}: it matches more than one tool.", self.requested)?;
+        } else {
+            write!(f, "Unknown tool {:?}.", self.requested)?;
+        }
+        if !self.suggestions.is_empty() {
+            write!(f, " Did you mean: {}?", self.suggestions.join(", "))?;
+        }
+        if self.available.is_empty() {
+            f.write_str(" No tools are available.")
+        } else {
+            write!(
+                f,
+                " Available tools: {}. Call again with one of these exact names.",
+                self.available.join(", ")
+            )
+        }
+    }
+}
+
+impl std::error::Error for UnknownTool {}
+
+pub(crate) fn resolve(state: &State, requested: &str) -> Result<Arc<RegisteredTool>, UnknownTool> {
+    if let Some(tool) = state.tools.get(requested) {
+        return Ok(tool.clone());
+    }
+    let stripped = strip_known_prefixes(requested);
+    if stripped.len() != requested.len()
+        && let Some(tool) = state.tools.get(stripped)
+    {
+        return Ok(tool.clone());
+    }
+    let matches = state.keys.get(&repair_key(stripped)).map(Vec::as_slice).unwrap_or_default();
+    if let [only] = matches
+        && let Some(tool) = state.tools.get(&**only)
+    {
+        return Ok(tool.clone());
+    }
+    let mut available: Vec<String> = state.tools.keys().cloned().collect();
+    available.sort();
+    let (suggested, ambiguous) = if matches.len() > 1 {
+        (matches.iter().take(3).map(|n| n.to_string()).collect(), true)
+    } else {
+        let close = suggestions(requested, available.iter().map(String::as_str), 3);
+        (close.into_iter().map(str::to_owned).collect(), false)
+    };
+    Err(UnknownTool { requested: requested.to_owned(), suggestions: suggested, available, ambiguous })
+}

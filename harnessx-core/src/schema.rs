@@ -1,0 +1,215 @@
+//! Input schemas: compiling them once, checking arguments against them, and the one-line
+//! error that names the wrong field.
+
+use serde_json::{Map, Value};
+
+use crate::error::RegistryError;
+
+/// Longest error line sent to the model; longer ones are cut with an ellipsis.
+const MAX_ERROR_LINE: usize = 400;
+
+/// A compiled input schema (JSON Schema 2020-12 unless the schema says otherwise).
+pub(crate) struct CompiledSchema {
+    validator: jsonschema::Validator,
+}
+
+impl CompiledSchema {
+    /// Checks that the schema is usable as a tool's input schema and compiles it.
+    pub(crate) fn compile(tool: &str, schema: &Value) -> Result<Self, RegistryError> {
+        let invalid = |reason: String| RegistryError::InvalidSchema { name: tool.to_owned(), reason };
+        let Some(obj) = schema.as_object() else {
+            return Err(invalid(format!("expected a JSON object schema, got {}", kind_of(schema))));
+        };
+        match obj.get("type") {
+            None => {}
+            Some(Value::String(t)) if t == "object" => {}
+            Some(other) => {
+                return Err(invalid(format!(
+                    "the top-level \"type\" must be \"object\" (tool arguments are a JSON object), got {other}"
+                )));
+            }
+        }
+        let validator = jsonschema::validator_for(schema).map_err(|e| invalid(one_line(&e.to_string())))?;
+        Ok(Self { validator })
+    }
+
+    /// `None` when `args` conform; otherwise one line naming the first wrong field.
+    pub(crate) fn check(&self, tool: &str, args: &Value) -> Option<String> {
+        let error = self.validator.validate(args).err()?;
+        let path = display_path(error.instance_path().as_str());
+        let message = one_line(&error.to_string());
+        let line = if path.is_empty() {
+            format!("invalid arguments for {tool}: {message}")
+        } else {
+            format!("invalid arguments for {tool}: {path}: {message}")
+        };
+        Some(truncate(line))
+    }
+}
+
+/// Turns a JSON pointer (`/items/0/name`) into `items[0].name`.
+fn display_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for raw in pointer.split('/').skip(1) {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) && !out.is_empty() {
+            out.push('[');
+            out.push_str(&seg);
+            out.push(']');
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg);
+        }
+    }
+    out
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn truncate(mut line: String) -> String {
+    if line.len() > MAX_ERROR_LINE {
+        let mut cut = MAX_ERROR_LINE;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        line.truncate(cut);
+        line.push('…');
+    }
+    line
+}
+
+/// A short name for a JSON value's type, for messages.
+pub(crate) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The canonical, provider-neutral form of an input schema: an object schema with
+/// `properties` present and no `$schema` or top-level `title`. Everything else is kept.
+pub fn canonical_schema(schema: &Value) -> Value {
+    let mut out = Map::new();
+    out.insert("type".into(), Value::String("object".into()));
+    if let Some(obj) = schema.as_object() {
+        for (k, v) in obj {
+            if k == "$schema" || k == "title" {
+                continue;
+            }
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+    Value::Object(out)
+}
+
+/// Serializes a value with object keys sorted at every level (for deduplication keys).
+pub(crate) fn canonical_json(value: &Value) -> String {
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(&map[k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn calc() -> CompiledSchema {
+        CompiledSchema::compile(
+            "calculate",
+            &json!({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn type_error_names_the_field() {
+        let line = calc().check("calculate", &json!({"a": 1, "b": "x"})).unwrap();
+        assert_eq!(line, r#"invalid arguments for calculate: b: "x" is not of type "integer""#);
+    }
+
+    #[test]
+    fn missing_field_is_named() {
+        let line = calc().check("calculate", &json!({"a": 1})).unwrap();
+        assert_eq!(line, r#"invalid arguments for calculate: "b" is a required property"#);
+        assert!(calc().check("calculate", &json!({"a": 1, "b": 2})).is_none());
+    }
+
+    #[test]
+    fn nested_paths_read_naturally() {
+        assert_eq!(display_path("/items/0/name"), "items[0].name");
+        assert_eq!(display_path("/a~1b"), "a/b");
+        assert_eq!(display_path(""), "");
+    }
+
+    #[test]
+    fn huge_values_keep_the_line_short() {
+        let s = CompiledSchema::compile("t", &json!({"type":"object","properties":{"v":{"type":"integer"}}}))
+            .unwrap();
+        let line = s.check("t", &json!({"v": "x".repeat(10_000)})).unwrap();
+        assert!(line.chars().count() <= MAX_ERROR_LINE + 1, "{}", line.len());
+        assert!(line.starts_with("invalid arguments for t: v: "));
+        assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn non_object_schemas_are_rejected() {
+        let err = CompiledSchema::compile("t", &json!({"type":"string"})).err().unwrap();
+        assert!(err.to_string().contains("must be \"object\""), "{err}");
+        assert!(CompiledSchema::compile("t", &json!([1])).is_err());
+        assert!(
+            CompiledSchema::compile("t", &json!({"type":"object","properties":{"a":{"type":"bogus"}}}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn canonical_forms() {
+        assert_eq!(
+            canonical_schema(&json!({"$schema":"x","title":"T"})),
+            json!({"type":"object","properties":{}})
+        );
+        assert_eq!(
+            canonical_json(&json!({"b":1,"a":{"d":[1,{"z":0,"y":1}],"c":null}})),
+            r#"{"a":{"c":null,"d":[1,{"y":1,"z":0}]},"b":1}"#
+        );
+    }
+}

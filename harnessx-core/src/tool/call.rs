@@ -1,0 +1,120 @@
+//! A call the model made, what a handler returns, and the result sent back.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One tool call as a model requested it: an id, a name (possibly misspelt or decorated),
+/// and the raw JSON text of the arguments (possibly malformed or cut off).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's call id; echoed in the [`ToolResult`].
+    pub id: String,
+    /// The tool name as the model wrote it.
+    pub name: String,
+    /// The arguments as raw JSON text. Empty text and `null` count as `{}`.
+    pub arguments: String,
+}
+
+impl ToolCall {
+    /// A call with raw JSON argument text.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self { id: id.into(), name: name.into(), arguments: arguments.into() }
+    }
+
+    /// A call whose arguments are already a JSON value (e.g. Anthropic's `input` object).
+    pub fn from_value(id: impl Into<String>, name: impl Into<String>, arguments: &Value) -> Self {
+        Self::new(id, name, arguments.to_string())
+    }
+}
+
+/// What a handler produced on success: text for the model and, optionally, the same
+/// result as structured JSON for programs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    /// The text the model reads.
+    pub content: String,
+    /// Machine-readable form of the result, if the tool has one.
+    pub structured_content: Option<Value>,
+}
+
+impl ToolOutput {
+    /// A text result.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self { content: content.into(), structured_content: None }
+    }
+
+    /// A JSON result: strings pass through as text, other values are serialized compactly
+    /// and also kept as structured content.
+    pub fn json(value: Value) -> Self {
+        match value {
+            Value::String(s) => Self::text(s),
+            other => Self { content: other.to_string(), structured_content: Some(other) },
+        }
+    }
+
+    /// Serializes any value as a result (see [`ToolOutput::json`]).
+    pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Self, crate::ToolError> {
+        Ok(Self::json(serde_json::to_value(value)?))
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(s: String) -> Self {
+        Self::text(s)
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(s: &str) -> Self {
+        Self::text(s)
+    }
+}
+
+impl From<Value> for ToolOutput {
+    fn from(v: Value) -> Self {
+        Self::json(v)
+    }
+}
+
+/// The outcome of one call, ready to go back to the model. Every failure (unknown tool,
+/// bad arguments, permission, timeout, handler error or panic) is a result with
+/// `is_error` set, never a Rust error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub call_id: String,
+    /// The registered name of the tool that ran, or the name as requested when it could
+    /// not be resolved.
+    pub name: String,
+    /// Text for the model.
+    pub content: String,
+    /// Whether this is an error result.
+    pub is_error: bool,
+    /// Structured form of a successful result, if the tool produced one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn success(call_id: impl Into<String>, name: impl Into<String>, output: ToolOutput) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            content: output.content,
+            is_error: false,
+            structured_content: output.structured_content,
+        }
+    }
+
+    /// An error result with a message for the model.
+    pub fn error(call_id: impl Into<String>, name: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            content: message.into(),
+            is_error: true,
+            structured_content: None,
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Handlers: the code behind a tool, async or blocking.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::tool::call::ToolOutput;
+
+/// A boxed, sendable future, as returned by [`AsyncToolHandler::call`].
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What a handler returns.
+pub type HandlerResult = Result<ToolOutput, ToolError>;
+
+/// Per-call information handed to a handler.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    call_id: Arc<str>,
+    tool_name: Arc<str>,
+}
+
+impl ToolContext {
+    /// A context for the call `call_id` of the tool `tool_name`.
+    pub fn new(call_id: impl Into<Arc<str>>, tool_name: impl Into<Arc<str>>) -> Self {
+        Self { call_id: call_id.into(), tool_name: tool_name.into() }
+    }
+
+    /// The provider's id of the call being executed.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The registered name of the tool being executed.
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+}
+
+/// An async handler. Its future runs on the async runtime; it is dropped (cancelled) when
+/// the call times out.
+pub trait AsyncToolHandler: Send + Sync + 'static {
+    /// Runs the tool on validated arguments.
+    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult>;
+}
+
+/// A blocking (synchronous) handler. It runs on a blocking thread, off the async runtime;
+/// a timeout stops waiting for it but cannot stop the thread.
+pub trait BlockingToolHandler: Send + Sync + 'static {
+    /// Runs the tool on validated arguments.
+    fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult;
+}
+
+/// The code behind a tool. Cloning shares the handler.
+#[derive(Clone)]
+pub enum ToolHandler {
+    /// Runs as a future on the async runtime.
+    Async(Arc<dyn AsyncToolHandler>),
+    /// Runs on a blocking thread.
+    Blocking(Arc<dyn BlockingToolHandler>),
+}
+
+impl fmt::Debug for ToolHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Async(_) => "ToolHandler::Async(..)",
+            Self::Blocking(_) => "ToolHandler::Blocking(..)",
+        })
+    }
+}
+
+struct AsyncFn<F>(F);
+
+impl<F, Fut> AsyncToolHandler for AsyncFn<F>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult> + Send + 'static,
+{
+    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+        Box::pin((self.0)(args, ctx))
+    }
+}
+
+struct BlockingFn<F>(F);
+
+impl<F> BlockingToolHandler for BlockingFn<F>
+where
+    F: Fn(Value, &ToolContext) -> HandlerResult + Send + Sync + 'static,
+{
+    fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult {
+        (self.0)(args, ctx)
+    }
+}
+
+/// Deserializes validated arguments into a handler's argument type.
+fn decode<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::new(format!("invalid arguments: {e}")))
+}
+
+fn encode<T: Serialize, E: Into<ToolError>>(result: Result<T, E>) -> HandlerResult {
+    ToolOutput::from_serialize(&result.map_err(Into::into)?)
+}
+
+impl ToolHandler {
+    /// An async handler over raw JSON arguments.
+    pub fn from_async<F, Fut>(f: F) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        Self::Async(Arc::new(AsyncFn(f)))
+    }
+
+    /// A blocking handler over raw JSON arguments.
+    pub fn from_blocking<F>(f: F) -> Self
+    where
+        F: Fn(Value, &ToolContext) -> HandlerResult + Send + Sync + 'static,
+    {
+        Self::Blocking(Arc::new(BlockingFn(f)))
+    }
+
+    /// An async handler whose arguments deserialize into `A` and whose result serializes
+    /// (strings pass through as text; errors go to the model).
+    ///
+    /// ```
+    /// # use harnessx_core::ToolHandler;
+    /// #[derive(serde::Deserialize)]
+    /// struct Add { a: i64, b: i64 }
+    /// let handler = ToolHandler::typed_async(|Add { a, b }| async move { Ok::<_, String>(a + b) });
+    /// ```
+    pub fn typed_async<A, T, E, F, Fut>(f: F) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        T: Serialize,
+        E: Into<ToolError>,
+        F: Fn(A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+    {
+        let f = Arc::new(f);
+        Self::from_async(move |args, _ctx| {
+            let decoded = decode::<A>(args).map(|a| f(a));
+            async move {
+                match decoded {
+                    Ok(fut) => encode(fut.await),
+                    Err(e) => Err(e),
+                }
+            }
+        })
+    }
+
+    /// A blocking handler whose arguments deserialize into `A` (see [`typed_async`](Self::typed_async)).
+    pub fn typed_blocking<A, T, E, F>(f: F) -> Self
+    where
+        A: DeserializeOwned,
+        T: Serialize,
+        E: Into<ToolError>,
+        F: Fn(A) -> Result<T, E> + Send + Sync + 'static,
+    {
+        Self::from_blocking(move |args, _ctx| encode(f(decode::<A>(args)?)))
+    }
+
+    /// Whether the handler runs on a blocking thread.
+    pub fn is_blocking(&self) -> bool {
+        matches!(self, Self::Blocking(_))
+    }
+}

@@ -1,0 +1,7 @@
+//! The tool model: definitions, handlers, calls and results, policies, names.
+
+pub mod call;
+pub mod definition;
+pub mod handler;
+pub mod name;
+pub mod policy;

@@ -1,0 +1,141 @@
+//! Tool names: validation, and the formatting-only repair of names a model got wrong.
+//!
+//! A name is repaired only when it differs from exactly one registered name by letter
+//! case, separators (`search-web`, `searchWeb`, `search.web`, `search web`) or one of
+//! the prefixes `functions.`, `tools.` and `default_api:`. Spelling similarity only
+//! supplies suggestions; it never selects a tool.
+
+/// Prefixes some models put in front of a tool name.
+pub const KNOWN_PREFIXES: [&str; 3] = ["functions.", "tools.", "default_api:"];
+
+/// Longest accepted tool name.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Removes the known prefixes (repeatedly, case-insensitively) from a requested name.
+pub fn strip_known_prefixes(mut name: &str) -> &str {
+    'outer: loop {
+        for prefix in KNOWN_PREFIXES {
+            if name.len() > prefix.len()
+                && name.is_char_boundary(prefix.len())
+                && name[..prefix.len()].eq_ignore_ascii_case(prefix)
+            {
+                name = &name[prefix.len()..];
+                continue 'outer;
+            }
+        }
+        return name;
+    }
+}
+
+/// The formatting-insensitive key of a name: its words, lower-cased, joined by `_`.
+///
+/// Words are split at `_`, `-`, `.`, whitespace, and camel-case boundaries
+/// (`searchWeb`, `HTTPServer` -> `http_server`). Two names with the same key differ
+/// only by case and separators.
+pub fn repair_key(name: &str) -> String {
+    let mut key = String::with_capacity(name.len() + 4);
+    let chars: Vec<char> = name.chars().collect();
+    let mut word_open = false;
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '_' || c == '-' || c == '.' || c.is_whitespace() {
+            word_open = false;
+            continue;
+        }
+        let boundary = word_open
+            && c.is_uppercase()
+            && i > 0
+            && (chars[i - 1].is_lowercase()
+                || chars[i - 1].is_ascii_digit()
+                || (chars[i - 1].is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase())));
+        if (!word_open || boundary) && !key.is_empty() {
+            key.push('_');
+        }
+        word_open = true;
+        key.extend(c.to_lowercase());
+    }
+    key
+}
+
+/// Up to `limit` registered names that look like `requested`, best first.
+pub fn suggestions<'a>(requested: &str, names: impl Iterator<Item = &'a str>, limit: usize) -> Vec<&'a str> {
+    let wanted = repair_key(strip_known_prefixes(requested));
+    let mut scored: Vec<(f64, &str)> = names
+        .map(|name| {
+            let key = repair_key(name);
+            let mut score = strsim::jaro_winkler(&wanted, &key);
+            if !wanted.is_empty() && (key.contains(&wanted) || wanted.contains(&key)) {
+                score = score.max(0.85);
+            }
+            (score, name)
+        })
+        .filter(|(score, _)| *score >= 0.7)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.into_iter().take(limit).map(|(_, n)| n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_names() {
+        assert!(is_valid_tool_name("search_web"));
+        assert!(is_valid_tool_name("get-sum"));
+        assert!(is_valid_tool_name(&"a".repeat(64)));
+        assert!(!is_valid_tool_name(&"a".repeat(65)));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name("search.web"));
+        assert!(!is_valid_tool_name("search web"));
+    }
+
+    #[test]
+    fn keys_ignore_case_and_separators() {
+        for variant in [
+            "search_web",
+            "Search_Web",
+            "SEARCH_WEB",
+            "search-web",
+            "searchWeb",
+            "SearchWeb",
+            "search.web",
+            "search web",
+            "search__web",
+        ] {
+            assert_eq!(repair_key(variant), "search_web", "{variant}");
+        }
+        assert_eq!(repair_key("HTTPServer"), "http_server");
+        assert_eq!(repair_key("getHTTPResponse"), "get_http_response");
+        assert_eq!(repair_key("read_file2"), "read_file2");
+        assert_eq!(repair_key("file2Read"), "file2_read");
+        // A typo is not a formatting difference.
+        assert_ne!(repair_key("serch_web"), repair_key("search_web"));
+        assert_ne!(repair_key("searchweb"), repair_key("search_web"));
+    }
+
+    #[test]
+    fn prefixes_are_stripped() {
+        assert_eq!(strip_known_prefixes("functions.search_web"), "search_web");
+        assert_eq!(strip_known_prefixes("tools.search_web"), "search_web");
+        assert_eq!(strip_known_prefixes("default_api:search_web"), "search_web");
+        assert_eq!(strip_known_prefixes("Functions.default_api:x"), "x");
+        assert_eq!(strip_known_prefixes("functions."), "functions.");
+        assert_eq!(strip_known_prefixes("functionsx"), "functionsx");
+    }
+
+    #[test]
+    fn suggestions_rank_close_names() {
+        let names = ["search_web", "fetch_url", "read_file", "write_file", "search_files"];
+        let got = suggestions("serch_web", names.iter().copied(), 3);
+        assert_eq!(got.first(), Some(&"search_web"));
+        assert!(got.len() <= 3);
+        assert!(suggestions("zzzzzz", names.iter().copied(), 3).is_empty());
+    }
+}

@@ -1,0 +1,1 @@
+//! The #[tool] and #[toolbox] macros (issue 3).

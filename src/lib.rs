@@ -1,0 +1,6 @@
+//! harnessx: safe, fast and predictable tools for LLM agents.
+//!
+//! This facade re-exports [`harnessx_core`]; see the guide in `docs/`.
+#![forbid(unsafe_code)]
+
+pub use harnessx_core::*;
