@@ -1,3 +1,87 @@
-//! Dispatch benchmark (filled in below).
+//! Dispatch cost of one tool call through the whole pipeline: name lookup, JSON argument
+//! parsing, schema validation, permission, timeout, handler, result.
+//!
+//! `cargo bench -p harnessx-core --bench dispatch`
 
-fn main() {}
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use harnessx_core::{PermissionManager, RunContext, ToolCall, ToolHandler, ToolOptions, ToolRegistry};
+use serde::Deserialize;
+use serde_json::json;
+
+#[derive(Deserialize)]
+struct Add {
+    a: i64,
+    b: i64,
+}
+
+fn add_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "additionalProperties": false
+    })
+}
+
+fn registry() -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    registry
+        .register_with_schema(
+            "add",
+            "Add two numbers.",
+            add_schema(),
+            ToolHandler::typed_async(|Add { a, b }| async move { Ok::<_, String>(a + b) }),
+            ToolOptions::new(),
+        )
+        .unwrap();
+    registry
+        .register_with_schema(
+            "add_sync",
+            "Add two numbers.",
+            add_schema(),
+            ToolHandler::typed_blocking(|Add { a, b }| Ok::<_, String>(a + b)),
+            ToolOptions::new(),
+        )
+        .unwrap();
+    registry
+}
+
+fn dispatch(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let registry = registry();
+    let manager = PermissionManager::default();
+    let mut group = c.benchmark_group("dispatch");
+
+    let call = ToolCall::new("call_1", "add", r#"{"a": 2, "b": 3}"#);
+    group.bench_function("async_add", |b| {
+        b.to_async(&rt).iter(|| async {
+            let r = registry.execute(&call, Some(&manager)).await;
+            assert!(!r.is_error);
+            r
+        })
+    });
+
+    let sync_call = ToolCall::new("call_1", "add_sync", r#"{"a": 2, "b": 3}"#);
+    group.bench_function("sync_add", |b| {
+        b.to_async(&rt).iter(|| async {
+            let r = registry.execute(&sync_call, Some(&manager)).await;
+            assert!(!r.is_error);
+            r
+        })
+    });
+
+    let batch: Vec<ToolCall> =
+        (0..10).map(|i| ToolCall::new(format!("call_{i}"), "add", format!(r#"{{"a": {i}, "b": 3}}"#))).collect();
+    group.bench_with_input(BenchmarkId::new("async_add_batch", 10), &batch, |b, batch| {
+        b.to_async(&rt).iter(|| async {
+            let ctx = RunContext::new().with_permissions(manager.clone());
+            let results = registry.execute_batch(batch, &ctx).await;
+            assert_eq!(results.len(), 10);
+            results
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, dispatch);
+criterion_main!(benches);

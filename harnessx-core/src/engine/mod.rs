@@ -1,5 +1,6 @@
 //! The execution engine: one pipeline for every call, and batch scheduling.
 
+pub(crate) mod blocking;
 pub mod context;
 pub mod events;
 pub(crate) mod pipeline;

@@ -12,6 +12,7 @@ use futures_util::FutureExt;
 use futures_util::future::{join, join_all};
 use serde_json::Value;
 
+use crate::engine::blocking::run_blocking;
 use crate::engine::context::RunContext;
 use crate::engine::events::ToolEvent;
 use crate::engine::serial::SerialQueue;
@@ -259,14 +260,10 @@ async fn run_once(handler: &ToolHandler, args: Value, ctx: ToolContext, timeout:
         ToolHandler::Blocking(h) => {
             let h = h.clone();
             let name = ctx.tool_name().to_owned();
-            let join = tokio::task::spawn_blocking(move || h.call(args, &ctx));
-            match tokio::time::timeout(timeout, join).await {
+            match tokio::time::timeout(timeout, run_blocking(move || h.call(args, &ctx))).await {
                 Ok(Ok(result)) => Outcome::Done(result),
-                Ok(Err(e)) => {
-                    match e.try_into_panic() {
-                        Ok(payload) => log_panic(&name, &*payload),
-                        Err(e) => tracing::error!(tool = name, error = %e, "blocking tool task failed"),
-                    }
+                Ok(Err(payload)) => {
+                    log_panic(&name, &*payload);
                     Outcome::Panicked
                 }
                 Err(_) => Outcome::TimedOut,
