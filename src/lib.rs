@@ -4,3 +4,5 @@
 #![forbid(unsafe_code)]
 
 pub use harnessx_core::*;
+
+pub mod guide;

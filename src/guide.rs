@@ -1,0 +1,5 @@
+//! The user guide: the pages of `docs/`, included here so that every snippet in them is
+//! compiled and run as a doctest.
+
+#[doc = include_str!("../docs/execution.md")]
+pub mod execution {}
