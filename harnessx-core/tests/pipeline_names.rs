@@ -131,6 +131,18 @@ async fn a_prefixed_name_that_also_matches_another_tool_by_separators_is_ambiguo
 }
 
 #[tokio::test]
+#[ignore = "BUG: a separator repair is not tried on the unstripped name, so `tools.list` misses `tools_list` (resolve.rs:54-60)"]
+async fn a_name_that_starts_like_a_prefix_is_still_repaired_by_separators() {
+    // `tools.list` differs from the one registered tool `tools_list` only by a separator.
+    let (registry, counters) = registry_of(&["tools_list", "functions_reload", "read_file"]);
+    for (requested, expected) in [("tools.list", "tools_list"), ("functions.reload", "functions_reload")] {
+        let result = registry.execute(&call("c", requested, "{}"), None).await;
+        assert_eq!(result.content, format!("ran {expected}"), "{requested:?}: {result:?}");
+    }
+    assert_eq!(counters["tools_list"].get() + counters["functions_reload"].get(), 2);
+}
+
+#[tokio::test]
 async fn a_typo_is_never_dispatched_even_when_only_one_tool_is_close() {
     let (registry, counters) = registry_of(&["search_web"]);
     for typo in ["serch_web", "search_webb", "saerch_web", "search_wbe", "functions.serch_web"] {
