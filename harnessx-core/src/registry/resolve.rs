@@ -51,14 +51,28 @@ pub(crate) fn resolve(state: &State, requested: &str) -> Result<Arc<RegisteredTo
     if let Some(tool) = state.tools.get(requested) {
         return Ok(tool.clone());
     }
+    // Every tool the name could mean by formatting alone: the name without a known
+    // prefix, and the formatting-insensitive keys of the name with and without it (so
+    // `tools.list` still finds `tools_list`). Exactly one candidate is dispatched.
     let stripped = strip_known_prefixes(requested);
+    let mut matches: Vec<Arc<str>> = Vec::new();
     if stripped.len() != requested.len()
         && let Some(tool) = state.tools.get(stripped)
     {
-        return Ok(tool.clone());
+        matches.push(tool.name.clone());
     }
-    let matches = state.keys.get(&repair_key(stripped)).map(Vec::as_slice).unwrap_or_default();
-    if let [only] = matches
+    let stripped_key = repair_key(stripped);
+    let requested_key = repair_key(requested);
+    let keys =
+        if stripped_key == requested_key { vec![stripped_key] } else { vec![stripped_key, requested_key] };
+    for key in &keys {
+        for name in state.keys.get(key).map(Vec::as_slice).unwrap_or_default() {
+            if !matches.contains(name) {
+                matches.push(name.clone());
+            }
+        }
+    }
+    if let [only] = matches.as_slice()
         && let Some(tool) = state.tools.get(&**only)
     {
         return Ok(tool.clone());
