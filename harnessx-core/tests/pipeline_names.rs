@@ -122,7 +122,6 @@ async fn tools_differing_only_by_case_make_other_spellings_ambiguous() {
 }
 
 #[tokio::test]
-
 async fn a_prefixed_name_that_also_matches_another_tool_by_separators_is_ambiguous() {
     // `functions.search_web` is `search_web` with a known prefix, and also
     // `functions_search_web` with `.` for `_`: two tools match, so it must not run.
@@ -131,7 +130,6 @@ async fn a_prefixed_name_that_also_matches_another_tool_by_separators_is_ambiguo
 }
 
 #[tokio::test]
-
 async fn a_name_that_starts_like_a_prefix_is_still_repaired_by_separators() {
     // `tools.list` differs from the one registered tool `tools_list` only by a separator.
     let (registry, counters) = registry_of(&["tools_list", "functions_reload", "read_file"]);
