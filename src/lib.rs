@@ -4,5 +4,6 @@
 #![forbid(unsafe_code)]
 
 pub use harnessx_core::*;
+pub use harnessx_macros::{tool, toolbox};
 
 pub mod guide;

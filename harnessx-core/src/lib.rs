@@ -9,6 +9,10 @@ pub mod registry;
 pub mod schema;
 pub mod tool;
 
+#[doc(hidden)]
+#[path = "macro_support/mod.rs"]
+pub mod __private;
+
 pub use engine::context::RunContext;
 pub use engine::events::{ToolEvent, ToolEventSink};
 pub use engine::pipeline::PERMISSION_DENIED;
@@ -27,3 +31,6 @@ pub use tool::handler::{
     AsyncToolHandler, BlockingToolHandler, BoxFuture, HandlerResult, ToolContext, ToolHandler,
 };
 pub use tool::policy::{DEFAULT_TOOL_TIMEOUT_SECONDS, EffectivePolicy, ReplayPolicy, ToolPolicy, ToolRetry};
+pub use __private::{CollectedTool, ToolRegistryExt, Toolbox};
+/// The `schemars` crate, for `#[derive(JsonSchema)]` on tool parameter types.
+pub use schemars;

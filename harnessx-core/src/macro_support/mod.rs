@@ -1,0 +1,52 @@
+//! Runtime support for the code `#[tool]` and `#[toolbox]` generate.
+//!
+//! Everything here is reached by generated code through `harnessx::__private`; the few
+//! items meant for users ([`Toolbox`], [`ToolRegistryExt`], [`CollectedTool`]) are
+//! re-exported at the crate root. Nothing in this module is a stable API on its own.
+
+mod args;
+mod collect;
+mod output;
+pub mod schema;
+
+pub use args::Args;
+pub use collect::{CollectedTool, ToolRegistryExt, Toolbox};
+pub use output::{output, result_output, tool_error};
+pub use schema::ParamSchema;
+
+pub use crate::error::{ToolError, TransientToolError};
+pub use crate::permission::PermissionLevel;
+pub use crate::tool::call::ToolOutput;
+pub use crate::tool::definition::{IntoToolDefinition, ToolDefinition};
+pub use crate::tool::handler::{HandlerResult, ToolContext, ToolHandler};
+pub use crate::tool::policy::{ReplayPolicy, ToolRetry};
+
+pub use inventory;
+pub use serde_json::Value;
+
+/// A lazily built value shared by every definition of one tool (its schema).
+pub type Lazy<T> = std::sync::LazyLock<T>;
+
+/// Passes a future through unchanged, requiring it to be `Send` (so the error points at
+/// the tool, not deep inside the handler).
+#[inline]
+pub fn require_send<F: std::future::Future + Send>(future: F) -> F {
+    future
+}
+
+/// Builds a [`ToolRetry`] from the fields given in `#[tool(retry(..))]`; unset ones keep
+/// their [`ToolRetry::default`] values.
+pub fn retry(
+    max_attempts: Option<u32>,
+    initial_delay_seconds: Option<f64>,
+    backoff_multiplier: Option<f64>,
+    max_delay_seconds: Option<f64>,
+) -> ToolRetry {
+    let d = ToolRetry::default();
+    ToolRetry {
+        max_attempts: max_attempts.unwrap_or(d.max_attempts),
+        initial_delay_seconds: initial_delay_seconds.unwrap_or(d.initial_delay_seconds),
+        backoff_multiplier: backoff_multiplier.unwrap_or(d.backoff_multiplier),
+        max_delay_seconds: max_delay_seconds.unwrap_or(d.max_delay_seconds),
+    }
+}

@@ -1,0 +1,66 @@
+//! What the user wrote: the arguments of `#[tool(..)]`, `#[toolbox(..)]` and `#[arg(..)]`,
+//! parsed with darling. No validation beyond syntax happens here (see `model.rs`).
+
+use darling::FromMeta;
+use darling::util::{Flag, Override, PreservedStrExpr, SpannedValue};
+
+/// `#[tool(name = "..", description = "..", permission = "..", concurrent = ..,
+/// replay_policy = "..", timeout_seconds = .., retry(..), crate = path, collect)]`.
+#[derive(Debug, Default, FromMeta)]
+pub(crate) struct ToolAttr {
+    pub(crate) name: Option<SpannedValue<String>>,
+    pub(crate) description: Option<String>,
+    pub(crate) permission: Option<SpannedValue<String>>,
+    pub(crate) concurrent: Option<bool>,
+    pub(crate) replay_policy: Option<SpannedValue<String>>,
+    pub(crate) timeout_seconds: Option<Seconds>,
+    pub(crate) retry: Option<Override<RetryAttr>>,
+    #[darling(rename = "crate")]
+    pub(crate) krate: Option<SpannedValue<syn::Path>>,
+    pub(crate) collect: Flag,
+}
+
+/// `retry` (the default `ToolRetry`) or `retry(max_attempts = 5, ..)`.
+#[derive(Debug, Default, Clone, FromMeta)]
+pub(crate) struct RetryAttr {
+    pub(crate) max_attempts: Option<u32>,
+    pub(crate) initial_delay_seconds: Option<Seconds>,
+    pub(crate) backoff_multiplier: Option<Seconds>,
+    pub(crate) max_delay_seconds: Option<Seconds>,
+}
+
+/// `#[toolbox(crate = path)]`.
+#[derive(Debug, Default, FromMeta)]
+pub(crate) struct ToolboxAttr {
+    #[darling(rename = "crate")]
+    pub(crate) krate: Option<syn::Path>,
+}
+
+/// `#[arg(description = "..", default, default = expr, one_of = [..])]` on a parameter.
+#[derive(Debug, Default, FromMeta)]
+pub(crate) struct ArgAttr {
+    pub(crate) description: Option<String>,
+    pub(crate) default: Option<Override<PreservedStrExpr>>,
+    pub(crate) one_of: Option<syn::ExprArray>,
+}
+
+/// A non-negative number of seconds (or a factor), written as an integer or a float.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seconds {
+    pub(crate) value: f64,
+}
+
+impl FromMeta for Seconds {
+    fn from_value(lit: &syn::Lit) -> darling::Result<Self> {
+        let value = match lit {
+            syn::Lit::Int(i) => i.base10_parse::<f64>(),
+            syn::Lit::Float(f) => f.base10_parse::<f64>(),
+            _ => return Err(darling::Error::custom("expected a number, e.g. `30` or `2.5`").with_span(lit)),
+        }
+        .map_err(|e| darling::Error::from(e).with_span(lit))?;
+        if !value.is_finite() || value <= 0.0 {
+            return Err(darling::Error::custom("expected a positive number").with_span(lit));
+        }
+        Ok(Self { value })
+    }
+}

@@ -1,0 +1,228 @@
+//! Code generation only: turns a resolved [`ToolFn`] into tokens. Every generated path
+//! goes through `_harnessx`, bound once per expansion by `use #krate as _harnessx;`
+//! inside a `const _: () = { .. };` block.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::{Ident, Path, Visibility};
+
+use crate::model::{DefaultValue, Param, ToolFn};
+
+/// How the handler reaches the function.
+pub(crate) enum Target {
+    /// A free function, called by name.
+    Free,
+    /// A `#[toolbox]` method, called on the shared instance `__hx_this: Arc<Self>`.
+    Method,
+}
+
+/// An expression of type `ToolDefinition` for `tool` (needs `_harnessx` in scope).
+pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
+    let p = quote!(_harnessx::__private);
+    let name = &tool.name;
+    let description = &tool.description;
+
+    let mut props = Vec::new();
+    let mut required = Vec::new();
+    let mut decls = Vec::new();
+    let mut call_args = Vec::new();
+    let mut has_values = false;
+    for (i, param) in tool.params.iter().enumerate() {
+        match param {
+            Param::Context { by_ref } => call_args.push(match (by_ref, tool.is_async) {
+                (true, true) => quote!(&__hx_ctx),
+                (true, false) => quote!(__hx_ctx),
+                (false, true) => quote!(::core::clone::Clone::clone(&__hx_ctx)),
+                (false, false) => quote!(::core::clone::Clone::clone(__hx_ctx)),
+            }),
+            Param::Value(v) => {
+                has_values = true;
+                let pname = &v.name;
+                let ty = &v.ty;
+                let mut schema = v.schema.clone();
+                if let Some(choices) = &v.one_of {
+                    schema = quote!(#p::schema::one_of(#schema, ::std::vec![#(#choices),*]));
+                }
+                let description = match &v.description {
+                    Some(d) => quote!(::core::option::Option::Some(#d)),
+                    None => quote!(::core::option::Option::None),
+                };
+                let default_json = match &v.default {
+                    Some(DefaultValue::Expr(_, Some(json))) => quote!(::core::option::Option::Some(#json)),
+                    _ => quote!(::core::option::Option::None),
+                };
+                props.push(quote!((#pname, #p::schema::property(#schema, #description, #default_json))));
+                let local = format_ident!("__hx_p{}", i);
+                let decl = match &v.default {
+                    None => {
+                        required.push(pname.clone());
+                        quote!(let #local: #ty = __hx_args.required::<#ty>(#pname)?;)
+                    }
+                    Some(DefaultValue::Trait) => quote!(
+                        let #local: #ty = __hx_args.optional::<#ty>(#pname)?.unwrap_or_default();
+                    ),
+                    Some(DefaultValue::Expr(expr, _)) => {
+                        let expr = match expr {
+                            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(_), .. }) => {
+                                quote!(::core::convert::Into::into(#expr))
+                            }
+                            other => quote!(#other),
+                        };
+                        quote!(let #local: #ty = __hx_args.optional::<#ty>(#pname)?.unwrap_or_else(|| #expr);)
+                    }
+                };
+                decls.push(decl);
+                call_args.push(quote!(#local));
+            }
+        }
+    }
+
+    let ident = &tool.fn_ident;
+    let call = match target {
+        Target::Free => quote!(#ident(#(#call_args),*)),
+        Target::Method => quote!(__hx_this.#ident(#(#call_args),*)),
+    };
+    let convert = if tool.returns_result { quote!(#p::result_output) } else { quote!(#p::output) };
+    let args = if has_values {
+        quote!(let mut __hx_args = #p::Args::new(__hx_args)?;)
+    } else {
+        quote!(let _ = __hx_args;)
+    };
+    let handler = if tool.is_async {
+        let send_check = quote_spanned!(tool.sig_span=> #p::require_send(#call));
+        let clone_this = match target {
+            Target::Method => quote!(let __hx_this = ::std::sync::Arc::clone(&__hx_this);),
+            Target::Free => quote!(),
+        };
+        quote!(#p::ToolHandler::from_async(move |__hx_args: #p::Value, __hx_ctx: #p::ToolContext| {
+            #clone_this
+            async move {
+                #args
+                #(#decls)*
+                #convert(#send_check.await)
+            }
+        }))
+    } else {
+        quote!(#p::ToolHandler::from_blocking(move |__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
+            #args
+            #(#decls)*
+            #convert(#call)
+        }))
+    };
+
+    let mut policy = Vec::new();
+    if let Some(level) = tool.policy.permission {
+        let level = format_ident!("{}", level);
+        policy.push(quote!(__hx_def.permission = ::core::option::Option::Some(#p::PermissionLevel::#level);));
+    }
+    if let Some(replay) = tool.policy.replay_policy {
+        let replay = format_ident!("{}", replay);
+        policy.push(quote!(__hx_def.replay_policy = #p::ReplayPolicy::#replay;));
+    }
+    if let Some(c) = tool.policy.concurrent {
+        policy.push(quote!(__hx_def.concurrent = #c;));
+    }
+    if let Some(t) = tool.policy.timeout_seconds {
+        policy.push(quote!(__hx_def.timeout_seconds = ::core::option::Option::Some(#t);));
+    }
+    if let Some(r) = &tool.policy.retry {
+        let opt_u32 = |v: Option<u32>| match v {
+            Some(v) => quote!(::core::option::Option::Some(#v)),
+            None => quote!(::core::option::Option::None),
+        };
+        let opt_f64 = |v: Option<crate::attr::Seconds>| match v {
+            Some(v) => {
+                let v = v.value;
+                quote!(::core::option::Option::Some(#v))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let (a, b, c, d) = (
+            opt_u32(r.max_attempts),
+            opt_f64(r.initial_delay_seconds),
+            opt_f64(r.backoff_multiplier),
+            opt_f64(r.max_delay_seconds),
+        );
+        policy.push(quote!(__hx_def.retry = ::core::option::Option::Some(#p::retry(#a, #b, #c, #d));));
+    }
+    let mutability = if policy.is_empty() { quote!() } else { quote!(mut) };
+
+    quote!({
+        static __HX_SCHEMA: #p::Lazy<#p::Value> = #p::Lazy::new(|| {
+            #p::schema::object(::std::vec![#(#props),*], &[#(#required),*])
+        });
+        let #mutability __hx_def = #p::ToolDefinition::new(
+            #name,
+            #description,
+            ::core::clone::Clone::clone(&*__HX_SCHEMA),
+            #handler,
+        );
+        #(#policy)*
+        __hx_def
+    })
+}
+
+/// The unit struct and its `IntoToolDefinition` impl for a free `#[tool]` fn.
+pub(crate) fn free_tool(tool: &ToolFn, vis: &Visibility, struct_ident: &Ident, krate: &Path) -> TokenStream {
+    let def = definition(tool, &Target::Free);
+    let fn_name = tool.fn_ident.to_string();
+    let name = &tool.name;
+    let doc = format!(
+        "The tool [`{fn_name}`] as a registrable definition (generated by `#[tool]`): pass it to `register_tool`."
+    );
+    let collect = tool.collect.then(|| {
+        quote!(_harnessx::__private::inventory::submit! {
+            _harnessx::__private::CollectedTool::new(|| {
+                _harnessx::__private::IntoToolDefinition::into_tool_definition(#struct_ident)
+            })
+        })
+    });
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone, Copy, Default)]
+        #vis struct #struct_ident;
+
+        #[doc(hidden)]
+        const _: () = {
+            use #krate as _harnessx;
+
+            impl #struct_ident {
+                /// The name the model calls this tool by.
+                #vis const NAME: &'static str = #name;
+            }
+
+            impl _harnessx::__private::IntoToolDefinition for #struct_ident {
+                fn into_tool_definition(self) -> _harnessx::__private::ToolDefinition {
+                    #def
+                }
+            }
+
+            #collect
+        };
+    }
+}
+
+/// The `Toolbox` impl for a `#[toolbox]` impl block.
+pub(crate) fn toolbox(self_ty: &syn::Type, tools: &[ToolFn], krate: &Path) -> TokenStream {
+    let defs = tools.iter().map(|t| {
+        let def = definition(t, &Target::Method);
+        quote!({
+            let __hx_this = ::std::sync::Arc::clone(&self);
+            #def
+        })
+    });
+    quote! {
+        #[doc(hidden)]
+        const _: () = {
+            use #krate as _harnessx;
+
+            impl _harnessx::__private::Toolbox for #self_ty {
+                fn tool_definitions(
+                    self: ::std::sync::Arc<Self>,
+                ) -> ::std::vec::Vec<_harnessx::__private::ToolDefinition> {
+                    ::std::vec![#(#defs),*]
+                }
+            }
+        };
+    }
+}

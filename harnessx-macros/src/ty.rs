@@ -1,0 +1,148 @@
+//! Parameter types: recognising the context type, and the schema expression of a type.
+//!
+//! Common types are recognised by spelling and composed from `__private::schema`
+//! builders; any other type goes through `ParamSchema` (schemars), whose
+//! `#[diagnostic::on_unimplemented]` explains what to do when it is missing.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{GenericArgument, PathArguments, Type};
+
+/// Whether `ty` is the injected context (`ToolContext` or `&ToolContext`); `Some(by_ref)`.
+pub(crate) fn context_kind(ty: &Type) -> Option<bool> {
+    match ty {
+        Type::Reference(r) if r.mutability.is_none() => context_kind(&r.elem).map(|_| true),
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last()?;
+            (last.ident == "ToolContext" && last.arguments.is_none()).then_some(false)
+        }
+        Type::Paren(p) => context_kind(&p.elem),
+        Type::Group(g) => context_kind(&g.elem),
+        _ => None,
+    }
+}
+
+/// Whether the return type is spelled as a `Result` (`Result<T, E>`, `io::Result<T>`, ..).
+pub(crate) fn is_result(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().is_some_and(|s| s.ident == "Result"),
+        Type::Paren(p) => is_result(&p.elem),
+        Type::Group(g) => is_result(&g.elem),
+        _ => false,
+    }
+}
+
+fn generic_args(args: &PathArguments) -> Vec<&Type> {
+    match args {
+        PathArguments::AngleBracketed(a) => a
+            .args
+            .iter()
+            .filter_map(|g| match g {
+                GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn is_string(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none()
+        && p.path.segments.last().is_some_and(|s| s.ident == "String" && s.arguments.is_none()))
+}
+
+/// The expression that builds `ty`'s schema; `s` is the path of the schema builders.
+pub(crate) fn schema_expr(ty: &Type, s: &TokenStream) -> syn::Result<TokenStream> {
+    match ty {
+        Type::Paren(p) => return schema_expr(&p.elem, s),
+        Type::Group(g) => return schema_expr(&g.elem, s),
+        Type::Reference(_) => {
+            return Err(syn::Error::new(
+                ty.span(),
+                "a tool parameter cannot be a reference: arguments are decoded into owned values; \
+                 take an owned type (`String` rather than `&str`, `Vec<T>` rather than `&[T]`)",
+            ));
+        }
+        Type::ImplTrait(_) => {
+            return Err(syn::Error::new(
+                ty.span(),
+                "a tool parameter cannot be `impl Trait`: its JSON Schema must be known; take a concrete type",
+            ));
+        }
+        Type::Path(p) if p.qself.is_none() => {
+            if let Some(last) = p.path.segments.last() {
+                let name = last.ident.to_string();
+                let args = generic_args(&last.arguments);
+                let range = |min: i64, max: i64| quote!(#s::integer_range(#min, #max));
+                let known = match (name.as_str(), args.as_slice()) {
+                    ("bool", []) => Some(quote!(#s::boolean())),
+                    ("i8", []) => Some(range(i8::MIN.into(), i8::MAX.into())),
+                    ("i16", []) => Some(range(i16::MIN.into(), i16::MAX.into())),
+                    ("i32", []) => Some(range(i32::MIN.into(), i32::MAX.into())),
+                    ("u8", []) => Some(range(0, u8::MAX.into())),
+                    ("u16", []) => Some(range(0, u16::MAX.into())),
+                    ("u32", []) => Some(range(0, u32::MAX.into())),
+                    ("i64" | "isize" | "i128", []) => Some(quote!(#s::integer())),
+                    ("u64" | "usize" | "u128", []) => Some(quote!(#s::unsigned())),
+                    ("f32" | "f64", []) => Some(quote!(#s::number())),
+                    ("String", []) => Some(quote!(#s::string())),
+                    ("char", []) => Some(quote!(#s::character())),
+                    ("Option", [inner]) => {
+                        let inner = schema_expr(inner, s)?;
+                        Some(quote!(#s::nullable(#inner)))
+                    }
+                    ("Vec" | "VecDeque", [inner]) => {
+                        let inner = schema_expr(inner, s)?;
+                        Some(quote!(#s::array(#inner)))
+                    }
+                    ("HashMap" | "BTreeMap" | "IndexMap", [key, value, ..]) if is_string(key) => {
+                        let value = schema_expr(value, s)?;
+                        Some(quote!(#s::map(#value)))
+                    }
+                    _ => None,
+                };
+                if let Some(known) = known {
+                    return Ok(known);
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(quote_spanned!(ty.span()=> #s::of::<#ty>()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expr(ty: &str) -> String {
+        let ty: Type = syn::parse_str(ty).unwrap();
+        schema_expr(&ty, &quote!(s)).map(|t| t.to_string()).unwrap_or_else(|e| format!("error: {e}"))
+    }
+
+    #[test]
+    fn known_types_compose() {
+        assert_eq!(expr("i64"), "s :: integer ()");
+        assert_eq!(expr("Option<Vec<String>>"), "s :: nullable (s :: array (s :: string ()))");
+        assert_eq!(expr("std::collections::HashMap<String, f64>"), "s :: map (s :: number ())");
+        assert_eq!(expr("u8"), "s :: integer_range (0i64 , 255i64)");
+    }
+
+    #[test]
+    fn other_types_go_through_param_schema() {
+        assert_eq!(expr("Unit"), "s :: of :: < Unit > ()");
+        assert_eq!(expr("HashMap<u32, bool>"), "s :: of :: < HashMap < u32 , bool > > ()");
+        assert!(expr("&str").starts_with("error: a tool parameter cannot be a reference"));
+    }
+
+    #[test]
+    fn context_and_result() {
+        let ty = |s: &str| syn::parse_str::<Type>(s).unwrap();
+        assert_eq!(context_kind(&ty("&ToolContext")), Some(true));
+        assert_eq!(context_kind(&ty("harnessx::ToolContext")), Some(false));
+        assert_eq!(context_kind(&ty("Context")), None);
+        assert!(is_result(&ty("std::io::Result<String>")));
+        assert!(!is_result(&ty("Option<String>")));
+    }
+}

@@ -1,0 +1,216 @@
+//! `#[tool]` on free functions: the spec's `calculate` example, descriptions, schemas,
+//! policies, return values and errors, executed through the registry.
+
+use std::collections::HashMap;
+
+use harnessx::{
+    PermissionLevel, ReplayPolicy, ToolCall, ToolContext, ToolError, ToolRegistry, ToolRetry,
+    TransientToolError, tool,
+};
+use serde_json::json;
+
+/// Multiply two numbers.
+///
+/// Args:
+///     a: First number.
+///     b: Second number.
+#[tool(permission = "allow", replay_policy = "safe")]
+fn calculate(a: i64, b: i64) -> i64 {
+    a * b
+}
+
+#[test]
+fn spec_calculate_example_yields_the_described_definition() {
+    let registry = ToolRegistry::new();
+    let def = registry.register_tool(Calculate).unwrap();
+    assert_eq!(def.name, "calculate");
+    assert_eq!(Calculate::NAME, "calculate");
+    assert_eq!(def.description, "Multiply two numbers.");
+    assert_eq!(
+        def.input_schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer", "description": "First number."},
+                "b": {"type": "integer", "description": "Second number."}
+            },
+            "required": ["a", "b"]
+        })
+    );
+    assert_eq!(def.permission, Some(PermissionLevel::Allow));
+    assert_eq!(def.replay_policy, ReplayPolicy::Safe);
+    assert_eq!(def.replay_policy.to_string(), "safe");
+    assert!(def.concurrent);
+    assert_eq!(def.timeout_seconds, None);
+    assert!(def.handler.is_blocking());
+    // The function itself is still an ordinary function.
+    assert_eq!(calculate(6, 7), 42);
+}
+
+#[tokio::test]
+async fn calculate_runs_through_the_pipeline() {
+    let registry = ToolRegistry::new();
+    registry.register_tool(Calculate).unwrap();
+    let ok = registry.execute(&ToolCall::new("c1", "calculate", r#"{"a": 6, "b": 7}"#), None).await;
+    assert!(!ok.is_error, "{}", ok.content);
+    assert_eq!(ok.content, "42");
+    let bad = registry.execute(&ToolCall::new("c2", "calculate", r#"{"a": 6}"#), None).await;
+    assert!(bad.is_error);
+    assert!(bad.content.contains("\"b\" is a required property"), "{}", bad.content);
+}
+
+/// Look up the weather
+/// for a city.
+///
+/// # Arguments
+///
+/// * `city` - The city name.
+/// * `days` - How many days,
+///   counting today.
+///
+/// # Errors
+///
+/// When the city is unknown.
+#[tool(name = "get-weather", concurrent = false, timeout_seconds = 120, retry(max_attempts = 5))]
+async fn weather(
+    city: String,
+    #[arg(default = 1)] days: u32,
+    /// Temperature unit.
+    #[arg(default = "celsius", one_of = ["celsius", "fahrenheit"])]
+    unit: String,
+    ctx: &ToolContext,
+) -> Result<String, String> {
+    if city == "Atlantis" {
+        return Err(format!("unknown city {city}"));
+    }
+    Ok(format!("{city}: sunny for {days} day(s) in {unit} (call {})", ctx.call_id()))
+}
+
+#[tokio::test]
+async fn async_tool_with_rustdoc_sections_defaults_and_context() {
+    let registry = ToolRegistry::new();
+    let def = registry.register_tool(Weather).unwrap();
+    assert_eq!(def.name, "get-weather");
+    assert_eq!(def.description, "Look up the weather\nfor a city.");
+    assert!(!def.handler.is_blocking());
+    assert!(!def.concurrent);
+    assert_eq!(def.timeout_seconds, Some(120.0));
+    assert_eq!(def.retry, Some(ToolRetry { max_attempts: 5, ..ToolRetry::default() }));
+    assert_eq!(def.permission, None, "an omitted permission inherits the manager's default");
+    assert_eq!(def.replay_policy, ReplayPolicy::Manual);
+    assert_eq!(
+        def.input_schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "The city name."},
+                "days": {"type": "integer", "minimum": 0, "maximum": 4294967295u64,
+                         "description": "How many days, counting today.", "default": 1},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"],
+                         "description": "Temperature unit.", "default": "celsius"}
+            },
+            "required": ["city"]
+        })
+    );
+    let r = registry.execute(&ToolCall::new("id-7", "get-weather", r#"{"city": "Oslo"}"#), None).await;
+    assert_eq!(r.content, "Oslo: sunny for 1 day(s) in celsius (call id-7)");
+    assert!(!r.is_error);
+    let r = registry.execute(&ToolCall::new("id-8", "get-weather", r#"{"city": "Atlantis"}"#), None).await;
+    assert!(r.is_error);
+    assert_eq!(r.content, "unknown city Atlantis");
+    let r = registry
+        .execute(&ToolCall::new("id-9", "get-weather", r#"{"city": "Oslo", "unit": "kelvin"}"#), None)
+        .await;
+    assert!(r.is_error, "one_of is enforced by the schema");
+}
+
+/// Count words per line.
+#[tool]
+fn count(lines: Vec<String>, #[arg(default)] min: Option<usize>) -> HashMap<String, usize> {
+    lines.into_iter().filter(|l| l.split_whitespace().count() >= min.unwrap_or(0)).map(|l| {
+        let n = l.split_whitespace().count();
+        (l, n)
+    }).collect()
+}
+
+#[tokio::test]
+async fn serializable_returns_are_json_and_optional_defaults_are_not_required() {
+    let registry = ToolRegistry::new();
+    let def = registry.register_tool(Count).unwrap();
+    assert_eq!(def.input_schema["required"], json!(["lines"]));
+    assert_eq!(def.input_schema["properties"]["min"], json!({"type": ["integer", "null"], "minimum": 0}));
+    let r = registry.execute(&ToolCall::new("c", "count", r#"{"lines": ["a b"]}"#), None).await;
+    assert_eq!(r.content, r#"{"a b":2}"#);
+    assert_eq!(r.structured_content, Some(json!({"a b": 2})));
+}
+
+/// Nullable but required (no default).
+#[tool]
+fn nullable(note: Option<String>) -> String {
+    note.unwrap_or_else(|| "none".into())
+}
+
+#[tokio::test]
+async fn nullable_parameters_stay_required_without_a_default() {
+    let registry = ToolRegistry::new();
+    let def = registry.register_tool(Nullable).unwrap();
+    assert_eq!(def.input_schema["required"], json!(["note"]));
+    let r = registry.execute(&ToolCall::new("c", "nullable", r#"{"note": null}"#), None).await;
+    assert_eq!(r.content, "none");
+    let r = registry.execute(&ToolCall::new("c", "nullable", r#"{}"#), None).await;
+    assert!(r.is_error);
+}
+
+static ATTEMPTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Flaky read.
+#[tool(replay_policy = "idempotent", retry(max_attempts = 3, initial_delay_seconds = 0.001))]
+fn flaky() -> Result<&'static str, TransientToolError> {
+    if ATTEMPTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 2 {
+        Err(TransientToolError::new("busy, try again"))
+    } else {
+        Ok("done")
+    }
+}
+
+#[tokio::test]
+async fn transient_errors_are_retried() {
+    let registry = ToolRegistry::new();
+    registry.register_tool(Flaky).unwrap();
+    let r = registry.execute(&ToolCall::new("c", "flaky", "{}"), None).await;
+    assert_eq!(r.content, "done");
+    assert_eq!(ATTEMPTS.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
+
+/// Always fails with an I/O error.
+#[tool]
+fn broken() -> std::io::Result<String> {
+    Err(std::io::Error::other("disk on fire"))
+}
+
+/// Fails with an explicit permanent error.
+#[tool]
+async fn refuses(ctx: ToolContext) -> Result<(), ToolError> {
+    Err(ToolError::new(format!("{} refused", ctx.tool_name())))
+}
+
+#[tokio::test]
+async fn error_text_goes_to_the_model() {
+    let registry = ToolRegistry::new();
+    registry.register_tool(Broken).unwrap();
+    registry.register_tool(Refuses).unwrap();
+    let r = registry.execute(&ToolCall::new("c", "broken", "{}"), None).await;
+    assert!(r.is_error);
+    assert_eq!(r.content, "disk on fire");
+    let r = registry.execute(&ToolCall::new("c", "refuses", ""), None).await;
+    assert_eq!(r.content, "refuses refused");
+    // A zero-parameter tool still has an object schema.
+    assert_eq!(registry.get_tool("broken").unwrap().input_schema, json!({"type": "object", "properties": {}}));
+}
+
+#[test]
+fn definitions_are_deterministic_and_share_one_schema() {
+    let a = harnessx::IntoToolDefinition::into_tool_definition(Weather);
+    let b = harnessx::IntoToolDefinition::into_tool_definition(Weather);
+    assert_eq!(a.input_schema.to_string(), b.input_schema.to_string());
+}
