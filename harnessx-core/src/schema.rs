@@ -51,7 +51,11 @@ impl CompiledSchema {
 fn display_path(pointer: &str) -> String {
     let mut out = String::new();
     for raw in pointer.split('/').skip(1) {
-        let seg = raw.replace("~1", "/").replace("~0", "~");
+        let mut seg = raw.replace("~1", "/").replace("~0", "~");
+        if seg.chars().any(char::is_control) {
+            // Keep the error on one line: show control characters escaped.
+            seg = seg.escape_debug().to_string();
+        }
         if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) && !out.is_empty() {
             out.push('[');
             out.push_str(&seg);

@@ -58,7 +58,8 @@ pub(crate) fn parse_arguments(tool: &str, raw: &str) -> Result<Value, String> {
     if trimmed.is_empty() || trimmed == "null" {
         return Ok(Value::Object(Default::default()));
     }
-    match serde_json::from_str::<Value>(trimmed) {
+    // Parse the text as sent, so the error's line and column point into it.
+    match serde_json::from_str::<Value>(raw) {
         Ok(v @ Value::Object(_)) => Ok(v),
         Ok(other) => Err(format!(
             "invalid arguments for {tool}: expected a JSON object, got {}; the tool did not run. Send the call again with the arguments as a JSON object.",
