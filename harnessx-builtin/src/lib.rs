@@ -1,1 +1,27 @@
-//! Built-in tool bundles (issue 4).
+//! Built-in tool bundles.
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod fs;
+
+pub use fs::{FilesystemOptions, register_filesystem_tools};
+
+/// Makes sure this crate's bundles are linked into the program, so that
+/// `ToolRegistry::load_builtin` can find them by name.
+///
+/// The bundles register themselves in `harnessx_core::catalog` from this crate's object
+/// code. A binary that never refers to anything in `harnessx-builtin` may have it dropped
+/// by the linker, and then `load_builtin("filesystem", ..)` fails with "no built-in bundle
+/// is linked". Calling `link()` once (or using anything else from this crate, or the
+/// `harnessx` facade, which does this for you) keeps them.
+///
+/// ```
+/// harnessx_builtin::link();
+/// assert!(harnessx_core::catalog::known_names().contains(&"read_file"));
+/// ```
+#[inline(never)]
+pub fn link() {
+    // Referring to a bundle's submission keeps its object code in the link.
+    std::hint::black_box(&fs::FILESYSTEM_TOOLS);
+}

@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod catalog;
 pub mod engine;
 pub mod error;
 pub mod permission;
@@ -13,6 +14,7 @@ pub mod tool;
 #[path = "macro_support/mod.rs"]
 pub mod __private;
 
+pub use catalog::{BuiltinBundle, BuiltinOptions, BundleRequest};
 pub use engine::context::RunContext;
 pub use engine::events::{ToolEvent, ToolEventSink};
 pub use engine::pipeline::PERMISSION_DENIED;

@@ -1,0 +1,244 @@
+//! The filesystem bundle: `read_file`, `write_file`, `edit_file`, `delete`, `glob`, `grep`,
+//! `list_directory` and `generate_file`.
+//!
+//! Register them with [`register_filesystem_tools`] (or `registry.load_builtin("filesystem",
+//! ..)`): configured limits and the root stay out of the schemas the model sees, and the
+//! writing tools are registered non-concurrent. With `base_path` set, every tool goes
+//! through the containment layer; see `docs/builtin-filesystem.md`.
+//!
+//! ```
+//! use harnessx_builtin::fs::{FilesystemOptions, register_filesystem_tools};
+//! use harnessx_core::ToolRegistry;
+//!
+//! let registry = ToolRegistry::new();
+//! let registered = register_filesystem_tools(
+//!     &registry,
+//!     FilesystemOptions {
+//!         include: Some(vec!["read_file".into(), "list_directory".into()]),
+//!         base_path: Some(std::env::current_dir().unwrap()),
+//!         max_read_bytes: 1_000_000,
+//!         max_directory_entries: 1_000,
+//!         ..Default::default()
+//!     },
+//! )
+//! .unwrap();
+//! assert_eq!(registered, ["read_file", "list_directory"]);
+//! ```
+
+pub(crate) mod contain;
+pub(crate) mod text;
+mod tools;
+pub(crate) mod walk;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use harnessx_core::catalog::{BuiltinBundle, BundleRequest, select_tools};
+use harnessx_core::{PermissionLevel, RegistryError, ToolDefinition, ToolOptions, ToolRegistry};
+use serde_json::Value;
+
+pub use contain::Resolver;
+use contain::Scope;
+use tools::FsConfig;
+use walk::WalkConfig;
+
+/// The bundle's name, for `load_builtin`.
+pub const BUNDLE: &str = "filesystem";
+
+/// The tools of the bundle, in registration order.
+pub const FILESYSTEM_TOOLS: [&str; 8] =
+    ["read_file", "write_file", "edit_file", "delete", "glob", "grep", "list_directory", "generate_file"];
+
+/// The bundle's own option keys (beyond `include`, `exclude`, `permission`, `replace`).
+pub const FILESYSTEM_OPTIONS: [&str; 4] =
+    ["base_path", "max_read_bytes", "max_directory_entries", "output_dir"];
+
+/// Default [`FilesystemOptions::max_read_bytes`]: 256 KiB.
+pub const DEFAULT_MAX_READ_BYTES: u64 = 256 * 1024;
+
+/// Default [`FilesystemOptions::max_directory_entries`].
+pub const DEFAULT_MAX_DIRECTORY_ENTRIES: usize = 1_000;
+
+/// The environment variable `generate_file` falls back to when `output_dir` is not set.
+pub const OUTPUT_DIR_ENV: &str = "AGENT_OUTPUT_DIR";
+
+/// Options of [`register_filesystem_tools`]. The model sees none of them.
+///
+/// Build with struct-update syntax: `FilesystemOptions { base_path: Some(dir), ..Default::default() }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilesystemOptions {
+    /// Register only these tools (all when `None`). Unknown names fail.
+    pub include: Option<Vec<String>>,
+    /// Leave these tools out. Unknown names fail.
+    pub exclude: Vec<String>,
+    /// Explicit permission for every tool, or `None` to inherit the manager's default.
+    pub permission: Option<PermissionLevel>,
+    /// Replace tools of the same names instead of failing.
+    pub replace: bool,
+    /// The root every path is confined to. It must exist. `None`: host paths under the
+    /// process's permissions.
+    pub base_path: Option<PathBuf>,
+    /// Most bytes of file content `read_file` returns in one call, and of `grep` output.
+    pub max_read_bytes: u64,
+    /// Most entries `list_directory` shows, and most lines `glob` and `grep` return.
+    pub max_directory_entries: usize,
+    /// Where `generate_file` writes; `None`: `$AGENT_OUTPUT_DIR`, else `./output` (read at
+    /// registration, created on first use).
+    pub output_dir: Option<PathBuf>,
+    /// How paths under `base_path` are resolved (both ways are descriptor-relative and
+    /// follow no symlink). Not a `load_builtin` key: the default is right outside tests.
+    pub resolver: Resolver,
+}
+
+impl Default for FilesystemOptions {
+    fn default() -> Self {
+        Self {
+            include: None,
+            exclude: Vec::new(),
+            permission: None,
+            replace: false,
+            base_path: None,
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            max_directory_entries: DEFAULT_MAX_DIRECTORY_ENTRIES,
+            output_dir: None,
+            resolver: Resolver::Auto,
+        }
+    }
+}
+
+fn config(options: &FilesystemOptions) -> Result<Arc<FsConfig>, RegistryError> {
+    if options.max_read_bytes == 0 {
+        return Err(RegistryError::InvalidOption("max_read_bytes must be at least 1".into()));
+    }
+    if options.max_directory_entries == 0 {
+        return Err(RegistryError::InvalidOption("max_directory_entries must be at least 1".into()));
+    }
+    let scope = match &options.base_path {
+        Some(base) => Scope::contained(base, options.resolver).map_err(RegistryError::InvalidOption)?,
+        None => Scope::host(),
+    };
+    let output_dir = options
+        .output_dir
+        .clone()
+        .or_else(|| std::env::var_os(OUTPUT_DIR_ENV).filter(|v| !v.is_empty()).map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("./output"));
+    Ok(Arc::new(FsConfig {
+        scope,
+        max_read_bytes: options.max_read_bytes,
+        max_directory_entries: options.max_directory_entries,
+        output_dir,
+        resolver: options.resolver,
+        walk: WalkConfig::default(),
+    }))
+}
+
+/// Registers the selected filesystem tools on `registry`; returns their names in bundle
+/// order.
+///
+/// Fails, registering nothing, when a name in `include`/`exclude` is unknown, the filters
+/// select nothing, a limit is zero, `base_path` does not exist or is not a directory, or
+/// (without `replace`) a selected name is already registered. `write_file`, `edit_file`,
+/// `delete` and `generate_file` are registered non-concurrent, whatever the permission.
+pub fn register_filesystem_tools(
+    registry: &ToolRegistry,
+    options: FilesystemOptions,
+) -> Result<Vec<String>, RegistryError> {
+    let selected = select_tools(BUNDLE, &FILESYSTEM_TOOLS, options.include.as_deref(), &options.exclude)?;
+    let cfg = config(&options)?;
+    if !options.replace
+        && let Some(taken) = selected.iter().find(|t| registry.contains(t))
+    {
+        return Err(RegistryError::DuplicateTool { name: (*taken).to_owned() });
+    }
+    let mut registered = Vec::with_capacity(selected.len());
+    for name in selected {
+        let def = tools::definition(name, cfg.clone(), true).expect("selected names are bundle tools");
+        let mut opts = ToolOptions::new().replace(options.replace);
+        opts.permission = options.permission;
+        registered.push(registry.register_tool_with(def, opts)?.name);
+    }
+    Ok(registered)
+}
+
+/// One filesystem tool as a plain definition, for the direct-registration style: host
+/// paths (no `base_path`), default limits, and ordinary registration metadata, so it is
+/// concurrent unless you say otherwise (`ToolOptions::new().concurrent(false)` for the
+/// writing tools). `None` for a name outside [`FILESYSTEM_TOOLS`].
+///
+/// ```
+/// use harnessx_core::{ToolOptions, ToolRegistry};
+///
+/// let registry = ToolRegistry::new();
+/// registry.register_tool(harnessx_builtin::fs::tool("read_file").unwrap()).unwrap();
+/// registry
+///     .register_tool_with(harnessx_builtin::fs::tool("write_file").unwrap(), ToolOptions::new().concurrent(false))
+///     .unwrap();
+/// ```
+pub fn tool(name: &str) -> Option<ToolDefinition> {
+    let cfg = config(&FilesystemOptions::default()).expect("the default options are valid");
+    tools::definition(name, cfg, false)
+}
+
+fn option_error(key: &str, expected: &str, got: &Value) -> RegistryError {
+    RegistryError::InvalidOption(format!(
+        "option `{key}` of the filesystem bundle must be {expected}, got {got}"
+    ))
+}
+
+/// The catalog's entry point: the same helper, options from a map.
+fn register_from_catalog(
+    registry: &ToolRegistry,
+    request: &BundleRequest<'_>,
+) -> Result<Vec<String>, RegistryError> {
+    let mut options = FilesystemOptions {
+        include: Some(request.tools.iter().map(|t| (*t).to_owned()).collect()),
+        permission: request.permission,
+        replace: request.replace,
+        ..Default::default()
+    };
+    for (key, value) in request.options {
+        if value.is_null() {
+            continue;
+        }
+        match key.as_str() {
+            "base_path" | "output_dir" => {
+                let path = value.as_str().ok_or_else(|| option_error(key, "a path string", value))?;
+                let path = Some(PathBuf::from(path));
+                if key == "base_path" {
+                    options.base_path = path;
+                } else {
+                    options.output_dir = path;
+                }
+            }
+            "max_read_bytes" => {
+                options.max_read_bytes = value
+                    .as_u64()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| option_error(key, "a positive integer", value))?;
+            }
+            "max_directory_entries" => {
+                options.max_directory_entries = value
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| option_error(key, "a positive integer", value))?;
+            }
+            other => {
+                return Err(RegistryError::InvalidOption(format!(
+                    "unknown option `{other}` for the filesystem bundle; valid options: include, exclude, permission, replace, {}",
+                    FILESYSTEM_OPTIONS.join(", ")
+                )));
+            }
+        }
+    }
+    register_filesystem_tools(registry, options)
+}
+
+inventory::submit! {
+    BuiltinBundle {
+        name: BUNDLE,
+        tools: &FILESYSTEM_TOOLS,
+        options: &FILESYSTEM_OPTIONS,
+        register: register_from_catalog,
+    }
+}

@@ -1,0 +1,56 @@
+//! `generate_file`: a downloadable file, written to the application's output directory.
+
+use harnessx_core::{ToolError, ToolOutput};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{FsConfig, object};
+use crate::fs::contain::{Scope, quoted};
+use crate::fs::text::human_size;
+
+pub(super) const DESCRIPTION: &str = "Create a file for the user to download, such as a report or \
+an export. path is the file name (subdirectories allowed) inside the download area, not a \
+workspace path. An existing file is replaced only with overwrite=true.";
+
+pub(super) fn schema() -> Value {
+    object(
+        json!({
+            "path": {"type": "string", "description": "File name in the download area, e.g. 'report.md'."},
+            "content": {"type": "string", "description": "The complete content of the file."},
+            "overwrite": {"type": "boolean", "description": "Replace the file if it exists; default false."},
+        }),
+        &["path", "content"],
+    )
+}
+
+#[derive(Deserialize)]
+pub(super) struct Args {
+    path: String,
+    content: String,
+    #[serde(default)]
+    overwrite: bool,
+}
+
+pub(super) fn run(cfg: &FsConfig, args: Args) -> Result<ToolOutput, ToolError> {
+    // The output directory is the application's: created on first use, and a root of its own
+    // (the same containment as base_path, whether or not base_path is set).
+    std::fs::create_dir_all(&cfg.output_dir).map_err(|e| {
+        tracing::error!(dir = %cfg.output_dir.display(), error = %e, "cannot create the output directory");
+        ToolError::new("the download area is not available; the details were logged for the operator")
+    })?;
+    let scope = Scope::contained(&cfg.output_dir, cfg.resolver).map_err(|e| {
+        tracing::error!(error = %e, "cannot open the output directory");
+        ToolError::new("the download area is not available; the details were logged for the operator")
+    })?;
+    let target = scope.locate_creating(&args.path)?;
+    target.name_for("write")?;
+    let existed = target.write_atomic(args.content.as_bytes(), args.overwrite)?;
+    let verb = if existed { "Replaced" } else { "Generated" };
+    let mut out = ToolOutput::text(format!(
+        "{verb} {} ({}) in the download area.",
+        quoted(&target.display),
+        human_size(args.content.len() as u64)
+    ));
+    out.structured_content = Some(json!({"file": target.display, "bytes": args.content.len()}));
+    Ok(out)
+}

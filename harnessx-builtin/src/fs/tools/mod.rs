@@ -1,0 +1,89 @@
+//! The eight filesystem tools: schema, description and handler of each, over a shared
+//! [`FsConfig`].
+
+mod delete;
+mod edit;
+mod generate;
+mod glob;
+mod grep;
+mod list;
+mod read;
+mod write;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use harnessx_core::{ToolContext, ToolDefinition, ToolError, ToolHandler, ToolOutput};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::fs::contain::{Resolver, Scope};
+use crate::fs::walk::WalkConfig;
+
+/// What every tool of one registration shares: where it acts and its limits. None of it
+/// is visible to the model.
+#[derive(Debug)]
+pub(crate) struct FsConfig {
+    pub(crate) scope: Scope,
+    pub(crate) max_read_bytes: u64,
+    pub(crate) max_directory_entries: usize,
+    /// Where `generate_file` writes (created on first use).
+    pub(crate) output_dir: PathBuf,
+    pub(crate) resolver: Resolver,
+    pub(crate) walk: WalkConfig,
+}
+
+/// The tool's definition with this configuration. `serial` marks the writing tools
+/// non-concurrent (what the bundle helper does); direct definitions keep the ordinary
+/// default.
+pub(crate) fn definition(name: &str, cfg: Arc<FsConfig>, serial: bool) -> Option<ToolDefinition> {
+    let contained = cfg.scope.is_contained();
+    let (description, schema, handler, writes) = match name {
+        "read_file" => (read::DESCRIPTION, read::schema(), handler(cfg, read::run), false),
+        "write_file" => (write::DESCRIPTION, write::schema(), handler(cfg, write::run), true),
+        "edit_file" => (edit::DESCRIPTION, edit::schema(), handler(cfg, edit::run), true),
+        "delete" => (delete::DESCRIPTION, delete::schema(), handler(cfg, delete::run), true),
+        "glob" => (glob::DESCRIPTION, glob::schema(), handler(cfg, glob::run), false),
+        "grep" => (grep::DESCRIPTION, grep::schema(), handler(cfg, grep::run), false),
+        "list_directory" => (list::DESCRIPTION, list::schema(), handler(cfg, list::run), false),
+        "generate_file" => (generate::DESCRIPTION, generate::schema(), handler(cfg, generate::run), true),
+        _ => return None,
+    };
+    let paths = if name == "generate_file" {
+        ""
+    } else if contained {
+        " Paths are relative to the workspace root; symlinks are not followed."
+    } else {
+        " Paths are host paths, relative to the current directory unless absolute."
+    };
+    let def = ToolDefinition::new(name, format!("{description}{paths}"), schema, handler);
+    Some(if serial && writes { def.with_concurrent(false) } else { def })
+}
+
+/// A blocking handler (filesystem I/O runs off the async runtime) decoding its arguments.
+fn handler<A, F>(cfg: Arc<FsConfig>, run: F) -> ToolHandler
+where
+    A: DeserializeOwned,
+    F: Fn(&FsConfig, A) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
+{
+    ToolHandler::from_blocking(move |args: Value, _ctx: &ToolContext| {
+        let args: A =
+            serde_json::from_value(args).map_err(|e| ToolError::new(format!("invalid arguments: {e}")))?;
+        run(&cfg, args)
+    })
+}
+
+/// An object schema that allows no other properties.
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// `path` for tools whose path defaults to the root.
+fn optional_path(what: &str) -> Value {
+    json!({"type": "string", "description": format!("{what}; default: `.`, the top directory.")})
+}
