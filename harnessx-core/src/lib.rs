@@ -2,8 +2,10 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod agent;
 pub mod catalog;
 pub mod engine;
+pub mod model;
 pub mod error;
 pub mod permission;
 pub mod registry;

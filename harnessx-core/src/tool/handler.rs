@@ -164,6 +164,15 @@ impl ToolHandler {
         Self::from_blocking(move |args, _ctx| encode(f(decode::<A>(args)?)))
     }
 
+    /// Whether two handles share one handler (the same `Arc`).
+    pub fn same_handler(&self, other: &ToolHandler) -> bool {
+        match (self, other) {
+            (Self::Async(a), Self::Async(b)) => Arc::ptr_eq(a, b),
+            (Self::Blocking(a), Self::Blocking(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
     /// Whether the handler runs on a blocking thread.
     pub fn is_blocking(&self) -> bool {
         matches!(self, Self::Blocking(_))

@@ -1,0 +1,132 @@
+//! `harnessx run PROMPT`: an agent over a model, with tools, in the terminal.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use futures_util::StreamExt;
+use harnessx_core::agent::{Agent, AgentConfig, AgentEvent};
+use harnessx_core::model::{Model, TestModel};
+use harnessx_core::{PermissionLevel, ToolRegistry};
+
+use crate::UsageError;
+use crate::approve;
+use crate::setup::{PermissionArgs, load_tools};
+
+/// Tools that change things: ASK by default under `harnessx run`.
+pub(crate) const MUTATING_TOOLS: [&str; 5] = ["write_file", "edit_file", "delete", "generate_file", "run_bash"];
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// What to ask the agent.
+    prompt: String,
+    /// `test` (no network, the default), `openai:MODEL` or `anthropic:MODEL`.
+    #[arg(long, default_value = "test", value_name = "MODEL")]
+    model: String,
+    /// Base URL of an OpenAI-compatible or Anthropic API (e.g. a local vLLM, llama.cpp or Ollama server).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// Built-in tools or bundles, comma-separated (default: filesystem).
+    #[arg(long, value_delimiter = ',', value_name = "SPEC")]
+    tools: Vec<String>,
+    /// Contain the filesystem tools under this directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    base_path: Option<PathBuf>,
+    /// Most model requests in the run.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    max_turns: u32,
+    /// Print one JSON event per line instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Approve every tool call that would otherwise ask.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    #[command(flatten)]
+    permissions: PermissionArgs,
+}
+
+fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, UsageError> {
+    let (provider, name) = spec.split_once(':').unwrap_or((spec, ""));
+    match provider {
+        "test" if name.is_empty() => {
+            if base_url.is_some() {
+                return Err(UsageError("--base-url needs an openai: or anthropic: model".into()));
+            }
+            Ok(Arc::new(TestModel::new()))
+        }
+        _ => Err(UsageError(format!(
+            "unknown model \"{spec}\": use test, openai:MODEL or anthropic:MODEL"
+        ))),
+    }
+}
+
+pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, UsageError> {
+    let model = model_for(&args.model, args.base_url.as_deref())?;
+    let registry = ToolRegistry::new();
+    let base_path = match &args.base_path {
+        Some(p) => p.clone(),
+        None => std::env::current_dir()?,
+    };
+    load_tools(&registry, &args.tools, &["filesystem"], Some(&base_path)).or_else(|e| {
+        // A tool list without file tools simply has no use for the default base path.
+        if args.base_path.is_none() && e.0.starts_with("--base-path") { Ok(()) } else { Err(e) }
+    })?;
+    let mut manager = args.permissions.manager(PermissionLevel::Allow);
+    for name in MUTATING_TOOLS {
+        if manager.override_for(name).is_none() {
+            manager.set_override(name, PermissionLevel::Ask);
+        }
+    }
+    manager = if args.yes {
+        approve::approve_all(manager)
+    } else if approve::interactive() {
+        approve::prompt_on_terminal(manager)
+    } else {
+        manager // no way to approve: ASK is denied
+    };
+    let agent = Agent::builder()
+        .model_arc(model)
+        .registry(registry)
+        .permissions(manager)
+        .config(AgentConfig { max_turns: args.max_turns, ..AgentConfig::default() })
+        .build()?;
+    let mut events = agent.run_stream(args.prompt);
+    let mut failed = false;
+    let mut stdout = std::io::stdout();
+    while let Some(event) = events.next().await {
+        if matches!(event, AgentEvent::Error { .. }) {
+            failed = true;
+        }
+        if args.json {
+            let _ = writeln!(stdout, "{}", serde_json::to_string(&event)?);
+            continue;
+        }
+        match event {
+            AgentEvent::TextDelta { text } => {
+                let _ = write!(stdout, "{text}");
+                let _ = stdout.flush();
+            }
+            AgentEvent::ToolCallStart { name, arguments, .. } => {
+                eprintln!("→ {name} {}", one_line(&arguments, 120));
+            }
+            AgentEvent::ToolCallEnd { name, is_error, content, .. } => {
+                let mark = if is_error { "✗" } else { "✓" };
+                eprintln!("{mark} {name}: {}", one_line(&content, 120));
+            }
+            AgentEvent::RunEnd { .. } => {
+                let _ = writeln!(stdout);
+            }
+            AgentEvent::Error { message } => eprintln!("harnessx: the run failed: {message}"),
+            _ => {}
+        }
+    }
+    agent.close().await;
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max { flat.chars().take(max).collect::<String>() + "…" } else { flat }
+}
