@@ -232,10 +232,10 @@ fn normalize<'a>(path: &'a str, root_path: &Path) -> Result<Vec<&'a str>, FsErro
         match stripped {
             Some(p) => rel = p,
             None => {
-                return Err(FsError::new(format!(
-                    "refused: {} is an absolute path outside the root; use a path relative to the root",
-                    quoted(path)
-                )));
+                // The path is not echoed: it names a host place outside the root.
+                return Err(FsError::new(
+                    "refused: the path is an absolute path outside the root; use a path relative to the root",
+                ));
             }
         }
     }

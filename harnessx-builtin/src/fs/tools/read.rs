@@ -90,15 +90,24 @@ pub(super) fn run(cfg: &FsConfig, args: Args) -> Result<ToolOutput, ToolError> {
         let keep = usize::try_from(remaining).unwrap_or(usize::MAX);
         let Some(full_len) = read_line(&mut reader, &mut line, keep).map_err(io_err)? else { break };
         line_no += 1;
+        let cut = (line.len() as u64) < full_len;
+        if cut && returned > 0 {
+            // The read limit falls inside this line: leave it whole for the next call.
+            stop_note = Some(format!(
+                "[output stops at the read limit; call read_file again with offset={} to continue]",
+                line_no - 1
+            ));
+            break;
+        }
         let text = String::from_utf8_lossy(&line);
-        lossy |= matches!(text, std::borrow::Cow::Owned(_));
+        lossy |= matches!(text, std::borrow::Cow::Owned(_)) && !cut;
         let _ = writeln!(out, "{line_no:>6}\t{}", text.trim_end_matches('\n'));
         returned += 1;
         used += line.len() as u64;
-        if (line.len() as u64) < full_len {
-            // The read limit cut this line short.
+        if cut {
+            // A single line longer than the read limit: shown cut short.
             stop_note = Some(format!(
-                "[line {line_no} is cut short: output stops at the read limit; the file is {} in all]",
+                "[line {line_no} is cut short at the read limit; the file is {} in all]",
                 human_size(size)
             ));
             break;
