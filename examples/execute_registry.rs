@@ -55,8 +55,9 @@ async fn main() {
         println!("{:<22} -> {}{}", call.name, if r.is_error { "error: " } else { "" }, r.content);
     }
 
-    let batch: Vec<ToolCall> =
-        (1..=3).map(|i| ToolCall::new(format!("b{i}"), "calculate", format!(r#"{{"a": {i}, "b": 10}}"#))).collect();
+    let batch: Vec<ToolCall> = (1..=3)
+        .map(|i| ToolCall::new(format!("b{i}"), "calculate", format!(r#"{{"a": {i}, "b": 10}}"#)))
+        .collect();
     let results = registry.execute_batch(&batch, &RunContext::new().with_permissions(manager)).await;
     for r in results {
         println!("batch {} -> {}", r.call_id, r.content);

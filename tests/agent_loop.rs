@@ -146,8 +146,10 @@ async fn a_cut_off_call_never_runs_and_history_stays_acceptable() {
 async fn a_wrong_name_is_repaired_and_a_typo_is_not() {
     let runs = Arc::new(AtomicUsize::new(0));
     let log = Arc::new(Mutex::new(Vec::new()));
-    let calls =
-        vec![ToolCall::new("a", "functions.searchWeb", r#"{"v":"x"}"#), ToolCall::new("b", "serch_web", r#"{"v":"y"}"#)];
+    let calls = vec![
+        ToolCall::new("a", "functions.searchWeb", r#"{"v":"x"}"#),
+        ToolCall::new("b", "serch_web", r#"{"v":"y"}"#),
+    ];
     let agent = Agent::builder()
         .model(scripted(calls, log.clone()))
         .tool(echo_tool("search_web", 0, true, runs.clone()))
@@ -172,7 +174,11 @@ fn planner(log: Arc<Mutex<Vec<ModelRequest>>>) -> FunctionModel {
                 "write_todos",
                 r#"{"todos":[{"content":"read","status":"in_progress","note":"extra keys are fine"},{"content":"write","status":"pending"}]}"#,
             )]),
-            2 => ModelResponse::tool_calls(vec![ToolCall::new("p2", "write_todos", r#"{"todos":[{"content":"x","status":"done"}]}"#)]),
+            2 => ModelResponse::tool_calls(vec![ToolCall::new(
+                "p2",
+                "write_todos",
+                r#"{"todos":[{"content":"x","status":"done"}]}"#,
+            )]),
             3 => ModelResponse::tool_calls(vec![ToolCall::new("p3", "read_todos", "")]),
             _ => ModelResponse::text("finished"),
         })
@@ -196,7 +202,10 @@ async fn planning_adds_the_line_attaches_the_list_and_keeps_request_prefixes_ide
     assert!(err.starts_with("invalid arguments for write_todos: todos[0].status: "), "{err}");
     assert!(!err.lines().next().unwrap().is_empty());
     let read = log[3].messages.iter().rev().find(|m| matches!(m, Message::Tool { .. })).unwrap().content();
-    assert!(read.starts_with("<todo_list>\n1. [in_progress] read\n2. [pending] write\n</todo_list>"), "{read}");
+    assert!(
+        read.starts_with("<todo_list>\n1. [in_progress] read\n2. [pending] write\n</todo_list>"),
+        "{read}"
+    );
     // The list is attached to the newest message of each request once it exists.
     assert!(log[1].messages.last().unwrap().content().ends_with("2. [pending] write\n</todo_list>"));
     // Each request starts with the previous request, byte for byte.
@@ -268,8 +277,13 @@ async fn closing_ends_runs_and_a_missing_model_is_a_clear_error() {
 
 #[tokio::test]
 async fn max_turns_stops_a_model_that_never_answers() {
-    let model = FunctionModel::new(|_| Ok(ModelResponse::tool_calls(vec![ToolCall::new("", "read_todos", "{}")])));
-    let agent = Agent::builder().model(model).config(AgentConfig { max_turns: 3, ..AgentConfig::default() }).build().unwrap();
+    let model =
+        FunctionModel::new(|_| Ok(ModelResponse::tool_calls(vec![ToolCall::new("", "read_todos", "{}")])));
+    let agent = Agent::builder()
+        .model(model)
+        .config(AgentConfig { max_turns: 3, ..AgentConfig::default() })
+        .build()
+        .unwrap();
     assert_eq!(agent.run("loop").await.unwrap_err(), AgentError::MaxTurns(3));
 }
 
@@ -320,23 +334,28 @@ async fn serial_tools_take_turns_across_an_agent_and_its_specialists() {
     let agent = Agent::builder()
         .model(parent_model)
         .tool(serial_probe("parent_write", active.clone(), peak.clone()))
-        .specialist(
-            SubAgent::new("helper_a", "Helper A.")
-                .model(child_model("write_a"))
-                .tool(serial_probe("write_a", active.clone(), peak.clone())),
-        )
-        .specialist(
-            SubAgent::new("helper_b", "Helper B.")
-                .model(child_model("write_b"))
-                .tool(serial_probe("write_b", active.clone(), peak.clone())),
-        )
+        .specialist(SubAgent::new("helper_a", "Helper A.").model(child_model("write_a")).tool(serial_probe(
+            "write_a",
+            active.clone(),
+            peak.clone(),
+        )))
+        .specialist(SubAgent::new("helper_b", "Helper B.").model(child_model("write_b")).tool(serial_probe(
+            "write_b",
+            active.clone(),
+            peak.clone(),
+        )))
         .config(no_planning())
         .build()
         .unwrap();
     assert_eq!(agent.tools().get_tool("helper_a").unwrap().timeout_seconds, Some(300.0));
     let result = agent.run("go").await.unwrap();
     assert_eq!(result.output, "all done");
-    let outputs: Vec<_> = result.messages.iter().filter(|m| matches!(m, Message::Tool { .. })).map(|m| m.content()).collect();
+    let outputs: Vec<_> =
+        result.messages.iter().filter(|m| matches!(m, Message::Tool { .. })).map(|m| m.content()).collect();
     assert_eq!(outputs, ["write_a finished", "write_b finished", "ok"]);
-    assert_eq!(peak.load(Ordering::SeqCst), 1, "serial tools overlapped across the agent and its specialists");
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        1,
+        "serial tools overlapped across the agent and its specialists"
+    );
 }

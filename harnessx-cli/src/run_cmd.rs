@@ -16,7 +16,8 @@ use crate::approve;
 use crate::setup::{PermissionArgs, load_tools};
 
 /// Tools that change things: ASK by default under `harnessx run`.
-pub(crate) const MUTATING_TOOLS: [&str; 5] = ["write_file", "edit_file", "delete", "generate_file", "run_bash"];
+pub(crate) const MUTATING_TOOLS: [&str; 5] =
+    ["write_file", "edit_file", "delete", "generate_file", "run_bash"];
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
@@ -56,9 +57,7 @@ fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, Usage
             }
             Ok(Arc::new(TestModel::new()))
         }
-        _ => Err(UsageError(format!(
-            "unknown model \"{spec}\": use test, openai:MODEL or anthropic:MODEL"
-        ))),
+        _ => Err(UsageError(format!("unknown model \"{spec}\": use test, openai:MODEL or anthropic:MODEL"))),
     }
 }
 

@@ -86,7 +86,9 @@ pub(crate) fn load_tools(
         }
         let item = catalog::resolve(spec)?;
         let takes_base_path = match item {
-            BuiltinItem::Tool { bundle, .. } | BuiltinItem::Bundle(bundle) => bundle.options.contains(&"base_path"),
+            BuiltinItem::Tool { bundle, .. } | BuiltinItem::Bundle(bundle) => {
+                bundle.options.contains(&"base_path")
+            }
             BuiltinItem::All => true,
         };
         let mut options = BuiltinOptions::new().set("replace", true);

@@ -80,9 +80,16 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, UsageError> {
             }
             let result = registry.execute(&ToolCall::new("cli", name, arguments), Some(&manager)).await;
             if json {
-                println!("{}", json!({"name": result.name, "is_error": result.is_error, "content": result.content}));
+                println!(
+                    "{}",
+                    json!({"name": result.name, "is_error": result.is_error, "content": result.content})
+                );
             } else {
-                if result.content.ends_with('\n') { print!("{}", result.content) } else { println!("{}", result.content) }
+                if result.content.ends_with('\n') {
+                    print!("{}", result.content)
+                } else {
+                    println!("{}", result.content)
+                }
             }
             Ok(if result.is_error { ExitCode::FAILURE } else { ExitCode::SUCCESS })
         }

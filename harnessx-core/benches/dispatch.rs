@@ -70,8 +70,9 @@ fn dispatch(c: &mut Criterion) {
         })
     });
 
-    let batch: Vec<ToolCall> =
-        (0..10).map(|i| ToolCall::new(format!("call_{i}"), "add", format!(r#"{{"a": {i}, "b": 3}}"#))).collect();
+    let batch: Vec<ToolCall> = (0..10)
+        .map(|i| ToolCall::new(format!("call_{i}"), "add", format!(r#"{{"a": {i}, "b": 3}}"#)))
+        .collect();
     group.bench_with_input(BenchmarkId::new("async_add_batch", 10), &batch, |b, batch| {
         b.to_async(&rt).iter(|| async {
             let ctx = RunContext::new().with_permissions(manager.clone());

@@ -22,6 +22,12 @@ pub struct AgentConfig {
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        Self { planning: true, tools: ToolPolicy::default(), max_turns: 50, model_retry: ModelRetry::default(), max_tokens: None }
+        Self {
+            planning: true,
+            tools: ToolPolicy::default(),
+            max_turns: 50,
+            model_retry: ModelRetry::default(),
+            max_tokens: None,
+        }
     }
 }

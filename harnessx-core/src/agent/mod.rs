@@ -126,7 +126,10 @@ pub struct AgentBuilder {
 
 impl fmt::Debug for AgentBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AgentBuilder").field("tools", &self.tools).field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("AgentBuilder")
+            .field("tools", &self.tools)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -212,7 +215,8 @@ impl AgentBuilder {
         }
         let permissions = self.permissions.unwrap_or_default();
         for specialist in self.specialists {
-            let def = specialist.into_definition(self.model.clone(), permissions.clone(), registry.serial_queue());
+            let def =
+                specialist.into_definition(self.model.clone(), permissions.clone(), registry.serial_queue());
             registry.register_tool(def)?;
         }
         let mut planning = None;

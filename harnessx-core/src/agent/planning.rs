@@ -123,7 +123,9 @@ pub(crate) fn planning_tools(state: &Arc<PlanningState>) -> (ToolDefinition, Too
         "read_todos",
         "Show the current todo list.",
         json!({"type": "object", "properties": {}}),
-        ToolHandler::from_blocking(move |_, _| Ok(ToolOutput::text(s.render().unwrap_or_else(|| "The todo list is empty.".into())))),
+        ToolHandler::from_blocking(move |_, _| {
+            Ok(ToolOutput::text(s.render().unwrap_or_else(|| "The todo list is empty.".into())))
+        }),
     )
     .with_replay_policy(ReplayPolicy::Safe)
     .with_permission(PermissionLevel::Allow);

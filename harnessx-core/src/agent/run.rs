@@ -38,7 +38,12 @@ impl Agent {
     pub fn run_stream(&self, prompt: impl Into<String>) -> RunStream<'_> {
         let (tx, rx) = unbounded_channel();
         let prompt = prompt.into();
-        RunStream { run: Some(Box::pin(self.run_inner(Vec::new(), prompt, Some(tx)))), events: rx, result: None, tail: None }
+        RunStream {
+            run: Some(Box::pin(self.run_inner(Vec::new(), prompt, Some(tx)))),
+            events: rx,
+            result: None,
+            tail: None,
+        }
     }
 
     async fn run_inner(
@@ -86,7 +91,8 @@ impl Agent {
             if calls.is_empty() {
                 request.messages.push(Message::assistant(response.content.clone(), Vec::new()));
                 if let Some(tx) = &events {
-                    let _ = tx.send(AgentEvent::RunEnd { output: response.content.clone(), usage, turns: turn });
+                    let _ =
+                        tx.send(AgentEvent::RunEnd { output: response.content.clone(), usage, turns: turn });
                 }
                 return Ok(RunResult {
                     output: response.content,
@@ -96,7 +102,9 @@ impl Agent {
                     needs_input: None,
                 });
             }
-            request.messages.push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
+            request
+                .messages
+                .push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
             let results = self.registry.execute_batch(&calls, &ctx).await;
             request.messages.extend(results.iter().map(Message::tool));
         }
@@ -165,7 +173,10 @@ fn with_ids(mut calls: Vec<ToolCall>, turn: u32) -> Vec<ToolCall> {
 /// cut off) become `{}`, so the next request is one the provider accepts; the call's
 /// error result still pairs with its id.
 fn history_safe(call: &ToolCall) -> ToolCall {
-    let valid = matches!(serde_json::from_str::<serde_json::Value>(&call.arguments), Ok(serde_json::Value::Object(_)));
+    let valid = matches!(
+        serde_json::from_str::<serde_json::Value>(&call.arguments),
+        Ok(serde_json::Value::Object(_))
+    );
     if valid { call.clone() } else { ToolCall::new(&call.id, &call.name, "{}") }
 }
 

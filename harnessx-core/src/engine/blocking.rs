@@ -193,7 +193,8 @@ mod tests {
                 i
             })
         });
-        let out: Vec<_> = futures_util::future::join_all(jobs).await.into_iter().map(Result::unwrap).collect();
+        let out: Vec<_> =
+            futures_util::future::join_all(jobs).await.into_iter().map(Result::unwrap).collect();
         assert_eq!(out, (0..8).collect::<Vec<_>>());
     }
 }

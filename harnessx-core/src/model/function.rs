@@ -34,7 +34,9 @@ impl fmt::Debug for FunctionModel {
 
 impl FunctionModel {
     /// A model that answers each request with `respond(request)`.
-    pub fn new(respond: impl Fn(&ModelRequest) -> Result<ModelResponse, ModelError> + Send + Sync + 'static) -> Self {
+    pub fn new(
+        respond: impl Fn(&ModelRequest) -> Result<ModelResponse, ModelError> + Send + Sync + 'static,
+    ) -> Self {
         Self { name: "function".into(), respond: Box::new(respond) }
     }
 

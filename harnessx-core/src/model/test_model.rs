@@ -50,13 +50,17 @@ impl TestModel {
         let results: Vec<&Message> =
             since_user.iter().rev().copied().filter(|m| matches!(m, Message::Tool { .. })).collect();
         if !results.is_empty() {
-            let mut text = format!("Ran {} tool call{}:", results.len(), if results.len() == 1 { "" } else { "s" });
+            let mut text =
+                format!("Ran {} tool call{}:", results.len(), if results.len() == 1 { "" } else { "s" });
             for m in results {
                 if let Message::Tool { name, content, is_error, .. } = m {
                     let first = content.lines().next().unwrap_or("");
                     let short: String = first.chars().take(160).collect();
                     let more = if short.len() < content.len() { " …" } else { "" };
-                    text.push_str(&format!("\n- {name}{}: {short}{more}", if *is_error { " (error)" } else { "" }));
+                    text.push_str(&format!(
+                        "\n- {name}{}: {short}{more}",
+                        if *is_error { " (error)" } else { "" }
+                    ));
                 }
             }
             return ModelResponse::text(text);
@@ -66,13 +70,17 @@ impl TestModel {
             Some(names) => names.iter().filter_map(|n| request.tools.iter().find(|t| &t.name == n)).collect(),
         };
         if tools.is_empty() {
-            return ModelResponse::text(self.final_text.clone().unwrap_or_else(|| "success (no tool calls)".into()));
+            return ModelResponse::text(
+                self.final_text.clone().unwrap_or_else(|| "success (no tool calls)".into()),
+            );
         }
         let turn = request.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
         let calls = tools
             .iter()
             .enumerate()
-            .map(|(i, t)| ToolCall::new(format!("test_{turn}_{i}"), &t.name, example_value(&t.input_schema).to_string()))
+            .map(|(i, t)| {
+                ToolCall::new(format!("test_{turn}_{i}"), &t.name, example_value(&t.input_schema).to_string())
+            })
             .collect();
         ModelResponse::tool_calls(calls)
     }
@@ -95,14 +103,17 @@ pub fn example_value(schema: &Value) -> Value {
     }
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(Value::Array(options)) = obj.get(key)
-            && let Some(first) = options.iter().find(|o| o.get("type").and_then(Value::as_str) != Some("null"))
+            && let Some(first) =
+                options.iter().find(|o| o.get("type").and_then(Value::as_str) != Some("null"))
         {
             return example_value(first);
         }
     }
     let ty = match obj.get("type") {
         Some(Value::String(t)) => t.as_str(),
-        Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("null"),
+        Some(Value::Array(types)) => {
+            types.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("null")
+        }
         _ if obj.contains_key("properties") => "object",
         _ => "string",
     };
@@ -111,7 +122,9 @@ pub fn example_value(schema: &Value) -> Value {
         "object" => {
             let mut out = Map::new();
             let props = obj.get("properties").and_then(Value::as_object);
-            for name in obj.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+            for name in
+                obj.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
+            {
                 let sub = props.and_then(|p| p.get(name)).cloned().unwrap_or(Value::Bool(true));
                 out.insert(name.to_owned(), example_value(&sub));
             }
@@ -159,6 +172,9 @@ mod tests {
             let v = example_value(&s);
             assert!(jsonschema::is_valid(&s, &v), "{v} for {s}");
         }
-        assert_eq!(example_value(&json!({"type":"object","properties":{"opt":{"type":"string"}}})), json!({}));
+        assert_eq!(
+            example_value(&json!({"type":"object","properties":{"opt":{"type":"string"}}})),
+            json!({})
+        );
     }
 }
