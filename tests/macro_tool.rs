@@ -127,10 +127,14 @@ async fn async_tool_with_rustdoc_sections_defaults_and_context() {
 /// Count words per line.
 #[tool]
 fn count(lines: Vec<String>, #[arg(default)] min: Option<usize>) -> HashMap<String, usize> {
-    lines.into_iter().filter(|l| l.split_whitespace().count() >= min.unwrap_or(0)).map(|l| {
-        let n = l.split_whitespace().count();
-        (l, n)
-    }).collect()
+    lines
+        .into_iter()
+        .filter(|l| l.split_whitespace().count() >= min.unwrap_or(0))
+        .map(|l| {
+            let n = l.split_whitespace().count();
+            (l, n)
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -205,7 +209,10 @@ async fn error_text_goes_to_the_model() {
     let r = registry.execute(&ToolCall::new("c", "refuses", ""), None).await;
     assert_eq!(r.content, "refuses refused");
     // A zero-parameter tool still has an object schema.
-    assert_eq!(registry.get_tool("broken").unwrap().input_schema, json!({"type": "object", "properties": {}}));
+    assert_eq!(
+        registry.get_tool("broken").unwrap().input_schema,
+        json!({"type": "object", "properties": {}})
+    );
 }
 
 #[test]

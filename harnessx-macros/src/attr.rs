@@ -3,6 +3,8 @@
 
 use darling::FromMeta;
 use darling::util::{Flag, Override, PreservedStrExpr, SpannedValue};
+use proc_macro2::Span;
+use syn::spanned::Spanned;
 
 /// `#[tool(name = "..", description = "..", permission = "..", concurrent = ..,
 /// replay_policy = "..", timeout_seconds = .., retry(..), crate = path, collect)]`.
@@ -44,13 +46,26 @@ pub(crate) struct ArgAttr {
     pub(crate) one_of: Option<syn::ExprArray>,
 }
 
-/// A non-negative number of seconds (or a factor), written as an integer or a float.
+/// A number of seconds (or a factor), written as an integer or a float; `model.rs` checks
+/// that it is positive.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Seconds {
     pub(crate) value: f64,
+    pub(crate) span: Span,
 }
 
 impl FromMeta for Seconds {
+    fn from_expr(expr: &syn::Expr) -> darling::Result<Self> {
+        match expr {
+            syn::Expr::Lit(l) => Self::from_value(&l.lit),
+            syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => {
+                Self::from_expr(&u.expr).map(|s| Self { value: -s.value, span: expr.span() })
+            }
+            syn::Expr::Group(g) => Self::from_expr(&g.expr),
+            _ => Err(darling::Error::custom("expected a number, e.g. `30` or `2.5`").with_span(expr)),
+        }
+    }
+
     fn from_value(lit: &syn::Lit) -> darling::Result<Self> {
         let value = match lit {
             syn::Lit::Int(i) => i.base10_parse::<f64>(),
@@ -58,9 +73,6 @@ impl FromMeta for Seconds {
             _ => return Err(darling::Error::custom("expected a number, e.g. `30` or `2.5`").with_span(lit)),
         }
         .map_err(|e| darling::Error::from(e).with_span(lit))?;
-        if !value.is_finite() || value <= 0.0 {
-            return Err(darling::Error::custom("expected a positive number").with_span(lit));
-        }
-        Ok(Self { value })
+        Ok(Self { value, span: lit.span() })
     }
 }

@@ -150,9 +150,8 @@ mod tests {
 
     #[test]
     fn google_style() {
-        let doc = parse(&lines(
-            "Multiply two numbers.\n\nArgs:\n    a: First number.\n    b: Second number.\n",
-        ));
+        let doc =
+            parse(&lines("Multiply two numbers.\n\nArgs:\n    a: First number.\n    b: Second number.\n"));
         assert_eq!(doc.description, "Multiply two numbers.");
         assert_eq!(args(&doc), [("a", "First number."), ("b", "Second number.")]);
     }

@@ -93,7 +93,8 @@ fn tool_impl(args: TokenStream2, input: TokenStream2) -> TokenStream2 {
     let tool = model::tool_fn(attr, &item.attrs, &item.sig, param_attrs, Site::Free, &mut errors);
     match errors.finish(()) {
         Ok(()) => {
-            let struct_ident = format_ident!("{}", model::pascal_case(tool.fn_ident.to_string().trim_start_matches("r#")));
+            let struct_ident =
+                format_ident!("{}", model::pascal_case(tool.fn_ident.to_string().trim_start_matches("r#")));
             let generated = expand::free_tool(&tool, &item.vis, &struct_ident, &krate);
             quote!(#item #generated)
         }
@@ -113,7 +114,10 @@ fn toolbox_impl(args: TokenStream2, input: TokenStream2) -> TokenStream2 {
     let attr: ToolboxAttr = parse_attr(args, &mut errors);
     let krate = attr.krate.unwrap_or_else(default_krate);
     if let Some((path, _)) = &item.trait_ {
-        errors.push(syn::Error::new_spanned(path, "`#[toolbox]` goes on an inherent `impl` block, not a trait impl"));
+        errors.push(syn::Error::new_spanned(
+            path,
+            "`#[toolbox]` goes on an inherent `impl` block, not a trait impl",
+        ));
     }
     if !item.generics.params.is_empty() {
         errors.push(syn::Error::new_spanned(
@@ -129,7 +133,8 @@ fn toolbox_impl(args: TokenStream2, input: TokenStream2) -> TokenStream2 {
         f.attrs = rest;
         let Some(first) = tool_attrs.first() else { continue };
         for dup in &tool_attrs[1..] {
-            errors.push(syn::Error::new_spanned(dup, "duplicate `#[tool]` attribute: put all options in one"));
+            errors
+                .push(syn::Error::new_spanned(dup, "duplicate `#[tool]` attribute: put all options in one"));
         }
         let args = match &first.meta {
             syn::Meta::Path(_) => TokenStream2::new(),
@@ -141,7 +146,10 @@ fn toolbox_impl(args: TokenStream2, input: TokenStream2) -> TokenStream2 {
         };
         let tool_attr: ToolAttr = parse_attr(args, &mut errors);
         if let Some(k) = &tool_attr.krate {
-            errors.push(syn::Error::new(k.span(), "set `crate` on the `#[toolbox(crate = ..)]` attribute, not on each tool"));
+            errors.push(syn::Error::new(
+                k.span(),
+                "set `crate` on the `#[toolbox(crate = ..)]` attribute, not on each tool",
+            ));
         }
         if tool_attr.collect.is_present() {
             let span = tool_attr.collect.span();
@@ -154,7 +162,10 @@ fn toolbox_impl(args: TokenStream2, input: TokenStream2) -> TokenStream2 {
         tools.push(model::tool_fn(tool_attr, &f.attrs, &f.sig, param_attrs, Site::Method, &mut errors));
     }
     if tools.is_empty() {
-        errors.push(syn::Error::new(Span::call_site(), "`#[toolbox]` found no `#[tool]` method: mark the methods to expose with `#[tool]`"));
+        errors.push(syn::Error::new(
+            Span::call_site(),
+            "`#[toolbox]` found no `#[tool]` method: mark the methods to expose with `#[tool]`",
+        ));
     }
     match errors.finish(()) {
         Ok(()) => {

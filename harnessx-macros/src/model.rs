@@ -86,7 +86,8 @@ pub(crate) enum DefaultValue {
 }
 
 const PERMISSIONS: [(&str, &str); 3] = [("allow", "Allow"), ("ask", "Ask"), ("deny", "Deny")];
-const REPLAY_POLICIES: [(&str, &str); 3] = [("safe", "Safe"), ("idempotent", "Idempotent"), ("manual", "Manual")];
+const REPLAY_POLICIES: [(&str, &str); 3] =
+    [("safe", "Safe"), ("idempotent", "Idempotent"), ("manual", "Manual")];
 
 /// Parameter attributes taken off the signature (rustc rejects `///` on parameters, and
 /// `#[arg]` is ours): must run even when the rest fails, so the emitted fn compiles.
@@ -189,7 +190,10 @@ pub(crate) fn tool_fn(
         errors.push(syn::Error::new(c.span(), "a tool cannot be a `const fn`"));
     }
     if let syn::Safety::Unsafe(u) = &sig.safety {
-        errors.push(syn::Error::new(u.span(), "a tool cannot be an `unsafe fn`: the model cannot uphold its contract"));
+        errors.push(syn::Error::new(
+            u.span(),
+            "a tool cannot be an `unsafe fn`: the model cannot uphold its contract",
+        ));
     }
     if let Some(v) = &sig.variadic {
         errors.push(syn::Error::new(v.span(), "a tool cannot be variadic"));
@@ -208,9 +212,11 @@ pub(crate) fn tool_fn(
             sig.ident.span(),
             "a `#[tool]` in a `#[toolbox]` must take `&self`; move a function without `self` out of the impl",
         )),
-        (Site::Method, Some(r)) if !matches!(r.kind, syn::ReceiverKind::Reference(_, _, None)) => {
-            errors.push(syn::Error::new(r.span(), "a `#[toolbox]` tool must take `&self` (not `self` or `&mut self`)"))
-        }
+        (Site::Method, Some(r)) if !matches!(r.kind, syn::ReceiverKind::Reference(_, _, None)) => errors
+            .push(syn::Error::new(
+                r.span(),
+                "a `#[toolbox]` tool must take `&self` (not `self` or `&mut self`)",
+            )),
         _ => {}
     }
 
@@ -249,7 +255,10 @@ pub(crate) fn tool_fn(
     for (p, pattrs) in typed.zip(param_attrs) {
         if let Some(by_ref) = ty::context_kind(&p.ty) {
             if pattrs.arg.is_some() {
-                errors.push(syn::Error::new(p.ty.span(), "the `ToolContext` parameter is injected; `#[arg]` does not apply to it"));
+                errors.push(syn::Error::new(
+                    p.ty.span(),
+                    "the `ToolContext` parameter is injected; `#[arg]` does not apply to it",
+                ));
             }
             params.push(Param::Context { by_ref });
             continue;
@@ -272,7 +281,8 @@ pub(crate) fn tool_fn(
             }
         };
         let arg = pattrs.arg.unwrap_or_default();
-        let from_args = parsed.args.iter().rev().find(|a| a.name.strip_prefix("r#").unwrap_or(&a.name) == ident);
+        let from_args =
+            parsed.args.iter().rev().find(|a| a.name.strip_prefix("r#").unwrap_or(&a.name) == ident);
         let param_doc = (!pattrs.docs.is_empty())
             .then(|| pattrs.docs.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ").trim().to_owned());
         let description = arg.description.or(param_doc).or_else(|| from_args.map(|a| a.text.clone()));
@@ -289,14 +299,24 @@ pub(crate) fn tool_fn(
                 .filter_map(|e| {
                     let json = literal_json(e);
                     if json.is_none() {
-                        errors.push(syn::Error::new(e.span(), "`one_of` takes literals, e.g. `one_of = [\"celsius\", \"fahrenheit\"]`"));
+                        errors.push(syn::Error::new(
+                            e.span(),
+                            "`one_of` takes literals, e.g. `one_of = [\"celsius\", \"fahrenheit\"]`",
+                        ));
                     }
                     json
                 })
                 .collect()
         });
         names.push(ident.clone());
-        params.push(Param::Value(Box::new(ValueParam { name: ident, ty: (*p.ty).clone(), schema, description, default, one_of })));
+        params.push(Param::Value(Box::new(ValueParam {
+            name: ident,
+            ty: (*p.ty).clone(),
+            schema,
+            description,
+            default,
+            one_of,
+        })));
     }
     let context_names: Vec<String> = sig
         .inputs
@@ -312,25 +332,46 @@ pub(crate) fn tool_fn(
     for a in &parsed.args {
         let n = a.name.strip_prefix("r#").unwrap_or(&a.name);
         if !names.iter().any(|p| p == n) && !context_names.iter().any(|p| p == n) {
-            let listed = if names.is_empty() { "it has none".to_owned() } else { format!("its parameters are {}", names.join(", ")) };
+            let listed = if names.is_empty() {
+                "it has none".to_owned()
+            } else {
+                format!("its parameters are {}", names.join(", "))
+            };
             errors.push(syn::Error::new(
                 a.span,
-                format!("`Args:` documents `{n}`, which is not a parameter of `{fn_name}` ({listed}){}", did_you_mean(n, names.iter().map(String::as_str))),
+                format!(
+                    "`Args:` documents `{n}`, which is not a parameter of `{fn_name}` ({listed}){}",
+                    did_you_mean(n, names.iter().map(String::as_str))
+                ),
             ));
         }
     }
 
     // Policy.
-    let permission = attr.permission.as_ref().and_then(|p| {
-        pick(p, "permission", &PERMISSIONS).map_err(|e| errors.push(e)).ok()
-    });
-    let replay_policy = attr.replay_policy.as_ref().and_then(|p| {
-        pick(p, "replay_policy", &REPLAY_POLICIES).map_err(|e| errors.push(e)).ok()
-    });
+    let permission = attr
+        .permission
+        .as_ref()
+        .and_then(|p| pick(p, "permission", &PERMISSIONS).map_err(|e| errors.push(e)).ok());
+    let replay_policy = attr
+        .replay_policy
+        .as_ref()
+        .and_then(|p| pick(p, "replay_policy", &REPLAY_POLICIES).map_err(|e| errors.push(e)).ok());
     let retry = attr.retry.clone().map(|r| match r {
         Override::Inherit => RetryAttr::default(),
         Override::Explicit(r) => r,
     });
+    if let Some(t) = attr.timeout_seconds
+        && !(t.value.is_finite() && t.value > 0.0)
+    {
+        errors.push(syn::Error::new(t.span, "`timeout_seconds` must be a positive number of seconds"));
+    }
+    let retry_values =
+        retry.iter().flat_map(|r| [r.initial_delay_seconds, r.backoff_multiplier, r.max_delay_seconds]);
+    for s in retry_values.flatten() {
+        if !(s.value.is_finite() && s.value >= 0.0) {
+            errors.push(syn::Error::new(s.span, "retry delays and factors cannot be negative"));
+        }
+    }
     if let Some(RetryAttr { max_attempts: Some(0), .. }) = &retry {
         errors.push(syn::Error::new(Span::call_site(), "`retry(max_attempts = ..)` must be at least 1"));
     }
@@ -364,7 +405,8 @@ fn unraw(ident: &Ident) -> String {
 
 /// `^[a-zA-Z0-9_-]{1,64}$`.
 pub(crate) fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 fn invalid_name_message(name: &str) -> String {
@@ -375,7 +417,11 @@ fn invalid_name_message(name: &str) -> String {
 }
 
 /// Resolves a fixed-choice string to its variant, or explains the valid choices.
-fn pick(value: &darling::util::SpannedValue<String>, what: &str, choices: &[(&str, &'static str)]) -> Result<&'static str, syn::Error> {
+fn pick(
+    value: &darling::util::SpannedValue<String>,
+    what: &str,
+    choices: &[(&str, &'static str)],
+) -> Result<&'static str, syn::Error> {
     let v = value.trim();
     if let Some((_, variant)) = choices.iter().find(|(s, _)| s.eq_ignore_ascii_case(v)) {
         return Ok(variant);

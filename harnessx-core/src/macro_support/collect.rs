@@ -52,8 +52,9 @@ pub trait ToolRegistryExt {
     /// their names. Stops at the first failure (e.g. a duplicate name).
     fn register_collected(&self) -> Result<Vec<String>, RegistryError>;
 
-    /// Registers the tools of a `#[toolbox]` instance and returns their names.
-    fn register_toolbox<T: Toolbox>(&self, toolbox: impl Into<Arc<T>>) -> Result<Vec<String>, RegistryError>;
+    /// Registers the tools of a shared `#[toolbox]` instance and returns their names.
+    /// Keep a clone of the `Arc` to reach the same state from elsewhere.
+    fn register_toolbox<T: Toolbox>(&self, toolbox: Arc<T>) -> Result<Vec<String>, RegistryError>;
 }
 
 impl ToolRegistryExt for ToolRegistry {
@@ -61,8 +62,8 @@ impl ToolRegistryExt for ToolRegistry {
         register_all(self, CollectedTool::all())
     }
 
-    fn register_toolbox<T: Toolbox>(&self, toolbox: impl Into<Arc<T>>) -> Result<Vec<String>, RegistryError> {
-        register_all(self, toolbox.into().tool_definitions())
+    fn register_toolbox<T: Toolbox>(&self, toolbox: Arc<T>) -> Result<Vec<String>, RegistryError> {
+        register_all(self, toolbox.tool_definitions())
     }
 }
 

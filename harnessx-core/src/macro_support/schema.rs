@@ -28,7 +28,12 @@ impl<T: schemars::JsonSchema + ?Sized> ParamSchema for T {
                 s.meta_schema = None;
             })
             .into_generator();
-        let mut schema = Value::from(generator.subschema_for::<T>());
+        let mut schema = match Value::from(generator.subschema_for::<T>()) {
+            // The boolean schemas: `true` accepts anything, `false` nothing.
+            Value::Bool(true) => json!({}),
+            Value::Bool(false) => json!({"not": {}}),
+            other => other,
+        };
         canonicalize(&mut schema);
         schema
     }
@@ -220,7 +225,10 @@ mod tests {
     #[test]
     fn objects_list_properties_in_order() {
         let s = object(vec![("b", integer()), ("a", string())], &["b"]);
-        assert_eq!(s.to_string(), r#"{"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"string"}},"required":["b"]}"#);
+        assert_eq!(
+            s.to_string(),
+            r#"{"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"string"}},"required":["b"]}"#
+        );
         assert_eq!(object(vec![], &[]), json!({"type": "object", "properties": {}}));
     }
 }

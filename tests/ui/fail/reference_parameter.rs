@@ -1,0 +1,9 @@
+use harnessx::tool;
+
+/// Shout.
+#[tool]
+fn shout(text: &str) -> String {
+    text.to_uppercase()
+}
+
+fn main() {}

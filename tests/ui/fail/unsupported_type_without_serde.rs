@@ -1,0 +1,13 @@
+use harnessx::tool;
+
+struct Point {
+    x: f64,
+}
+
+/// Distance from the origin.
+#[tool]
+fn distance(point: Point) -> f64 {
+    point.x.abs()
+}
+
+fn main() {}
