@@ -3,3 +3,9 @@
 
 #[doc = include_str!("../docs/execution.md")]
 pub mod execution {}
+
+#[doc = include_str!("../docs/agent.md")]
+pub mod agent {}
+
+#[doc = include_str!("../docs/planning.md")]
+pub mod planning {}

@@ -56,7 +56,7 @@ impl TestModel {
                 if let Message::Tool { name, content, is_error, .. } = m {
                     let first = content.lines().next().unwrap_or("");
                     let short: String = first.chars().take(160).collect();
-                    let more = if short.len() < content.len() { " …" } else { "" };
+                    let more = if short.len() < content.trim_end().len() { " …" } else { "" };
                     text.push_str(&format!(
                         "\n- {name}{}: {short}{more}",
                         if *is_error { " (error)" } else { "" }
