@@ -25,3 +25,6 @@ pub fn link() {
     // Referring to a bundle's submission keeps its object code in the link.
     std::hint::black_box(&fs::FILESYSTEM_TOOLS);
 }
+
+pub mod ask_user;
+pub use ask_user::{AskUserOptions, register_ask_user_tool};

@@ -1,0 +1,104 @@
+//! `ask_user`: lets the model ask the person one focused question before doing the work.
+//!
+//! The tool does not know how to reach a person; your application does. Pass `ask`, an
+//! async function that receives the question and a list of suggested answers (empty for
+//! a free-text question), puts them in front of someone, and returns the answer, or
+//! `None` when nobody can answer. The model is then told to proceed on the most likely
+//! reading and to state that assumption at the start of its reply, rather than wait.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use harnessx_core::{
+    PermissionLevel, RegistryError, ReplayPolicy, ToolDefinition, ToolHandler, ToolOptions, ToolOutput,
+    ToolRegistry,
+};
+use serde_json::{Value, json};
+
+/// The tool's name.
+pub const ASK_USER_TOOL: &str = "ask_user";
+
+/// Its default timeout: one hour, since it waits on a person.
+pub const ASK_USER_TIMEOUT_SECONDS: f64 = 3600.0;
+
+/// What the model is told when nobody answers.
+pub const NO_ANSWER: &str = "Nobody answered. Proceed on the most likely reading of the request, and state that assumption at the start of your reply.";
+
+/// Options of [`register_ask_user_tool`]. Unset values keep the defaults: ALLOW, one-hour
+/// timeout, no replacing.
+#[derive(Debug, Clone, Default)]
+pub struct AskUserOptions {
+    /// Permission instead of ALLOW.
+    pub permission: Option<PermissionLevel>,
+    /// Timeout in seconds instead of one hour.
+    pub timeout_seconds: Option<f64>,
+    /// Replace an existing `ask_user` tool.
+    pub replace: bool,
+}
+
+/// Registers `ask_user` with ALLOW, `concurrent = false`, a `safe` replay policy and a
+/// one-hour timeout (`options` change the permission, timeout and replacement). It is not
+/// part of any bundle.
+///
+/// ```
+/// use harnessx_builtin::ask_user::{AskUserOptions, register_ask_user_tool};
+/// use harnessx_core::ToolRegistry;
+///
+/// let registry = ToolRegistry::new();
+/// register_ask_user_tool(&registry, |question: String, choices: Vec<String>| async move {
+///     // Put the question in front of someone (a terminal, a web prompt, a chat message).
+///     let _ = (question, choices);
+///     None::<String>
+/// }, AskUserOptions::default()).unwrap();
+/// assert!(!registry.get_tool("ask_user").unwrap().concurrent);
+/// ```
+pub fn register_ask_user_tool<F, Fut>(
+    registry: &ToolRegistry,
+    ask: F,
+    options: AskUserOptions,
+) -> Result<ToolDefinition, RegistryError>
+where
+    F: Fn(String, Vec<String>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Option<String>> + Send + 'static,
+{
+    let ask = Arc::new(ask);
+    let handler = ToolHandler::from_async(move |args: Value, _ctx| {
+        let question = args["question"].as_str().unwrap_or_default().to_owned();
+        let choices: Vec<String> = args["choices"]
+            .as_array()
+            .map(|c| c.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        let answer = ask(question, choices);
+        async move {
+            Ok(match answer.await {
+                Some(text) if !text.trim().is_empty() => ToolOutput::text(format!("The user answered: {text}")),
+                _ => ToolOutput::text(NO_ANSWER),
+            })
+        }
+    });
+    let definition = ToolDefinition::new(
+        ASK_USER_TOOL,
+        "Ask the user one focused question when the request is ambiguous, before doing the work. Offer likely answers in choices when there are a few; leave it empty for a free-text question.",
+        json!({
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "minLength": 1, "description": "One focused question."},
+                "choices": {"type": "array", "items": {"type": "string"}, "description": "Suggested answers; empty for a free-text question."}
+            },
+            "required": ["question"]
+        }),
+        handler,
+    )
+    .with_permission(PermissionLevel::Allow)
+    .with_concurrent(false)
+    .with_replay_policy(ReplayPolicy::Safe)
+    .with_timeout_seconds(ASK_USER_TIMEOUT_SECONDS);
+    let mut overrides = ToolOptions::new().replace(options.replace);
+    if let Some(p) = options.permission {
+        overrides = overrides.permission(p);
+    }
+    if let Some(t) = options.timeout_seconds {
+        overrides = overrides.timeout_seconds(t);
+    }
+    registry.register_tool_with(definition, overrides)
+}
