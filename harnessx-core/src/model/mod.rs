@@ -1,9 +1,13 @@
 //! Models: the [`Model`] trait every provider adapter implements, the provider-neutral
 //! request and response, and test models.
 
+pub mod anthropic;
 pub mod function;
+mod http;
 pub mod message;
+pub mod openai;
 pub mod response;
+pub mod sse;
 pub mod test_model;
 
 use std::fmt;
@@ -14,8 +18,10 @@ use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use serde::Serialize;
 
+pub use anthropic::AnthropicModel;
 pub use function::FunctionModel;
 pub use message::Message;
+pub use openai::OpenAiModel;
 pub use response::{FinishReason, ModelEvent, ModelResponse, Usage};
 pub use test_model::TestModel;
 

@@ -1,0 +1,392 @@
+//! What both provider adapters share: the HTTP client, status and error mapping, and the
+//! loop that turns a response body into [`ModelEvent`]s.
+
+use std::collections::VecDeque;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use futures_util::stream::{self, BoxStream, StreamExt};
+use serde_json::Value;
+
+use crate::model::sse::{SseEvent, SseParser};
+use crate::model::{ModelError, ModelEvent, ModelResponse, response_to_events};
+
+/// Who is being talked to, for error messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Provider {
+    /// e.g. `OpenAI-compatible server`.
+    pub(crate) name: &'static str,
+    /// The environment variable the key comes from.
+    pub(crate) key_env: &'static str,
+}
+
+/// The process-wide client (one connection pool for every model).
+pub(crate) fn client() -> Result<reqwest::Client, ModelError> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            // reqwest is built without a bundled crypto provider; use ring unless the
+            // application installed one of its own.
+            if rustls::crypto::CryptoProvider::get_default().is_none() {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+            }
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(30))
+                // Between two reads of a body; a non-streamed answer can take minutes.
+                .read_timeout(Duration::from_secs(600))
+                .user_agent(concat!("harnessx/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| error_chain(&e))
+        })
+        .clone()
+        .map_err(|e| ModelError::Transport(format!("could not set up the HTTP client: {e}")))
+}
+
+/// The error for a request that needs a key and has none.
+pub(crate) fn missing_key(provider: Provider) -> ModelError {
+    ModelError::Auth(format!(
+        "no API key for the {}: set {} or pass one with `.api_key(...)`",
+        provider.name, provider.key_env
+    ))
+}
+
+/// An error and its sources, joined with `: `.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let next = e.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = e.source();
+    }
+    text
+}
+
+fn transport(error: &reqwest::Error) -> ModelError {
+    ModelError::Transport(error_chain(error))
+}
+
+/// Sends a request; a non-success status becomes the matching [`ModelError`].
+pub(crate) async fn send(
+    request: reqwest::RequestBuilder,
+    provider: Provider,
+) -> Result<reqwest::Response, ModelError> {
+    let response = request.send().await.map_err(|e| transport(&e))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let body = response.bytes().await.unwrap_or_default();
+    Err(status_error(status.as_u16(), &String::from_utf8_lossy(&body), provider))
+}
+
+/// The error for an HTTP error status and its body. 401/403 are [`ModelError::Auth`]
+/// with a hint about the key; everything else is [`ModelError::Http`] (retryable for
+/// 408, 429 and 5xx).
+pub(crate) fn status_error(status: u16, body: &str, provider: Provider) -> ModelError {
+    let message =
+        serde_json::from_str::<Value>(body).ok().and_then(|v| error_message(&v)).unwrap_or_else(|| {
+            let body = body.trim();
+            if body.is_empty() { "(empty body)".to_owned() } else { truncate(body, 500) }
+        });
+    if status == 401 || status == 403 {
+        return auth_error(status, &message, provider);
+    }
+    ModelError::Http { status, message }
+}
+
+fn auth_error(status: u16, message: &str, provider: Provider) -> ModelError {
+    ModelError::Auth(format!(
+        "the {} refused the API key (HTTP {status}: {message}); check {} (or the key passed with `.api_key(...)`) and the base URL",
+        provider.name, provider.key_env
+    ))
+}
+
+/// The message of an error body in any of the shapes servers use: `{"error":
+/// {"message"}}` (OpenAI, Anthropic), `{"error": "..."}` (Ollama), `{"message"}` (vLLM),
+/// `{"detail"}`.
+fn error_message(body: &Value) -> Option<String> {
+    let error = body.get("error").unwrap_or(body);
+    let text = match error {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => {
+            let message = o.get("message").or_else(|| o.get("detail")).and_then(Value::as_str)?;
+            let kind = ["code", "type"]
+                .iter()
+                .find_map(|k| o.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()));
+            match kind {
+                Some(kind) if !message.contains(kind) => format!("{message} ({kind})"),
+                _ => message.to_owned(),
+            }
+        }
+        _ => return None,
+    };
+    Some(truncate(&text, 1000))
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// An error reported inside a response (an SSE `error` event, or `{"error": ...}` in a
+/// 200 body), mapped to the error its HTTP status or type would give.
+pub(crate) fn body_error(body: &Value, provider: Provider) -> ModelError {
+    let message = error_message(body).unwrap_or_else(|| truncate(&body.to_string(), 500));
+    let error = body.get("error").unwrap_or(body);
+    let status = error.get("status_code").or_else(|| body.get("status_code")).and_then(Value::as_u64);
+    let kind = error.get("type").and_then(Value::as_str).unwrap_or_default();
+    let status = status.map(|s| s as u16).or(match kind {
+        "authentication_error" => Some(401),
+        "permission_error" => Some(403),
+        "invalid_request_error" => Some(400),
+        "not_found_error" => Some(404),
+        "request_too_large" => Some(413),
+        "rate_limit_error" | "rate_limit_exceeded" | "tokens" | "requests" => Some(429),
+        "api_error" | "server_error" => Some(500),
+        "overloaded_error" => Some(529),
+        "timeout_error" => Some(504),
+        _ => None,
+    });
+    match status {
+        Some(s @ (401 | 403)) => auth_error(s, &message, provider),
+        Some(status) => ModelError::Http { status, message },
+        None => {
+            ModelError::Protocol(format!("the {} reported an error in its answer: {message}", provider.name))
+        }
+    }
+}
+
+/// Whether the body is an event stream (servers may answer a streaming request with
+/// plain JSON).
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"))
+}
+
+/// Reads a whole JSON body.
+pub(crate) async fn json_body(response: reqwest::Response, provider: Provider) -> Result<Value, ModelError> {
+    let bytes = response.bytes().await.map_err(|e| transport(&e))?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        ModelError::Protocol(format!(
+            "the {} answered with something other than JSON ({e}): {}",
+            provider.name,
+            truncate(&String::from_utf8_lossy(&bytes), 200)
+        ))
+    })?;
+    if value.get("error").is_some_and(|e| !e.is_null()) {
+        return Err(body_error(&value, provider));
+    }
+    Ok(value)
+}
+
+/// Whether a decoder wants more events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Keep reading.
+    More,
+    /// The response is complete (`[DONE]`, `message_stop`).
+    Complete,
+}
+
+/// Turns one provider's stream events into [`ModelEvent`]s and a final response.
+pub(crate) trait Decoder: Send + 'static {
+    /// Handles one event, pushing what it yields onto `out`.
+    fn event(&mut self, event: SseEvent, out: &mut Vec<ModelEvent>) -> Result<Step, ModelError>;
+
+    /// The stream is over: the response. `complete` is false when the body ended before
+    /// the provider's end marker.
+    fn finish(self, complete: bool) -> Result<ModelResponse, ModelError>;
+
+    /// The response of a non-streaming body.
+    fn parse_full(&self, body: &Value) -> Result<ModelResponse, ModelError>;
+}
+
+struct Drive<D> {
+    start: Option<reqwest::RequestBuilder>,
+    body: Option<reqwest::Response>,
+    parser: SseParser,
+    decoder: Option<D>,
+    queue: VecDeque<Result<ModelEvent, ModelError>>,
+    provider: Provider,
+}
+
+impl<D: Decoder> Drive<D> {
+    fn handle(&mut self, events: impl IntoIterator<Item = SseEvent>) {
+        let mut out = Vec::new();
+        for event in events {
+            let Some(decoder) = self.decoder.as_mut() else { return };
+            let step = decoder.event(event, &mut out);
+            self.queue.extend(out.drain(..).map(Ok));
+            match step {
+                Ok(Step::More) => {}
+                Ok(Step::Complete) => {
+                    self.body = None;
+                    self.finish(true);
+                }
+                Err(e) => {
+                    self.body = None;
+                    self.decoder = None;
+                    self.queue.push_back(Err(e));
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, complete: bool) {
+        if let Some(decoder) = self.decoder.take() {
+            self.queue.push_back(decoder.finish(complete).map(ModelEvent::Done));
+        }
+    }
+
+    async fn next(&mut self) -> Option<Result<ModelEvent, ModelError>> {
+        loop {
+            if let Some(item) = self.queue.pop_front() {
+                return Some(item);
+            }
+            if let Some(request) = self.start.take() {
+                match send(request, self.provider).await {
+                    Ok(response) if is_event_stream(&response) => self.body = Some(response),
+                    Ok(response) => {
+                        let decoder = self.decoder.take()?;
+                        let parsed =
+                            json_body(response, self.provider).await.and_then(|v| decoder.parse_full(&v));
+                        match parsed {
+                            Ok(response) => {
+                                self.queue.extend(response_to_events(response).into_iter().map(Ok))
+                            }
+                            Err(e) => self.queue.push_back(Err(e)),
+                        }
+                    }
+                    Err(e) => {
+                        self.decoder = None;
+                        self.queue.push_back(Err(e));
+                    }
+                }
+                continue;
+            }
+            let body = self.body.as_mut()?;
+            match body.chunk().await {
+                Ok(Some(bytes)) => {
+                    let events = self.parser.feed(&bytes);
+                    self.handle(events);
+                }
+                Ok(None) => {
+                    self.body = None;
+                    // An unterminated last event is used when it is whole (some servers
+                    // end that way) and dropped when the body was cut inside it.
+                    let tail = self.parser.finish().filter(|e| {
+                        let data = e.data.trim();
+                        data == "[DONE]" || serde_json::from_str::<serde::de::IgnoredAny>(data).is_ok()
+                    });
+                    self.handle(tail);
+                    self.finish(false);
+                }
+                Err(e) => {
+                    self.body = None;
+                    self.decoder = None;
+                    self.queue.push_back(Err(transport(&e)));
+                }
+            }
+        }
+    }
+}
+
+/// Sends `request` and streams its answer through `decoder`: an event stream event by
+/// event, a plain JSON body through [`Decoder::parse_full`].
+pub(crate) fn drive<D: Decoder>(
+    request: Result<reqwest::RequestBuilder, ModelError>,
+    provider: Provider,
+    decoder: D,
+) -> BoxStream<'static, Result<ModelEvent, ModelError>> {
+    let request = match request {
+        Ok(request) => request,
+        Err(e) => return stream::once(async move { Err(e) }).boxed(),
+    };
+    let drive = Drive {
+        start: Some(request),
+        body: None,
+        parser: SseParser::new(),
+        decoder: Some(decoder),
+        queue: VecDeque::new(),
+        provider,
+    };
+    stream::unfold(drive, |mut drive| async move { drive.next().await.map(|item| (item, drive)) }).boxed()
+}
+
+/// The base URL without trailing slashes.
+pub(crate) fn trim_base(url: &str) -> String {
+    url.trim().trim_end_matches('/').to_owned()
+}
+
+/// Parses a call's argument text as a JSON object: `Some` for an object, `None` for
+/// anything else (garbled, cut off, an array).
+pub(crate) fn arguments_object(arguments: &str) -> Option<serde_json::Map<String, Value>> {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+/// What makes the engine refuse a call whose arguments were cut off before any text
+/// arrived: an empty argument text would otherwise count as `{}` and the tool would run.
+pub(crate) const CUT_OFF_EMPTY_ARGUMENTS: &str = "{";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const P: Provider = Provider { name: "test server", key_env: "TEST_KEY" };
+
+    #[test]
+    fn statuses_map_to_errors() {
+        let e = status_error(
+            401,
+            r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#,
+            P,
+        );
+        assert!(
+            matches!(&e, ModelError::Auth(m) if m.contains("TEST_KEY") && m.contains("Incorrect API key")),
+            "{e}"
+        );
+        assert!(!e.is_retryable());
+        let e = status_error(429, r#"{"error":"slow down"}"#, P);
+        assert_eq!(e, ModelError::Http { status: 429, message: "slow down".into() });
+        assert!(e.is_retryable());
+        let e = status_error(503, "", P);
+        assert!(e.is_retryable());
+        assert_eq!(
+            status_error(400, r#"{"object":"error","message":"bad"}"#, P),
+            ModelError::Http { status: 400, message: "bad".into() }
+        );
+    }
+
+    #[test]
+    fn in_body_errors_map_by_status_or_type() {
+        let e = body_error(
+            &json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
+            P,
+        );
+        assert!(matches!(e, ModelError::Http { status: 529, .. }) && e.is_retryable());
+        let e = body_error(&json!({"error":{"message":"m","code":"tool_use_failed","status_code":400}}), P);
+        assert_eq!(e, ModelError::Http { status: 400, message: "m (tool_use_failed)".into() });
+        assert!(matches!(body_error(&json!({"error":{"message":"?"}}), P), ModelError::Protocol(_)));
+    }
+
+    #[test]
+    fn arguments_object_accepts_only_objects() {
+        assert!(arguments_object(r#"{"a":1}"#).is_some());
+        assert!(arguments_object("").is_none());
+        assert!(arguments_object("[1]").is_none());
+        assert!(arguments_object(r#"{"a":"#).is_none());
+    }
+}
