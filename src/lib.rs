@@ -5,5 +5,7 @@
 
 pub use harnessx_core::*;
 pub use harnessx_macros::{tool, toolbox};
+/// The built-in bundles (filesystem, ...): `harnessx::builtin::fs::register_filesystem_tools`.
+pub use harnessx_builtin as builtin;
 
 pub mod guide;

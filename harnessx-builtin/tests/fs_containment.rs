@@ -330,7 +330,7 @@ async fn huge_files_and_listings_stay_within_the_limits() {
         max_directory_entries: 50,
         ..o
     });
-    let line = "0123456789abcdef\n".repeat(1);
+    let line = "0123456789abcdef\n";
     std::fs::write(env.root.join("big.txt"), line.repeat(200_000)).unwrap(); // 3.4 MB
     let out = env.ok("read_file", json!({"path": "big.txt"})).await;
     assert!(out.len() < 4096 + 4096, "read_file returned {} bytes", out.len());

@@ -211,6 +211,7 @@ fn unknown(kind: &'static str, name: &str, known: &[&str]) -> RegistryError {
 }
 
 /// The common options, parsed.
+#[derive(Debug)]
 struct Common {
     include: Option<Vec<String>>,
     exclude: Vec<String>,

@@ -93,7 +93,7 @@ pub struct ToolSpec {
     pub name: String,
     /// The description.
     pub description: String,
-    /// The canonical input schema (see [`canonical_schema`](crate::canonical_schema)).
+    /// The canonical input schema (see [`crate::canonical_schema`]).
     pub input_schema: Value,
 }
 
