@@ -17,6 +17,7 @@ use crate::engine::context::RunContext;
 use crate::engine::events::ToolEvent;
 use crate::engine::serial::SerialQueue;
 use crate::error::ToolError;
+use crate::permission::DenyReason;
 use crate::permission::manager::authorize_without_manager;
 use crate::registry::resolve::resolve;
 use crate::registry::{RegisteredTool, State, ToolRegistry};
@@ -157,7 +158,16 @@ async fn run_indexed(
 async fn run_ready(ready: ReadyCall, call: &ToolCall, ctx: &RunContext) -> ToolResult {
     let name = &ready.tool.name;
     let allowed = match ctx.permissions() {
-        Some(manager) => manager.authorize(name, ready.tool.def.permission, &call.id, &ready.args).await,
+        // A panicking approval callback or store denies the call (fail closed).
+        Some(manager) => {
+            AssertUnwindSafe(manager.authorize(name, ready.tool.def.permission, &call.id, &ready.args))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|payload| {
+                    log_panic(name, &*payload);
+                    Err(DenyReason::Rejected)
+                })
+        }
         None => authorize_without_manager(ready.tool.def.permission),
     };
     if let Err(reason) = allowed {
@@ -202,7 +212,10 @@ async fn invoke(ready: ReadyCall, call_id: &str) -> ToolResult {
         let outcome = run_once(&def.handler, attempt_args, ctx.clone(), timeout).await;
         let retry_wanted = !last
             && match &outcome {
-                Outcome::Done(Ok(out)) => def.retry_if_result.as_ref().is_some_and(|p| p(out)),
+                Outcome::Done(Ok(out)) => def.retry_if_result.as_ref().is_some_and(|p| {
+                    // A panicking predicate asks for nothing.
+                    std::panic::catch_unwind(AssertUnwindSafe(|| p(out))).unwrap_or(false)
+                }),
                 Outcome::Done(Err(e)) => e.is_transient(),
                 _ => false,
             };
@@ -298,6 +311,31 @@ mod tests {
         let err = parse_arguments("write_file", r#"{"path": "a.txt", "content": "line one\nli"#).unwrap_err();
         assert!(err.starts_with("invalid arguments for write_file: the arguments are not valid JSON (EOF while parsing a string"), "{err}");
         assert!(err.contains("cut off"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_approval_callback_denies_and_the_batch_goes_on() {
+        use crate::{PermissionLevel, PermissionManager, ToolHandler, ToolOptions, ToolRegistry};
+        let registry = ToolRegistry::new();
+        let schema = serde_json::json!({"type": "object"});
+        let ok = ToolHandler::from_async(|_, _| async { Ok("ran".into()) });
+        registry
+            .register_with_schema(
+                "ask",
+                "d",
+                schema.clone(),
+                ok.clone(),
+                ToolOptions::new().permission(PermissionLevel::Ask),
+            )
+            .unwrap();
+        registry.register_with_schema("free", "d", schema, ok, ToolOptions::new()).unwrap();
+        let manager =
+            PermissionManager::default().with_approval_fn(|_| async { panic!("approval UI crashed") });
+        let ctx = RunContext::new().with_permissions(manager);
+        let calls = [ToolCall::new("1", "ask", "{}"), ToolCall::new("2", "free", "{}")];
+        let results = registry.execute_batch(&calls, &ctx).await;
+        assert_eq!(results[0].content, PERMISSION_DENIED);
+        assert_eq!(results[1].content, "ran");
     }
 
     #[test]
