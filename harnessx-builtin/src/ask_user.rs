@@ -71,7 +71,9 @@ where
         let answer = ask(question, choices);
         async move {
             Ok(match answer.await {
-                Some(text) if !text.trim().is_empty() => ToolOutput::text(format!("The user answered: {text}")),
+                Some(text) if !text.trim().is_empty() => {
+                    ToolOutput::text(format!("The user answered: {text}"))
+                }
                 _ => ToolOutput::text(NO_ANSWER),
             })
         }

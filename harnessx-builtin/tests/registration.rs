@@ -48,7 +48,7 @@ fn unknown_names_and_empty_selections_fail_and_register_nothing() {
         FilesystemOptions { include: Some(vec![]), ..Default::default() },
     )
     .unwrap_err();
-    assert!(err.to_string().contains("select no tool"), "{err}");
+    assert!(err.to_string().contains("leave no"), "{err}");
     assert!(registry.is_empty());
 }
 

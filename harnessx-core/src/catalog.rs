@@ -256,18 +256,19 @@ fn take_common(map: &mut Map<String, Value>) -> Result<Common, RegistryError> {
 }
 
 /// Selects tools from `available` by `include` (all when `None`) then `exclude`; every
-/// name in either must exist, and the selection must not end up empty.
+/// name in either must exist, and the selection must not end up empty. `kind` names the
+/// tools in messages (`"filesystem tool"`).
 ///
 /// Bundle helpers share this so their filters fail the same way the catalog's do.
 pub fn select_tools(
-    bundle: &str,
+    kind: &'static str,
     available: &[&'static str],
     include: Option<&[String]>,
     exclude: &[String],
 ) -> Result<Vec<&'static str>, RegistryError> {
     for name in include.unwrap_or_default().iter().chain(exclude) {
         if !available.contains(&name.as_str()) {
-            return Err(unknown("tool in this selection", name, available));
+            return Err(unknown(kind, name, available));
         }
     }
     let selected: Vec<&'static str> = available
@@ -278,7 +279,7 @@ pub fn select_tools(
         .collect();
     if selected.is_empty() {
         return Err(RegistryError::InvalidOption(format!(
-            "the include/exclude filters select no tool of {bundle}; available: {}",
+            "the include/exclude filters leave no {kind} to register; available: {}",
             available.join(", ")
         )));
     }
@@ -343,7 +344,7 @@ impl ToolRegistry {
             BuiltinItem::Tool { name, .. } => vec![name],
             _ => targets.iter().flat_map(|b| b.tools.iter().copied()).collect(),
         };
-        let selected = select_tools(name_or_bundle, &all_tools, common.include.as_deref(), &common.exclude)?;
+        let selected = select_tools("built-in tool", &all_tools, common.include.as_deref(), &common.exclude)?;
         // Check every name is free before registering any, so a clash leaves nothing half-loaded.
         if !common.replace
             && let Some(taken) = selected.iter().find(|t| self.contains(t))
@@ -386,9 +387,9 @@ mod tests {
         assert_eq!(select_tools("x", &TOOLS, Some(&inc), &[]).unwrap(), ["a", "c"]);
         assert_eq!(select_tools("x", &TOOLS, None, &["b".to_owned()]).unwrap(), ["a", "c"]);
         let err = select_tools("x", &TOOLS, None, &["d".to_owned()]).unwrap_err().to_string();
-        assert_eq!(err, "unknown tool in this selection \"d\"; known: a, b, c");
+        assert_eq!(err, "unknown x \"d\"; known: a, b, c");
         let err = select_tools("x", &TOOLS, Some(&[]), &[]).unwrap_err().to_string();
-        assert!(err.contains("select no tool"), "{err}");
+        assert!(err.contains("leave no"), "{err}");
     }
 
     #[test]

@@ -143,7 +143,8 @@ pub fn register_filesystem_tools(
     registry: &ToolRegistry,
     options: FilesystemOptions,
 ) -> Result<Vec<String>, RegistryError> {
-    let selected = select_tools(BUNDLE, &FILESYSTEM_TOOLS, options.include.as_deref(), &options.exclude)?;
+    let selected =
+        select_tools("filesystem tool", &FILESYSTEM_TOOLS, options.include.as_deref(), &options.exclude)?;
     let cfg = config(&options)?;
     if !options.replace
         && let Some(taken) = selected.iter().find(|t| registry.contains(t))
