@@ -3,9 +3,9 @@
 //! This facade re-exports [`harnessx_core`]; see the guide in `docs/`.
 #![forbid(unsafe_code)]
 
-pub use harnessx_core::*;
-pub use harnessx_macros::{tool, toolbox};
 /// The built-in bundles (filesystem, ...): `harnessx::builtin::fs::register_filesystem_tools`.
 pub use harnessx_builtin as builtin;
+pub use harnessx_core::*;
+pub use harnessx_macros::{tool, toolbox};
 
 pub mod guide;
