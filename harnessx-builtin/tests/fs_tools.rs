@@ -306,6 +306,8 @@ async fn without_base_path_tools_use_host_paths() {
     let out =
         common::call(&registry, "write_file", json!({"path": link, "content": "x", "overwrite": true})).await;
     assert!(out.is_error && out.content.contains("symbolic link"), "{}", out.content);
+    let out = common::call(&registry, "grep", json!({"pattern": "host", "path": link})).await;
+    assert_eq!(out.content, format!("{}:1:on the host\n", link.display()));
     let out = common::call(&registry, "glob", json!({"pattern": "*.txt", "path": tmp.path()})).await;
     assert_eq!(out.content, format!("{}/host.txt\n", tmp.path().display()));
 }

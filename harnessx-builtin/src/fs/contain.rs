@@ -413,7 +413,7 @@ impl Target {
 
     /// The kind of the target as reads see it: under a root, `lstat`; on the host, `stat`
     /// (following a final symlink, as ordinary programs do).
-    fn read_stat(&self) -> Result<(Kind, Stat), FsError> {
+    pub(crate) fn read_stat(&self) -> Result<(Kind, Stat), FsError> {
         let stat = match (&self.name, self.contained) {
             (Some(n), true) => rustix::fs::statat(&*self.parent, n.as_c_str(), AtFlags::SYMLINK_NOFOLLOW),
             (Some(n), false) => rustix::fs::statat(&*self.parent, n.as_c_str(), AtFlags::empty()),

@@ -111,7 +111,8 @@ pub(super) fn run(cfg: &FsConfig, args: Args) -> Result<ToolOutput, ToolError> {
         || State { searcher: new_searcher(), matcher: matcher.clone(), found: Vec::new(), lines: 0 };
 
     let target = cfg.scope.locate(&args.path)?;
-    let is_file = matches!(target.lstat()?, Some((Kind::File, _)));
+    // A file is searched alone (on the host, through a final symlink as reads do).
+    let is_file = target.name.is_some() && matches!(target.read_stat(), Ok((Kind::File, _)));
     let (states, report) = if is_file {
         let (file, _) = target.open_file()?;
         let mut state = new_state();
