@@ -88,26 +88,42 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
     } else {
         quote!(let _ = __hx_args;)
     };
-    let handler = if tool.is_async {
-        let send_check = quote_spanned!(tool.sig_span=> #p::require_send(#call));
-        let clone_this = match target {
-            Target::Method => quote!(let __hx_this = ::std::sync::Arc::clone(&__hx_this);),
-            Target::Free => quote!(),
-        };
-        quote!(#p::ToolHandler::from_async(move |__hx_args: #p::Value, __hx_ctx: #p::ToolContext| {
-            #clone_this
-            async move {
-                #args
-                #(#decls)*
-                #convert(#send_check.await)
-            }
-        }))
-    } else {
-        quote!(#p::ToolHandler::from_blocking(move |__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
+    // Free functions capture nothing, so their handlers are plain `fn` pointers: one
+    // handler instantiation in the runtime for all tools (see docs/performance.md).
+    let handler = match (tool.is_async, target) {
+        (true, Target::Free) => {
+            let send_check = quote_spanned!(tool.sig_span=> #p::require_send(#call));
+            quote!(#p::async_handler(|__hx_args: #p::Value, __hx_ctx: #p::ToolContext| {
+                ::std::boxed::Box::pin(async move {
+                    #args
+                    #(#decls)*
+                    #convert(#send_check.await)
+                })
+            }))
+        }
+        (true, Target::Method) => {
+            let send_check = quote_spanned!(tool.sig_span=> #p::require_send(#call));
+            quote!(#p::ToolHandler::from_async(move |__hx_args: #p::Value, __hx_ctx: #p::ToolContext| {
+                let __hx_this = ::std::sync::Arc::clone(&__hx_this);
+                async move {
+                    #args
+                    #(#decls)*
+                    #convert(#send_check.await)
+                }
+            }))
+        }
+        (false, Target::Free) => quote!(#p::blocking_handler(|__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
             #args
             #(#decls)*
             #convert(#call)
-        }))
+        })),
+        (false, Target::Method) => {
+            quote!(#p::ToolHandler::from_blocking(move |__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
+                #args
+                #(#decls)*
+                #convert(#call)
+            }))
+        }
     };
 
     let mut policy = Vec::new();
@@ -179,7 +195,7 @@ pub(crate) fn free_tool(tool: &ToolFn, vis: &Visibility, struct_ident: &Ident, k
     });
     quote! {
         #[doc = #doc]
-        #[derive(Debug, Clone, Copy, Default)]
+        #[derive(Debug, Clone, Copy)]
         #vis struct #struct_ident;
 
         #[doc(hidden)]

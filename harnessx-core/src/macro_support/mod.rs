@@ -18,7 +18,7 @@ pub use crate::error::{ToolError, TransientToolError};
 pub use crate::permission::PermissionLevel;
 pub use crate::tool::call::ToolOutput;
 pub use crate::tool::definition::{IntoToolDefinition, ToolDefinition};
-pub use crate::tool::handler::{HandlerResult, ToolContext, ToolHandler};
+pub use crate::tool::handler::{BoxFuture, HandlerResult, ToolContext, ToolHandler};
 pub use crate::tool::policy::{ReplayPolicy, ToolRetry};
 
 pub use inventory;
@@ -26,6 +26,18 @@ pub use serde_json::Value;
 
 /// A lazily built value shared by every definition of one tool (its schema).
 pub type Lazy<T> = std::sync::LazyLock<T>;
+
+/// A blocking handler from a plain function pointer: one instantiation for all tools, so
+/// each `#[tool]` costs no extra monomorphized handler code.
+pub fn blocking_handler(f: fn(Value, &ToolContext) -> HandlerResult) -> ToolHandler {
+    ToolHandler::from_blocking(f)
+}
+
+/// An async handler from a plain function pointer returning a boxed future (see
+/// [`blocking_handler`]).
+pub fn async_handler(f: fn(Value, ToolContext) -> BoxFuture<HandlerResult>) -> ToolHandler {
+    ToolHandler::from_async(f)
+}
 
 /// Passes a future through unchanged, requiring it to be `Send` (so the error points at
 /// the tool, not deep inside the handler).
