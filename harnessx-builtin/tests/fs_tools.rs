@@ -169,6 +169,14 @@ async fn glob_matches_names_or_paths_respecting_ignore_files() {
         out, "No files match `keep.rs` under `.`.",
         "target/ itself is ignored, so nothing under it is read"
     );
+    // Searching a subdirectory honours the ignore files above it, up to the root.
+    write(&env, "src/gen/out.rs", "");
+    write(&env, ".gitignore", "target/\ngen/\n");
+    let out = env.ok("glob", json!({"pattern": "*.rs", "path": "src"})).await;
+    assert_eq!(out, "src/lib/mod.rs\nsrc/main.rs\n");
+    let out =
+        env.ok("grep", json!({"pattern": "fn", "path": "src", "output_mode": "files_with_matches"})).await;
+    assert_eq!(out, "src/lib/mod.rs\nsrc/main.rs\n");
     let msg = env.refused("glob", json!({"pattern": "a[", "path": ""})).await;
     assert!(msg.contains("invalid glob pattern"), "{msg}");
 }

@@ -78,10 +78,11 @@ fn is_ignored(mut level: Option<&Arc<IgnoreLevel>>, rel: &[u8], is_dir: bool) ->
     false
 }
 
-fn load_ignores(dir: &OwnedFd, entries: &[(CString, FileType)]) -> Vec<Gitignore> {
+/// The ignore files of `dir`; `entries`, when known, saves opening absent ones.
+fn load_ignores(dir: &OwnedFd, entries: Option<&[(CString, FileType)]>) -> Vec<Gitignore> {
     let mut out = Vec::new();
     for file in [c".ignore", c".gitignore"] {
-        if !entries.iter().any(|(n, _)| n.as_c_str() == file) {
+        if entries.is_some_and(|e| !e.iter().any(|(n, _)| n.as_c_str() == file)) {
             continue;
         }
         let Some(bytes) = read_small_file(dir.as_fd(), file, MAX_IGNORE_FILE) else { continue };
@@ -97,6 +98,23 @@ fn load_ignores(dir: &OwnedFd, entries: &[(CString, FileType)]) -> Vec<Gitignore
         }
     }
     out
+}
+
+/// The ignore rules in force where a walk starts: those of the directories above it
+/// (up to the root), so searching a subdirectory honours the root's `.gitignore`.
+#[derive(Clone, Default)]
+pub(crate) struct Ignores(Option<Arc<IgnoreLevel>>);
+
+impl Ignores {
+    /// Adds the ignore files of the directory `dir`, whose path relative to the root is
+    /// `rel`, as a deeper level than those already held.
+    pub(crate) fn push_dir(self, dir: &OwnedFd, rel: &[u8]) -> Self {
+        let matchers = load_ignores(dir, None);
+        if matchers.is_empty() {
+            return self;
+        }
+        Self(Some(Arc::new(IgnoreLevel { parent: self.0, prefix: prefix_len(rel), matchers })))
+    }
 }
 
 /// A directory waiting to be read: opened (the start) or named under its parent.
@@ -126,12 +144,13 @@ pub(crate) struct WalkReport {
 }
 
 /// Walks the directory `start` (whose path relative to the root is `start_rel`, empty for
-/// the root) on `config.threads` threads. Each thread gets its own state from `init` and
+/// the root; `inherited` holds the ignore rules of the directories above it) on `config.threads` threads. Each thread gets its own state from `init` and
 /// calls `visit` for every regular file; `visit` returns `false` to stop the whole walk.
 /// Returns every thread's state.
 pub(crate) fn walk<S, I, V>(
     start: OwnedFd,
     start_rel: &[u8],
+    inherited: Ignores,
     config: WalkConfig,
     init: I,
     visit: V,
@@ -142,7 +161,11 @@ where
     V: Fn(&mut S, &FileEntry<'_>) -> bool + Sync,
 {
     let queue = Mutex::new(Queue {
-        stack: vec![Work { dir: Pending::Open(start), rel: start_rel.to_vec(), ignore: None }],
+        stack: vec![Work {
+            dir: Pending::Open(start),
+            rel: start_rel.to_vec(),
+            ignore: if config.ignore_files { inherited.0 } else { None },
+        }],
         active: 0,
     });
     let ready = Condvar::new();
@@ -238,7 +261,7 @@ where
         return Vec::new();
     };
     let ignore = if config.ignore_files {
-        let matchers = load_ignores(&fd, &entries);
+        let matchers = load_ignores(&fd, Some(&entries));
         if matchers.is_empty() {
             work.ignore
         } else {

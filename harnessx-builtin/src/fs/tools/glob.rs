@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{FsConfig, object, optional_path};
 use crate::fs::contain::quoted;
 use crate::fs::text::escape_path;
-use crate::fs::walk::{PathPattern, prefix_len, walk};
+use crate::fs::walk::{Ignores, PathPattern, prefix_len, walk};
 
 pub(super) const DESCRIPTION: &str = "Find files by glob pattern, e.g. '*.rs' or 'src/**/*.test.ts'. \
 A pattern without '/' matches file names at any depth; with '/', paths relative to the directory \
@@ -42,12 +42,14 @@ pub(super) fn run(cfg: &FsConfig, args: Args) -> Result<ToolOutput, ToolError> {
     let dir = target.open_dir()?;
     let start = start_rel(&target.display);
     let skip = prefix_len(start.as_bytes());
-    let (found, report) = walk(dir, start.as_bytes(), cfg.walk, Vec::new, |found: &mut Vec<Vec<u8>>, f| {
-        if pattern.is_match(f.name.to_bytes(), &f.rel[skip.min(f.rel.len())..]) {
-            found.push(f.rel.to_vec());
-        }
-        found.len() < HARD_CAP
-    });
+    let inherited = ancestor_ignores(cfg, &target.display);
+    let (found, report) =
+        walk(dir, start.as_bytes(), inherited, cfg.walk, Vec::new, |found: &mut Vec<Vec<u8>>, f| {
+            if pattern.is_match(f.name.to_bytes(), &f.rel[skip.min(f.rel.len())..]) {
+                found.push(f.rel.to_vec());
+            }
+            found.len() < HARD_CAP
+        });
     let mut paths: Vec<Vec<u8>> = found.into_iter().flatten().collect();
     if paths.is_empty() {
         return Ok(ToolOutput::text(format!(
@@ -80,4 +82,24 @@ pub(super) fn run(cfg: &FsConfig, args: Args) -> Result<ToolOutput, ToolError> {
 /// A target's display path as the prefix of the paths under it (`.` is the root: none).
 pub(super) fn start_rel(display: &str) -> String {
     if display == "." { String::new() } else { display.to_owned() }
+}
+
+/// The ignore rules of the directories between the root and `display` (a directory under
+/// the root), as ripgrep reads the ignore files above a path it is given. On the host there
+/// is no root to stop at, so none are read.
+pub(super) fn ancestor_ignores(cfg: &FsConfig, display: &str) -> Ignores {
+    let mut ignores = Ignores::default();
+    if !cfg.scope.is_contained() || !cfg.walk.ignore_files || display == "." {
+        return ignores;
+    }
+    let comps: Vec<&str> = display.split('/').collect();
+    for depth in 0..comps.len() {
+        let rel = comps[..depth].join("/");
+        // Reached without following links, like everything else; one that cannot be opened
+        // is simply not consulted (opening the start itself reports the problem).
+        if let Ok(dir) = cfg.scope.locate(&rel).and_then(|t| t.open_dir()) {
+            ignores = ignores.push_dir(&dir, rel.as_bytes());
+        }
+    }
+    ignores
 }

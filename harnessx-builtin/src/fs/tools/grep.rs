@@ -9,7 +9,7 @@ use harnessx_core::{ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::glob::start_rel;
+use super::glob::{ancestor_ignores, start_rel};
 use super::{FsConfig, object, optional_path};
 use crate::fs::contain::{Kind, quoted};
 use crate::fs::text::escape_path;
@@ -122,19 +122,22 @@ pub(super) fn run(cfg: &FsConfig, args: Args) -> Result<ToolOutput, ToolError> {
         let dir = target.open_dir()?;
         let start = start_rel(&target.display);
         let skip = prefix_len(start.as_bytes());
-        let (states, report) = walk(dir, start.as_bytes(), cfg.walk, new_state, |state: &mut State, f| {
-            if let Some(filter) = &filter
-                && !filter.is_match(f.name.to_bytes(), &f.rel[skip.min(f.rel.len())..])
-            {
-                return true;
-            }
-            let Ok(Some(file)) = crate::fs::contain::open_child_file(std::os::fd::AsFd::as_fd(f.dir), f.name)
-            else {
-                return true;
-            };
-            search_one(state, &file, f.rel, mode, max_lines);
-            state.lines < collect_cap
-        });
+        let inherited = ancestor_ignores(cfg, &target.display);
+        let (states, report) =
+            walk(dir, start.as_bytes(), inherited, cfg.walk, new_state, |state: &mut State, f| {
+                if let Some(filter) = &filter
+                    && !filter.is_match(f.name.to_bytes(), &f.rel[skip.min(f.rel.len())..])
+                {
+                    return true;
+                }
+                let Ok(Some(file)) =
+                    crate::fs::contain::open_child_file(std::os::fd::AsFd::as_fd(f.dir), f.name)
+                else {
+                    return true;
+                };
+                search_one(state, &file, f.rel, mode, max_lines);
+                state.lines < collect_cap
+            });
         (states, Some(report))
     };
 
