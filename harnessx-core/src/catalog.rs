@@ -30,15 +30,28 @@ pub const COMMON_OPTIONS: [&str; 4] = ["include", "exclude", "permission", "repl
 
 /// One bundle of built-in tools, as a crate submits it to the catalog.
 ///
-/// ```ignore
-/// inventory::submit! {
-///     harnessx_core::catalog::BuiltinBundle {
-///         name: "filesystem",
-///         tools: &["read_file", "write_file"],
-///         options: &["base_path"],
-///         register: register_from_catalog,
-///     }
+/// ```
+/// use harnessx_core::catalog::{BuiltinBundle, BundleRequest};
+/// use harnessx_core::{RegistryError, ToolRegistry};
+///
+/// fn register(_registry: &ToolRegistry, request: &BundleRequest<'_>) -> Result<Vec<String>, RegistryError> {
+///     // A real bundle checks `request.options` and registers `request.tools` here.
+///     Ok(request.tools.iter().map(|t| t.to_string()).collect())
 /// }
+///
+/// inventory::submit! {
+///     BuiltinBundle { name: "demo", tools: &["demo_a", "demo_b"], options: &["level"], register }
+/// }
+///
+/// let registry = ToolRegistry::new();
+/// let loaded = registry.load_builtin("demo", serde_json::json!({"level": 3, "exclude": ["demo_a"]}));
+/// assert_eq!(loaded.unwrap(), ["demo_b"]);
+/// assert_eq!(registry.load_builtin("demo_a", serde_json::json!({})).unwrap(), ["demo_a"]);
+/// let err = registry.load_builtin("demo", serde_json::json!({"levle": 3})).unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "unknown option `levle` for built-in \"demo\"; valid options: include, exclude, permission, replace, level"
+/// );
 /// ```
 #[derive(Debug)]
 pub struct BuiltinBundle {
@@ -314,9 +327,8 @@ impl ToolRegistry {
     /// and the message names what is valid. Nothing is registered when loading fails
     /// before registration starts; see the bundle helpers for what they check up front.
     ///
-    /// ```ignore
-    /// registry.load_builtin("read_file", json!({"base_path": "."}))?;
-    /// ```
+    /// See [`BuiltinBundle`] for an example; `harnessx-builtin`'s bundles load the same way:
+    /// `registry.load_builtin("read_file", json!({"base_path": "."}))`.
     pub fn load_builtin(
         &self,
         name_or_bundle: &str,
