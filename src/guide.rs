@@ -9,3 +9,6 @@ pub mod agent {}
 
 #[doc = include_str!("../docs/planning.md")]
 pub mod planning {}
+
+#[doc = include_str!("../docs/models.md")]
+pub mod models {}

@@ -342,7 +342,12 @@ fn conversation() -> ModelRequest {
 async fn request_body_for_parallel_calls_and_results_is_exact() {
     let server =
         Server::start(vec![Reply::sse(fixture("openai/chat_stream_text_only_gpt4o.sse"), None)]).await;
-    model(&server).complete(&conversation()).await.unwrap();
+    let model = model(&server);
+    let conversation = conversation();
+    let mut stream = model.stream(&conversation);
+    while let Some(event) = futures_util::StreamExt::next(&mut stream).await {
+        event.unwrap();
+    }
     let request = &server.requests()[0];
     assert_eq!(request.method, "POST");
     assert_eq!(request.path, "/v1/chat/completions");

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use clap::Args;
 use futures_util::StreamExt;
 use harnessx_core::agent::{Agent, AgentConfig, AgentEvent};
-use harnessx_core::model::{Model, TestModel};
+use harnessx_core::model::{AnthropicModel, Model, OpenAiModel, TestModel};
 use harnessx_core::{PermissionLevel, ToolRegistry};
 
 use crate::UsageError;
@@ -41,6 +41,9 @@ pub(crate) struct RunArgs {
     /// Print one JSON event per line instead of text.
     #[arg(long)]
     json: bool,
+    /// Make one complete (non-streaming) model request per turn.
+    #[arg(long)]
+    no_stream: bool,
     /// Approve every tool call that would otherwise ask.
     #[arg(long, short = 'y')]
     yes: bool,
@@ -50,6 +53,7 @@ pub(crate) struct RunArgs {
 
 fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, UsageError> {
     let (provider, name) = spec.split_once(':').unwrap_or((spec, ""));
+    let name = name.trim();
     match provider {
         "test" if name.is_empty() => {
             if base_url.is_some() {
@@ -57,7 +61,23 @@ fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, Usage
             }
             Ok(Arc::new(TestModel::new()))
         }
-        _ => Err(UsageError(format!("unknown model \"{spec}\": use test, openai:MODEL or anthropic:MODEL"))),
+        "openai" if !name.is_empty() => {
+            let mut model = OpenAiModel::new(name);
+            if let Some(url) = base_url {
+                model = model.base_url(url);
+            }
+            Ok(Arc::new(model))
+        }
+        "anthropic" if !name.is_empty() => {
+            let mut model = AnthropicModel::new(name);
+            if let Some(url) = base_url {
+                model = model.base_url(url);
+            }
+            Ok(Arc::new(model))
+        }
+        _ => Err(UsageError(format!(
+            "unknown model \"{spec}\": use test, openai:MODEL or anthropic:MODEL (e.g. openai:gpt-4o)"
+        ))),
     }
 }
 
@@ -89,10 +109,11 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, UsageError> {
         .model_arc(model)
         .registry(registry)
         .permissions(manager)
-        .config(AgentConfig { max_turns: args.max_turns, ..AgentConfig::default() })
+        .config(AgentConfig { max_turns: args.max_turns, stream: !args.no_stream, ..AgentConfig::default() })
         .build()?;
     let mut events = agent.run_stream(args.prompt);
     let mut failed = false;
+    let mut printed_text = false;
     let mut stdout = std::io::stdout();
     while let Some(event) = events.next().await {
         if matches!(event, AgentEvent::Error { .. }) {
@@ -104,6 +125,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, UsageError> {
         }
         match event {
             AgentEvent::TextDelta { text } => {
+                printed_text = true;
                 let _ = write!(stdout, "{text}");
                 let _ = stdout.flush();
             }
@@ -114,9 +136,14 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, UsageError> {
                 let mark = if is_error { "✗" } else { "✓" };
                 eprintln!("{mark} {name}: {}", one_line(&content, 120));
             }
-            AgentEvent::RunEnd { .. } => {
+            AgentEvent::RunEnd { output, .. } => {
+                // Without streaming, the answer arrives whole here.
+                if !printed_text {
+                    let _ = write!(stdout, "{output}");
+                }
                 let _ = writeln!(stdout);
             }
+            AgentEvent::ModelRequest { .. } => printed_text = false,
             AgentEvent::Error { message } => eprintln!("harnessx: the run failed: {message}"),
             _ => {}
         }

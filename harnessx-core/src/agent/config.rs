@@ -18,6 +18,10 @@ pub struct AgentConfig {
     pub model_retry: ModelRetry,
     /// Output token limit per model request, if any.
     pub max_tokens: Option<u32>,
+    /// Whether [`run_stream`](crate::agent::Agent::run_stream) uses streaming model
+    /// requests (default `true`). With `false` it makes one complete request per turn
+    /// and emits no text deltas; the events are otherwise the same.
+    pub stream: bool,
 }
 
 impl Default for AgentConfig {
@@ -28,6 +32,7 @@ impl Default for AgentConfig {
             max_turns: 50,
             model_retry: ModelRetry::default(),
             max_tokens: None,
+            stream: true,
         }
     }
 }

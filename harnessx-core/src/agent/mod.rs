@@ -21,7 +21,7 @@ pub use specialist::SubAgent;
 
 use crate::catalog::BuiltinOptions;
 use crate::error::RegistryError;
-use crate::model::{Message, Model, ModelError, Usage};
+use crate::model::{FinishReason, Message, Model, ModelError, Usage};
 use crate::permission::PermissionManager;
 use crate::registry::ToolRegistry;
 use crate::tool::definition::{IntoToolDefinition, ToolDefinition};
@@ -71,6 +71,9 @@ pub struct RunResult {
     pub usage: Usage,
     /// Model requests made.
     pub turns: u32,
+    /// Why the model stopped on its final answer: [`FinishReason::Length`] means the
+    /// answer was cut off at the output token limit.
+    pub finish_reason: FinishReason,
     /// Set by a durable runtime when it stopped for recovery; always `None` for a direct
     /// run, which answers timeouts to the model instead.
     pub needs_input: Option<NeedsInput>,

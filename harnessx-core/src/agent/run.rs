@@ -99,6 +99,7 @@ impl Agent {
                     messages: request.messages,
                     usage,
                     turns: turn,
+                    finish_reason: response.finish_reason,
                     needs_input: None,
                 });
             }
@@ -121,8 +122,8 @@ impl Agent {
         let mut attempt = 1;
         loop {
             let (outcome, streamed) = match events {
-                None => (model.complete(request).await, false),
-                Some(tx) => stream_once(model, request, tx).await,
+                Some(tx) if self.config.stream => stream_once(model, request, tx).await,
+                _ => (model.complete(request).await, false),
             };
             match outcome {
                 Err(e) if e.is_retryable() && !streamed && attempt < retry.max_attempts => {

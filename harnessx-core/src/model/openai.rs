@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use serde_json::{Map, Value, json};
 
@@ -187,6 +189,21 @@ impl Model for OpenAiModel {
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
         let body = self.request_body(request, true);
         http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())
+    }
+
+    /// One non-streaming request (`"stream": false`). A server that streams anyway is
+    /// understood too.
+    fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let body = self.request_body(request, false);
+        let mut events = http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default());
+        Box::pin(async move {
+            while let Some(event) = events.next().await {
+                if let ModelEvent::Done(response) = event? {
+                    return Ok(response);
+                }
+            }
+            Err(ModelError::Protocol("the answer ended before it was complete".into()))
+        })
     }
 }
 

@@ -1,0 +1,242 @@
+//! `harnessx run` against loopback OpenAI-compatible and Anthropic servers: two parallel
+//! tool calls, results sent back in call order, streaming and not.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use serde_json::{Value, json};
+
+/// A loopback HTTP server answering each request with the next canned reply and
+/// recording request bodies.
+struct Server {
+    url: String,
+    bodies: Arc<Mutex<Vec<Value>>>,
+}
+
+fn serve(replies: Vec<(&'static str, String)>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let log = bodies.clone();
+    thread::spawn(move || {
+        for (content_type, body) in replies {
+            let Ok((mut stream, _)) = listener.accept() else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut raw = vec![0; length];
+            reader.read_exact(&mut raw).unwrap();
+            log.lock().unwrap().push(serde_json::from_slice(&raw).unwrap_or(Value::Null));
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    Server { url, bodies }
+}
+
+fn sse(events: &[Value]) -> String {
+    let mut out: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    out.push_str("data: [DONE]\n\n");
+    out
+}
+
+fn anthropic_sse(events: &[Value]) -> String {
+    events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect()
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_harnessx"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .env("OPENAI_API_KEY", "test-key")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .output()
+        .unwrap()
+}
+
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\n").unwrap();
+    dir
+}
+
+fn events(out: &Output) -> Vec<Value> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+fn assert_two_calls_ran_in_order(events: &[Value]) {
+    let starts: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_start")
+        .map(|e| (e["call_id"].as_str().unwrap(), e["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(starts, [("call_1", "list_directory"), ("call_2", "read_file")]);
+    let last = events.last().unwrap();
+    assert_eq!((last["type"].as_str(), last["output"].as_str()), (Some("run_end"), Some("All done.")));
+}
+
+fn openai_tool_turn() -> String {
+    sse(&[
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "list_directory", "arguments": ""}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 1, "id": "call_2", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"no"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "function": {"arguments": "tes.txt\"}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ])
+}
+
+#[test]
+fn openai_compatible_streaming_run_sends_both_results_back_in_call_order() {
+    let dir = workspace();
+    let final_turn = sse(&[
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "All "}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "done."}, "finish_reason": "stop"}]}),
+    ]);
+    let server = serve(vec![("text/event-stream", openai_tool_turn()), ("text/event-stream", final_turn)]);
+    let base = format!("{}/v1", server.url);
+    let out = run(
+        dir.path(),
+        &["run", "Read my notes.", "--model", "openai:gpt-4o", "--base-url", &base, "--json"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_two_calls_ran_in_order(&events(&out));
+    let bodies = server.bodies.lock().unwrap();
+    assert_eq!(bodies[0]["model"], "gpt-4o");
+    assert_eq!(bodies[0]["stream"], true);
+    let tool_messages: Vec<&Value> =
+        bodies[1]["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_messages.len(), 2);
+    assert_eq!(tool_messages[0]["tool_call_id"], "call_1");
+    assert_eq!(tool_messages[1]["tool_call_id"], "call_2");
+    assert!(tool_messages[1]["content"].as_str().unwrap().contains("alpha"));
+}
+
+#[test]
+fn openai_compatible_non_streaming_run() {
+    let dir = workspace();
+    let tool_turn = json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "list_directory", "arguments": "{}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"notes.txt\"}"}}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
+    let final_turn = json!({"id": "y", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "All done."}}]});
+    let server = serve(vec![
+        ("application/json", tool_turn.to_string()),
+        ("application/json", final_turn.to_string()),
+    ]);
+    let base = format!("{}/v1", server.url);
+    let out = run(
+        dir.path(),
+        &["run", "Read my notes.", "--model", "openai:gpt-4o", "--base-url", &base, "--json", "--no-stream"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_two_calls_ran_in_order(&events(&out));
+    let bodies = server.bodies.lock().unwrap();
+    assert_ne!(bodies[0]["stream"], true);
+    let ids: Vec<&Value> = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| &m["tool_call_id"])
+        .collect();
+    assert_eq!(ids, ["call_1", "call_2"]);
+}
+
+#[test]
+fn anthropic_streaming_run_merges_both_results_into_one_user_turn_in_call_order() {
+    let dir = workspace();
+    let tool_turn = anthropic_sse(&[
+        json!({"type": "message_start", "message": {"id": "m1", "type": "message", "role": "assistant", "content": [], "model": "claude", "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "call_1", "name": "list_directory", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": ""}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "call_2", "name": "read_file", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"path\": \"notes"}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ".txt\"}"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}),
+        json!({"type": "message_stop"}),
+    ]);
+    let final_turn = anthropic_sse(&[
+        json!({"type": "message_start", "message": {"id": "m2", "type": "message", "role": "assistant", "content": [], "model": "claude", "usage": {"input_tokens": 30, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "All done."}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}}),
+        json!({"type": "message_stop"}),
+    ]);
+    let server = serve(vec![("text/event-stream", tool_turn), ("text/event-stream", final_turn)]);
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "Read my notes.",
+            "--model",
+            "anthropic:claude-sonnet-4-5",
+            "--base-url",
+            &server.url,
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_two_calls_ran_in_order(&events(&out));
+    let bodies = server.bodies.lock().unwrap();
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    let ids: Vec<&Value> = last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| &b["tool_use_id"])
+        .collect();
+    assert_eq!(ids, ["call_1", "call_2"]);
+}
+
+#[test]
+fn a_rejected_key_fails_the_run_with_a_clear_message() {
+    let dir = workspace();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    thread::spawn(move || {
+        for stream in listener.incoming().take(3) {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 65536];
+            let _ = stream.read(&mut buf);
+            let body =
+                r#"{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let out = run(dir.path(), &["run", "hi", "--model", "openai:gpt-4o", "--base-url", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("authentication failed"), "{err}");
+}
