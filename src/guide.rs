@@ -12,3 +12,6 @@ pub mod planning {}
 
 #[doc = include_str!("../docs/models.md")]
 pub mod models {}
+
+#[doc = include_str!("../docs/builtin-filesystem.md")]
+pub mod builtin_filesystem {}
