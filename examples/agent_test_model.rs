@@ -31,11 +31,19 @@ async fn main() {
     let mut events = agent.run_stream("Look at the scratch directory.");
     while let Some(event) = events.next().await {
         match event {
-            AgentEvent::ToolCallStart { index, name, arguments, .. } => println!("start #{index} {name} {arguments}"),
-            AgentEvent::ToolCallEnd { name, is_error, content, .. } => {
-                println!("end   {name}{}: {}", if is_error { " (error)" } else { "" }, content.lines().next().unwrap_or(""))
+            AgentEvent::ToolCallStart { index, name, arguments, .. } => {
+                println!("start #{index} {name} {arguments}")
             }
-            AgentEvent::RunEnd { output, turns, .. } => println!("\nfinal answer after {turns} turns:\n{output}"),
+            AgentEvent::ToolCallEnd { name, is_error, content, .. } => {
+                println!(
+                    "end   {name}{}: {}",
+                    if is_error { " (error)" } else { "" },
+                    content.lines().next().unwrap_or("")
+                )
+            }
+            AgentEvent::RunEnd { output, turns, .. } => {
+                println!("\nfinal answer after {turns} turns:\n{output}")
+            }
             _ => {}
         }
     }

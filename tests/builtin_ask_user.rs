@@ -2,7 +2,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use harnessx::builtin::ask_user::{ASK_USER_TIMEOUT_SECONDS, AskUserOptions, NO_ANSWER, register_ask_user_tool};
+use harnessx::builtin::ask_user::{
+    ASK_USER_TIMEOUT_SECONDS, AskUserOptions, NO_ANSWER, register_ask_user_tool,
+};
 use harnessx::{PermissionLevel, PermissionManager, ReplayPolicy, ToolCall, ToolRegistry};
 
 #[tokio::test]
@@ -16,7 +18,9 @@ async fn registered_with_allow_serial_safe_and_one_hour() {
     assert_eq!(def.timeout_seconds, Some(ASK_USER_TIMEOUT_SECONDS));
     // Explicit ALLOW: a manager defaulting to DENY still lets the model ask.
     let manager = PermissionManager::new(PermissionLevel::Deny);
-    let r = registry.execute(&ToolCall::new("1", "ask_user", r#"{"question": "Which file?"}"#), Some(&manager)).await;
+    let r = registry
+        .execute(&ToolCall::new("1", "ask_user", r#"{"question": "Which file?"}"#), Some(&manager))
+        .await;
     assert_eq!(r.content, NO_ANSWER);
     assert!(!r.is_error);
 }
@@ -49,9 +53,14 @@ async fn the_question_and_choices_reach_the_app_and_the_answer_reaches_the_model
 async fn options_change_permission_timeout_and_replace() {
     let registry = ToolRegistry::new();
     register_ask_user_tool(&registry, |_q, _c| async { None::<String> }, AskUserOptions::default()).unwrap();
-    let again = register_ask_user_tool(&registry, |_q, _c| async { None::<String> }, AskUserOptions::default());
+    let again =
+        register_ask_user_tool(&registry, |_q, _c| async { None::<String> }, AskUserOptions::default());
     assert!(again.is_err(), "a second registration without replace fails");
-    let options = AskUserOptions { permission: Some(PermissionLevel::Deny), timeout_seconds: Some(30.0), replace: true };
+    let options = AskUserOptions {
+        permission: Some(PermissionLevel::Deny),
+        timeout_seconds: Some(30.0),
+        replace: true,
+    };
     register_ask_user_tool(&registry, |_q, _c| async { None::<String> }, options).unwrap();
     let def = registry.get_tool("ask_user").unwrap();
     assert_eq!((def.permission, def.timeout_seconds), (Some(PermissionLevel::Deny), Some(30.0)));

@@ -36,7 +36,8 @@ fn call_json(dir: &Path, extra: &[&str]) -> (Value, i32) {
     args.extend_from_slice(extra);
     args.push("--json");
     let out = harnessx(dir, &args);
-    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    let v: Value =
+        serde_json::from_str(stdout(&out).trim()).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
     (v, out.status.code().unwrap())
 }
 
@@ -47,7 +48,9 @@ fn tools_list_shows_the_filesystem_bundle() {
     assert!(out.status.success(), "{}", stderr(&out));
     let names: Vec<String> =
         stdout(&out).lines().map(|l| l.split_whitespace().next().unwrap_or("").to_owned()).collect();
-    for tool in ["read_file", "write_file", "edit_file", "delete", "glob", "grep", "list_directory", "generate_file"] {
+    for tool in
+        ["read_file", "write_file", "edit_file", "delete", "glob", "grep", "list_directory", "generate_file"]
+    {
         assert!(names.contains(&tool.to_owned()), "{tool} missing from {names:?}");
     }
     let only = harnessx(dir.path(), &["tools", "list", "--tools", "read_file,grep"]);
@@ -127,7 +130,8 @@ fn permission_flags_follow_the_precedence_rules() {
     // ASK with no terminal to answer on is denied.
     let (v, code) = call_json(dir.path(), &["read_file", read, "--default-permission", "ask"]);
     assert_eq!((code, v["content"].as_str().unwrap()), (1, "Permission denied"));
-    let (v, code) = call_json(dir.path(), &["read_file", read, "--default-permission", "deny", "--allow", "read_file"]);
+    let (v, code) =
+        call_json(dir.path(), &["read_file", read, "--default-permission", "deny", "--allow", "read_file"]);
     assert_eq!((code, v["is_error"].as_bool().unwrap()), (0, false));
     // A repaired name is still the denied tool.
     let (v, code) = call_json(dir.path(), &["READ-FILE", read, "--deny", "read_file"]);
@@ -179,7 +183,8 @@ fn run_yes_approves_writes_inside_the_base_path() {
     let dir = workspace();
     let out = harnessx(dir.path(), &["run", "Write it.", "--tools", "write_file", "--yes", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let end = events(&out).into_iter().find(|e| e["type"] == "tool_call_end" && e["name"] == "write_file").unwrap();
+    let end =
+        events(&out).into_iter().find(|e| e["type"] == "tool_call_end" && e["name"] == "write_file").unwrap();
     assert_eq!(end["is_error"], false, "{end}");
     assert!(dir.path().join("a").exists());
 }

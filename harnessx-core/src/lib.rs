@@ -5,8 +5,8 @@
 pub mod agent;
 pub mod catalog;
 pub mod engine;
-pub mod model;
 pub mod error;
+pub mod model;
 pub mod permission;
 pub mod registry;
 pub mod schema;
@@ -16,6 +16,7 @@ pub mod tool;
 #[path = "macro_support/mod.rs"]
 pub mod __private;
 
+pub use __private::{CollectedTool, ToolRegistryExt, Toolbox};
 pub use catalog::{BuiltinBundle, BuiltinOptions, BundleRequest};
 pub use engine::context::RunContext;
 pub use engine::events::{ToolEvent, ToolEventSink};
@@ -29,12 +30,11 @@ pub use permission::{
 pub use registry::resolve::UnknownTool;
 pub use registry::{NameResolution, ToolRegistry, ToolSpec};
 pub use schema::canonical_schema;
+/// The `schemars` crate, for `#[derive(JsonSchema)]` on tool parameter types.
+pub use schemars;
 pub use tool::call::{ToolCall, ToolOutput, ToolResult};
 pub use tool::definition::{IntoToolDefinition, RetryIfResult, ToolDefinition, ToolOptions};
 pub use tool::handler::{
     AsyncToolHandler, BlockingToolHandler, BoxFuture, HandlerResult, ToolContext, ToolHandler,
 };
 pub use tool::policy::{DEFAULT_TOOL_TIMEOUT_SECONDS, EffectivePolicy, ReplayPolicy, ToolPolicy, ToolRetry};
-pub use __private::{CollectedTool, ToolRegistryExt, Toolbox};
-/// The `schemars` crate, for `#[derive(JsonSchema)]` on tool parameter types.
-pub use schemars;

@@ -133,7 +133,9 @@ impl ModelRetry {
     /// The delay before attempt `next_attempt` (2 for the first retry).
     pub fn delay_before(&self, next_attempt: u32) -> Duration {
         let factor = 2f64.powi(next_attempt.saturating_sub(2).min(30) as i32);
-        crate::tool::policy::duration_from_secs((self.initial_delay_seconds * factor).min(self.max_delay_seconds))
+        crate::tool::policy::duration_from_secs(
+            (self.initial_delay_seconds * factor).min(self.max_delay_seconds),
+        )
     }
 }
 
