@@ -6,6 +6,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, Path, Visibility};
 
+use crate::json::{self, Json};
 use crate::model::{DefaultValue, Param, ToolFn};
 
 /// How the handler reaches the function.
@@ -112,11 +113,13 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
                 }
             }))
         }
-        (false, Target::Free) => quote!(#p::blocking_handler(|__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
-            #args
-            #(#decls)*
-            #convert(#call)
-        })),
+        (false, Target::Free) => {
+            quote!(#p::blocking_handler(|__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
+                #args
+                #(#decls)*
+                #convert(#call)
+            }))
+        }
         (false, Target::Method) => {
             quote!(#p::ToolHandler::from_blocking(move |__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
                 #args
@@ -163,10 +166,12 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
     }
     let mutability = if policy.is_empty() { quote!() } else { quote!(mut) };
 
+    let schema = match compile_time_schema(tool) {
+        Some(text) => quote!(#p::schema::parse(#text)),
+        None => quote!(#p::schema::object(::std::vec![#(#props),*], &[#(#required),*])),
+    };
     quote!({
-        static __HX_SCHEMA: #p::Lazy<#p::Value> = #p::Lazy::new(|| {
-            #p::schema::object(::std::vec![#(#props),*], &[#(#required),*])
-        });
+        static __HX_SCHEMA: #p::Lazy<#p::Value> = #p::Lazy::new(|| #schema);
         let #mutability __hx_def = #p::ToolDefinition::new(
             #name,
             #description,
@@ -176,6 +181,40 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
         #(#policy)*
         __hx_def
     })
+}
+
+/// The whole input schema as JSON text, when every parameter type is recognised (the
+/// common case): the generated code then only parses one string, once.
+fn compile_time_schema(tool: &ToolFn) -> Option<String> {
+    let mut props = Vec::new();
+    let mut required = Vec::new();
+    for param in &tool.params {
+        let Param::Value(v) = param else { continue };
+        let mut schema = json::schema(&v.ty)?;
+        if v.one_of.is_some() {
+            schema.insert("enum", Json::Arr(v.one_of_json.clone()?));
+        }
+        if let Some(d) = &v.description {
+            schema.insert("description", Json::Str(d.clone()));
+        }
+        match &v.default {
+            None => required.push(Json::Str(v.name.clone())),
+            Some(_) => {
+                if let Some(d) = &v.default_json {
+                    schema.insert("default", d.clone());
+                }
+            }
+        }
+        props.push((v.name.clone(), schema));
+    }
+    let mut object =
+        vec![("type".to_owned(), Json::Str("object".into())), ("properties".to_owned(), Json::Obj(props))];
+    if !required.is_empty() {
+        object.push(("required".to_owned(), Json::Arr(required)));
+    }
+    let mut text = String::new();
+    Json::Obj(object).write(&mut text);
+    Some(text)
 }
 
 /// The unit struct and its `IntoToolDefinition` impl for a free `#[tool]` fn.

@@ -10,6 +10,7 @@
 mod attr;
 mod doc;
 mod expand;
+mod json;
 mod model;
 mod ty;
 

@@ -9,6 +9,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Expr, FnArg, Ident, Lit, Pat, Signature, Type};
 
 use crate::attr::{ArgAttr, RetryAttr, ToolAttr};
+use crate::json::{self, Json};
 use crate::{doc, ty};
 
 /// Collects errors so the user sees all of them at once (serde_derive's `Ctxt`).
@@ -76,6 +77,9 @@ pub(crate) struct ValueParam {
     pub(crate) default: Option<DefaultValue>,
     /// `#[arg(one_of = [..])]`, each a literal turned into a JSON value expression.
     pub(crate) one_of: Option<Vec<TokenStream>>,
+    /// The same choices, and the default when it is a literal, as compile-time JSON.
+    pub(crate) one_of_json: Option<Vec<Json>>,
+    pub(crate) default_json: Option<Json>,
 }
 
 pub(crate) enum DefaultValue {
@@ -293,6 +297,8 @@ pub(crate) fn tool_fn(
                 DefaultValue::Expr(e.0, json)
             }
         });
+        let one_of_exprs: Option<Vec<Expr>> =
+            arg.one_of.as_ref().map(|arr| arr.elems.iter().cloned().collect());
         let one_of = arg.one_of.map(|arr| {
             arr.elems
                 .iter()
@@ -308,6 +314,11 @@ pub(crate) fn tool_fn(
                 })
                 .collect()
         });
+        let one_of_json = arr_json(&one_of_exprs);
+        let default_json = match &default {
+            Some(DefaultValue::Expr(e, _)) => json::literal(e),
+            _ => None,
+        };
         names.push(ident.clone());
         params.push(Param::Value(Box::new(ValueParam {
             name: ident,
@@ -316,6 +327,8 @@ pub(crate) fn tool_fn(
             description,
             default,
             one_of,
+            one_of_json,
+            default_json,
         })));
     }
     let context_names: Vec<String> = sig
@@ -464,6 +477,10 @@ fn levenshtein(a: &str, b: &str) -> usize {
 }
 
 /// The JSON value of a literal expression (`"a"`, `3`, `-2.5`, `true`), as tokens.
+fn arr_json(exprs: &Option<Vec<Expr>>) -> Option<Vec<Json>> {
+    exprs.as_ref().and_then(|es| es.iter().map(json::literal).collect())
+}
+
 fn literal_json(e: &Expr) -> Option<TokenStream> {
     match e {
         Expr::Lit(l) => match &l.lit {

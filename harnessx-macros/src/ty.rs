@@ -52,64 +52,102 @@ fn is_string(ty: &Type) -> bool {
         && p.path.segments.last().is_some_and(|s| s.ident == "String" && s.arguments.is_none()))
 }
 
-/// The expression that builds `ty`'s schema; `s` is the path of the schema builders.
-pub(crate) fn schema_expr(ty: &Type, s: &TokenStream) -> syn::Result<TokenStream> {
+/// A type recognised by its spelling.
+pub(crate) enum Known<'a> {
+    Bool,
+    Integer,
+    Range(i64, i64),
+    Unsigned,
+    Number,
+    String,
+    Char,
+    Option(&'a Type),
+    Array(&'a Type),
+    Map(&'a Type),
+}
+
+/// Recognises the common types by their last path segment.
+pub(crate) fn known(ty: &Type) -> Option<Known<'_>> {
     match ty {
-        Type::Paren(p) => return schema_expr(&p.elem, s),
-        Type::Group(g) => return schema_expr(&g.elem, s),
-        Type::Reference(_) => {
-            return Err(syn::Error::new(
-                ty.span(),
-                "a tool parameter cannot be a reference: arguments are decoded into owned values; \
-                 take an owned type (`String` rather than `&str`, `Vec<T>` rather than `&[T]`)",
-            ));
-        }
-        Type::ImplTrait(_) => {
-            return Err(syn::Error::new(
-                ty.span(),
-                "a tool parameter cannot be `impl Trait`: its JSON Schema must be known; take a concrete type",
-            ));
-        }
+        Type::Paren(p) => known(&p.elem),
+        Type::Group(g) => known(&g.elem),
         Type::Path(p) if p.qself.is_none() => {
-            if let Some(last) = p.path.segments.last() {
-                let name = last.ident.to_string();
-                let args = generic_args(&last.arguments);
-                let range = |min: i64, max: i64| quote!(#s::integer_range(#min, #max));
-                let known = match (name.as_str(), args.as_slice()) {
-                    ("bool", []) => Some(quote!(#s::boolean())),
-                    ("i8", []) => Some(range(i8::MIN.into(), i8::MAX.into())),
-                    ("i16", []) => Some(range(i16::MIN.into(), i16::MAX.into())),
-                    ("i32", []) => Some(range(i32::MIN.into(), i32::MAX.into())),
-                    ("u8", []) => Some(range(0, u8::MAX.into())),
-                    ("u16", []) => Some(range(0, u16::MAX.into())),
-                    ("u32", []) => Some(range(0, u32::MAX.into())),
-                    ("i64" | "isize" | "i128", []) => Some(quote!(#s::integer())),
-                    ("u64" | "usize" | "u128", []) => Some(quote!(#s::unsigned())),
-                    ("f32" | "f64", []) => Some(quote!(#s::number())),
-                    ("String", []) => Some(quote!(#s::string())),
-                    ("char", []) => Some(quote!(#s::character())),
-                    ("Option", [inner]) => {
-                        let inner = schema_expr(inner, s)?;
-                        Some(quote!(#s::nullable(#inner)))
-                    }
-                    ("Vec" | "VecDeque", [inner]) => {
-                        let inner = schema_expr(inner, s)?;
-                        Some(quote!(#s::array(#inner)))
-                    }
-                    ("HashMap" | "BTreeMap" | "IndexMap", [key, value, ..]) if is_string(key) => {
-                        let value = schema_expr(value, s)?;
-                        Some(quote!(#s::map(#value)))
-                    }
-                    _ => None,
-                };
-                if let Some(known) = known {
-                    return Ok(known);
+            let last = p.path.segments.last()?;
+            let name = last.ident.to_string();
+            let args = generic_args(&last.arguments);
+            Some(match (name.as_str(), args.as_slice()) {
+                ("bool", []) => Known::Bool,
+                ("i8", []) => Known::Range(i8::MIN.into(), i8::MAX.into()),
+                ("i16", []) => Known::Range(i16::MIN.into(), i16::MAX.into()),
+                ("i32", []) => Known::Range(i32::MIN.into(), i32::MAX.into()),
+                ("u8", []) => Known::Range(0, u8::MAX.into()),
+                ("u16", []) => Known::Range(0, u16::MAX.into()),
+                ("u32", []) => Known::Range(0, u32::MAX.into()),
+                ("i64" | "isize" | "i128", []) => Known::Integer,
+                ("u64" | "usize" | "u128", []) => Known::Unsigned,
+                ("f32" | "f64", []) => Known::Number,
+                ("String", []) => Known::String,
+                ("char", []) => Known::Char,
+                ("Option", [inner]) => Known::Option(inner),
+                ("Vec" | "VecDeque", [inner]) => Known::Array(inner),
+                ("HashMap" | "BTreeMap" | "IndexMap", [key, value, ..]) if is_string(key) => {
+                    Known::Map(value)
                 }
-            }
+                _ => return None,
+            })
         }
-        _ => {}
+        _ => None,
     }
-    Ok(quote_spanned!(ty.span()=> #s::of::<#ty>()))
+}
+
+/// Rejects the types that can never be parameters (references, `impl Trait`).
+pub(crate) fn check(ty: &Type) -> syn::Result<()> {
+    match ty {
+        Type::Paren(p) => check(&p.elem),
+        Type::Group(g) => check(&g.elem),
+        Type::Reference(_) => Err(syn::Error::new(
+            ty.span(),
+            "a tool parameter cannot be a reference: arguments are decoded into owned values; \
+             take an owned type (`String` rather than `&str`, `Vec<T>` rather than `&[T]`)",
+        )),
+        Type::ImplTrait(_) => Err(syn::Error::new(
+            ty.span(),
+            "a tool parameter cannot be `impl Trait`: its JSON Schema must be known; take a concrete type",
+        )),
+        _ => match known(ty) {
+            Some(Known::Option(t) | Known::Array(t) | Known::Map(t)) => check(t),
+            _ => Ok(()),
+        },
+    }
+}
+
+/// The expression that builds `ty`'s schema at run time; `s` is the path of the schema
+/// builders. Used when some part of the type needs `schemars`.
+pub(crate) fn schema_expr(ty: &Type, s: &TokenStream) -> syn::Result<TokenStream> {
+    check(ty)?;
+    let expr = match known(ty) {
+        Some(Known::Bool) => quote!(#s::boolean()),
+        Some(Known::Integer) => quote!(#s::integer()),
+        Some(Known::Range(min, max)) => quote!(#s::integer_range(#min, #max)),
+        Some(Known::Unsigned) => quote!(#s::unsigned()),
+        Some(Known::Number) => quote!(#s::number()),
+        Some(Known::String) => quote!(#s::string()),
+        Some(Known::Char) => quote!(#s::character()),
+        Some(Known::Option(inner)) => {
+            let inner = schema_expr(inner, s)?;
+            quote!(#s::nullable(#inner))
+        }
+        Some(Known::Array(inner)) => {
+            let inner = schema_expr(inner, s)?;
+            quote!(#s::array(#inner))
+        }
+        Some(Known::Map(inner)) => {
+            let inner = schema_expr(inner, s)?;
+            quote!(#s::map(#inner))
+        }
+        None => quote_spanned!(ty.span()=> #s::of::<#ty>()),
+    };
+    Ok(expr)
 }
 
 #[cfg(test)]

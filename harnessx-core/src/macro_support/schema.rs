@@ -44,6 +44,12 @@ pub fn of<T: ParamSchema + ?Sized>() -> Value {
     T::param_schema()
 }
 
+/// A schema the macro wrote out as JSON text at compile time.
+pub fn parse(text: &str) -> Value {
+    serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("harnessx: generated schema is not JSON ({e}): {text}"))
+}
+
 /// `bool`.
 pub fn boolean() -> Value {
     json!({"type": "boolean"})
