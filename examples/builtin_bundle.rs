@@ -1,9 +1,11 @@
 //! Constructor bundle: load the whole filesystem bundle by name (the spec's
-//! `Agent(tools=["filesystem"])`), confined to a root, and let the "model" use it.
+//! `Agent(tools=["filesystem"])`) on the agent builder, confined to a root, and run a
+//! model's turns through the agent's registry.
 //!
 //! `cargo run --example builtin_bundle`
 
-use harnessx::{RunContext, ToolCall, ToolRegistry};
+use harnessx::agent::{Agent, AgentConfig};
+use harnessx::{RunContext, ToolCall};
 use serde_json::json;
 
 #[tokio::main]
@@ -11,9 +13,14 @@ async fn main() {
     let workspace = std::env::temp_dir().join(format!("hx-example-bundle-{}", std::process::id()));
     std::fs::create_dir_all(&workspace).unwrap();
 
-    let registry = ToolRegistry::new();
-    let loaded = registry.load_builtin("filesystem", json!({"base_path": workspace})).unwrap();
-    println!("loaded: {}", loaded.join(", "));
+    // The spec's Agent(tools=["filesystem"]), with the bundle's base_path option.
+    let agent = Agent::builder()
+        .builtin("filesystem", json!({"base_path": workspace}))
+        .config(AgentConfig { planning: false, ..AgentConfig::default() })
+        .build()
+        .unwrap();
+    let registry = agent.tools();
+    println!("loaded: {}", registry.tool_names().join(", "));
 
     // First turn: two writes, run one at a time in call order (writes are serial).
     let turn = [

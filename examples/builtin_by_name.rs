@@ -1,11 +1,12 @@
-//! Constructor built-in name: load one shipped tool by its name, without importing its
-//! handler (the spec's `Agent(tools=["read_file"])`; until the agent builder lands, the
-//! registry-level call is the same entry point).
+//! Constructor built-in name: the spec's `Agent(tools=["read_file"])`. A `&str` given to
+//! the agent builder resolves through the built-in catalog, so the handler is never
+//! imported. A scripted model calls it, and the agent answers with what it read.
 //!
 //! `cargo run --example builtin_by_name`
 
-use harnessx::{ToolCall, ToolRegistry};
-use serde_json::json;
+use harnessx::agent::{Agent, AgentConfig};
+use harnessx::model::{FunctionModel, Message, ModelResponse};
+use harnessx::{ToolCall, catalog::BuiltinOptions};
 
 #[tokio::main]
 async fn main() {
@@ -13,18 +14,48 @@ async fn main() {
     std::fs::create_dir_all(&workspace).unwrap();
     std::fs::write(workspace.join("notes.txt"), "first line\nsecond line\n").unwrap();
 
-    let registry = ToolRegistry::new();
-    // "read_file" resolves through the built-in catalog; `base_path` confines it.
-    let loaded = registry.load_builtin("read_file", json!({"base_path": workspace})).unwrap();
-    assert_eq!(loaded, ["read_file"]);
+    // The model reads notes.txt, then repeats the first line it got back.
+    let model = FunctionModel::new(|request| {
+        Ok(match request.messages.last() {
+            Some(Message::Tool { content, .. }) => {
+                ModelResponse::text(format!("The notes say: {}", content.lines().next().unwrap_or("")))
+            }
+            _ => ModelResponse::tool_calls(vec![ToolCall::new(
+                "1",
+                "read_file",
+                r#"{"path": "notes.txt", "limit": 1}"#,
+            )]),
+        })
+    });
+    let agent = Agent::builder()
+        .model(model)
+        .tool("read_file") // the spec's Agent(tools=["read_file"]), host access under process permissions
+        .config(AgentConfig { planning: false, ..AgentConfig::default() })
+        .build()
+        .unwrap();
+    assert_eq!(agent.tools().tool_names(), ["read_file"]);
 
-    let call = ToolCall::new("1", "read_file", r#"{"path": "notes.txt", "limit": 1}"#);
-    let result = registry.execute(&call, None).await;
-    println!("{}", result.content);
-    assert!(result.content.starts_with("     1\tfirst line"));
+    // The same name with the bundle helper's options, confined to a root.
+    let contained = Agent::builder()
+        .model(FunctionModel::new(|_| Ok(ModelResponse::text("unused"))))
+        .builtin("read_file", BuiltinOptions::new().set("base_path", workspace.to_str().unwrap()))
+        .build()
+        .unwrap();
+    let result = contained
+        .tools()
+        .execute(&ToolCall::new("1", "read_file", r#"{"path": "notes.txt", "limit": 1}"#), None)
+        .await;
+    println!("{}", result.content.trim_end());
+    let run = contained.run("unused").await.unwrap();
+    assert_eq!(run.output, "unused");
+
+    std::env::set_current_dir(&workspace).unwrap();
+    let run = agent.run("What do my notes say?").await.unwrap();
+    println!("{}", run.output);
+    assert!(run.output.starts_with("The notes say:      1\tfirst line"));
 
     // An unknown name lists the known ones.
-    let err = registry.load_builtin("read_files", json!({})).unwrap_err();
+    let err = Agent::builder().tool("read_files").build().unwrap_err();
     println!("{err}");
 
     std::fs::remove_dir_all(&workspace).unwrap();
