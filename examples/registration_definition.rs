@@ -51,7 +51,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let r = registry.execute(&ToolCall::new("1", "label", r#"{"value": "draft"}"#), None).await;
     println!("label -> {}", r.content);
     let r = registry
-        .execute(&ToolCall::new("2", "label", &format!(r#"{{"value": "{}"}}"#, "x".repeat(50))), None)
+        .execute(&ToolCall::new("2", "label", format!(r#"{{"value": "{}"}}"#, "x".repeat(50))), None)
         .await;
     println!("label(50 chars) -> error={} {}", r.is_error, r.content);
 
