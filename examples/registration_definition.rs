@@ -6,7 +6,7 @@
 
 use harnessx::{
     IntoToolDefinition, PermissionLevel, ReplayPolicy, ToolCall, ToolDefinition, ToolHandler, ToolOptions,
-    ToolRegistry, ToolRegistryExt, tool,
+    ToolRegistry, tool,
 };
 use serde_json::json;
 

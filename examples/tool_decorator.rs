@@ -6,9 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use harnessx::{
-    PermissionLevel, PermissionManager, ToolCall, ToolContext, ToolRegistry, ToolRegistryExt, tool, toolbox,
-};
+use harnessx::{PermissionLevel, PermissionManager, ToolCall, ToolContext, ToolRegistry, tool, toolbox};
 
 /// Multiply two numbers.
 ///

@@ -15,3 +15,6 @@ pub mod models {}
 
 #[doc = include_str!("../docs/builtin-filesystem.md")]
 pub mod builtin_filesystem {}
+
+#[doc = include_str!("../docs/tools.md")]
+pub mod tools {}

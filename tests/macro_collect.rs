@@ -1,7 +1,7 @@
 //! `#[tool(collect)]` submits tools to the global collection; `register_collected`
 //! registers them all, sorted by name.
 
-use harnessx::{CollectedTool, ToolCall, ToolRegistry, ToolRegistryExt, tool};
+use harnessx::{CollectedTool, ToolCall, ToolRegistry, tool};
 
 /// Echo the text back.
 #[tool(collect)]

@@ -16,7 +16,7 @@ pub mod tool;
 #[path = "macro_support/mod.rs"]
 pub mod __private;
 
-pub use __private::{CollectedTool, ToolRegistryExt, Toolbox};
+pub use __private::{CollectedTool, Toolbox};
 pub use catalog::{BuiltinBundle, BuiltinOptions, BundleRequest};
 pub use engine::context::RunContext;
 pub use engine::events::{ToolEvent, ToolEventSink};

@@ -46,7 +46,7 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 
 /// Turns the `#[tool]` methods (taking `&self`) of an `impl` block into tools bound to one
 /// shared instance, so tools can hold state. Implements `Toolbox` for the type; register
-/// with `registry.register_toolbox(Arc::new(value))` (trait `ToolRegistryExt`).
+/// with `registry.register_toolbox(Arc::new(value))`.
 ///
 /// Option: `crate = path` (default `::harnessx`).
 #[proc_macro_attribute]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use harnessx_macros::{tool, toolbox};
 use hx::schemars::JsonSchema;
-use hx::{IntoToolDefinition, ToolDefinition, ToolRegistry, ToolRegistryExt};
+use hx::{IntoToolDefinition, ToolDefinition, ToolRegistry};
 use serde::Deserialize;
 use serde_json::{Value, json};
 

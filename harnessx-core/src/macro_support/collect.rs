@@ -46,23 +46,19 @@ pub trait Toolbox: Send + Sync + 'static {
     fn tool_definitions(self: Arc<Self>) -> Vec<ToolDefinition>;
 }
 
-/// Registration entry points for macro-generated tools, on [`ToolRegistry`].
-pub trait ToolRegistryExt {
+impl ToolRegistry {
     /// Registers every tool submitted with `#[tool(collect)]`, sorted by name, and returns
     /// their names. Stops at the first failure (e.g. a duplicate name).
-    fn register_collected(&self) -> Result<Vec<String>, RegistryError>;
-
-    /// Registers the tools of a shared `#[toolbox]` instance and returns their names.
-    /// Keep a clone of the `Arc` to reach the same state from elsewhere.
-    fn register_toolbox<T: Toolbox>(&self, toolbox: Arc<T>) -> Result<Vec<String>, RegistryError>;
-}
-
-impl ToolRegistryExt for ToolRegistry {
-    fn register_collected(&self) -> Result<Vec<String>, RegistryError> {
+    ///
+    /// Collected tools live in the object code of the crate that defines them: a binary
+    /// that never refers to that crate may have them dropped by the linker.
+    pub fn register_collected(&self) -> Result<Vec<String>, RegistryError> {
         register_all(self, CollectedTool::all())
     }
 
-    fn register_toolbox<T: Toolbox>(&self, toolbox: Arc<T>) -> Result<Vec<String>, RegistryError> {
+    /// Registers the tools of a shared `#[toolbox]` instance and returns their names.
+    /// Keep a clone of the `Arc` to reach the same state from elsewhere.
+    pub fn register_toolbox<T: Toolbox>(&self, toolbox: Arc<T>) -> Result<Vec<String>, RegistryError> {
         register_all(self, toolbox.tool_definitions())
     }
 }

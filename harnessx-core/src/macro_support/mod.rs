@@ -1,7 +1,7 @@
 //! Runtime support for the code `#[tool]` and `#[toolbox]` generate.
 //!
 //! Everything here is reached by generated code through `harnessx::__private`; the few
-//! items meant for users ([`Toolbox`], [`ToolRegistryExt`], [`CollectedTool`]) are
+//! items meant for users ([`Toolbox`], [`CollectedTool`]) are
 //! re-exported at the crate root. Nothing in this module is a stable API on its own.
 
 mod args;
@@ -10,7 +10,7 @@ mod output;
 pub mod schema;
 
 pub use args::Args;
-pub use collect::{CollectedTool, ToolRegistryExt, Toolbox};
+pub use collect::{CollectedTool, Toolbox};
 pub use output::{output, result_output, tool_error};
 pub use schema::ParamSchema;
 

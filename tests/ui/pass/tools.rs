@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use harnessx::{ToolContext, ToolRegistry, ToolRegistryExt, TransientToolError, tool, toolbox};
+use harnessx::{ToolContext, ToolRegistry, TransientToolError, tool, toolbox};
 
 /// Multiply two numbers.
 ///
