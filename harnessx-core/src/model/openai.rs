@@ -113,12 +113,18 @@ impl OpenAiModel {
         &self.model
     }
 
-    /// The endpoint requests go to.
+    /// The endpoint requests go to: `{base_url}/chat/completions`. A base URL with no path
+    /// at all (`http://localhost:8000`) gets the `/v1` every OpenAI-compatible server
+    /// (OpenAI, vLLM, llama.cpp, Ollama) serves the API under.
     pub fn endpoint(&self) -> String {
         if self.base_url.ends_with("/chat/completions") {
-            self.base_url.clone()
-        } else {
+            return self.base_url.clone();
+        }
+        let after_scheme = self.base_url.split_once("://").map_or(self.base_url.as_str(), |(_, rest)| rest);
+        if after_scheme.contains('/') {
             format!("{}/chat/completions", self.base_url)
+        } else {
+            format!("{}/v1/chat/completions", self.base_url)
         }
     }
 
@@ -509,6 +515,17 @@ fn usage_of(usage: &Value) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoints_from_base_urls() {
+        let at = |base: &str| OpenAiModel::new("m").base_url(base).endpoint();
+        assert_eq!(at("http://127.0.0.1:8000/v1"), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(at("http://127.0.0.1:8000/v1/"), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(at("http://127.0.0.1:8000"), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(at("http://localhost:11434/"), "http://localhost:11434/v1/chat/completions");
+        assert_eq!(at("https://gw.example/openai/v1"), "https://gw.example/openai/v1/chat/completions");
+        assert_eq!(at("http://h/x/chat/completions"), "http://h/x/chat/completions");
+    }
 
     #[test]
     fn strict_schema_requires_everything_and_nulls_the_optional() {
