@@ -64,13 +64,12 @@ impl AnthropicModel {
     /// A model by name (e.g. `claude-sonnet-4-5`). Reads `ANTHROPIC_API_KEY` and
     /// `ANTHROPIC_BASE_URL` (default [`ANTHROPIC_BASE_URL`]) from the environment.
     pub fn new(model: impl Into<String>) -> Self {
-        let env = |name| std::env::var(name).ok().filter(|v: &String| !v.trim().is_empty());
         Self {
             model: model.into(),
             base_url: http::trim_base(
-                &env("ANTHROPIC_BASE_URL").unwrap_or_else(|| ANTHROPIC_BASE_URL.to_owned()),
+                &http::env_setting("ANTHROPIC_BASE_URL").unwrap_or_else(|| ANTHROPIC_BASE_URL.to_owned()),
             ),
-            api_key: env("ANTHROPIC_API_KEY"),
+            api_key: http::env_setting("ANTHROPIC_API_KEY"),
             max_tokens: DEFAULT_MAX_TOKENS,
         }
     }

@@ -323,6 +323,11 @@ pub(crate) fn drive<D: Decoder>(
 }
 
 /// The base URL without trailing slashes.
+/// An environment variable's value, unless unset or blank.
+pub(crate) fn env_setting(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
 pub(crate) fn trim_base(url: &str) -> String {
     url.trim().trim_end_matches('/').to_owned()
 }

@@ -64,11 +64,12 @@ impl OpenAiModel {
     /// A model by name (e.g. `gpt-4o`, `qwen3:8b`). Reads `OPENAI_API_KEY` and
     /// `OPENAI_BASE_URL` (default [`OPENAI_BASE_URL`]) from the environment.
     pub fn new(model: impl Into<String>) -> Self {
-        let env = |name| std::env::var(name).ok().filter(|v: &String| !v.trim().is_empty());
         Self {
             model: model.into(),
-            base_url: http::trim_base(&env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.to_owned())),
-            api_key: env("OPENAI_API_KEY"),
+            base_url: http::trim_base(
+                &http::env_setting("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.to_owned()),
+            ),
+            api_key: http::env_setting("OPENAI_API_KEY"),
             strict: false,
             stream_usage: true,
         }

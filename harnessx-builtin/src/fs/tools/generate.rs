@@ -1,7 +1,6 @@
 //! `generate_file`: a downloadable file, written to the application's output directory.
 
 use harnessx_core::{ToolError, ToolOutput};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{FsConfig, object};
@@ -23,13 +22,7 @@ pub(super) fn schema() -> Value {
     )
 }
 
-#[derive(Deserialize)]
-pub(super) struct Args {
-    path: String,
-    content: String,
-    #[serde(default)]
-    overwrite: bool,
-}
+pub(super) use super::write::Args;
 
 pub(super) fn run(cfg: &FsConfig, args: Args) -> Result<ToolOutput, ToolError> {
     // The output directory is the application's: created on first use, and a root of its own

@@ -23,12 +23,13 @@ pub(super) fn schema() -> Value {
     )
 }
 
+/// The arguments of `write_file`, and of `generate_file`, which takes the same three.
 #[derive(Deserialize)]
 pub(super) struct Args {
-    path: String,
-    content: String,
+    pub(super) path: String,
+    pub(super) content: String,
     #[serde(default)]
-    overwrite: bool,
+    pub(super) overwrite: bool,
 }
 
 pub(super) fn run(cfg: &FsConfig, args: Args) -> Result<ToolOutput, ToolError> {
