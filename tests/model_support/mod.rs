@@ -60,6 +60,8 @@ pub struct Recorded {
     /// Header names lowercased.
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// The body exactly as received.
+    pub raw: Vec<u8>,
 }
 
 impl Recorded {
@@ -143,8 +145,9 @@ async fn serve(
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    let body = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
-    log.lock().unwrap().push(Recorded { method, path, headers, body });
+    let raw = buf[head_end..].to_vec();
+    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    log.lock().unwrap().push(Recorded { method, path, headers, body, raw });
     let reply = replies
         .lock()
         .unwrap()
