@@ -359,3 +359,31 @@ async fn serial_tools_take_turns_across_an_agent_and_its_specialists() {
         "serial tools overlapped across the agent and its specialists"
     );
 }
+
+/// Multiply two numbers.
+///
+/// Args:
+///     a: First number.
+///     b: Second number.
+#[harnessx::tool(permission = "allow", replay_policy = "safe")]
+fn calculate(a: i64, b: i64) -> i64 {
+    a * b
+}
+
+#[tokio::test]
+async fn tool_structs_built_in_names_and_definitions_mix_in_one_builder() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder()
+        .model(TestModel::new().call_tools(["calculate"]))
+        .tool(Calculate)
+        .tool("read_file")
+        .tool(echo_tool("echo", 0, true, runs))
+        .config(no_planning())
+        .build()
+        .unwrap();
+    assert_eq!(agent.tools().tool_names(), ["calculate", "read_file", "echo"]);
+    let def = agent.tools().get_tool("calculate").unwrap();
+    assert_eq!(def.permission, Some(harnessx::PermissionLevel::Allow));
+    let result = agent.run("multiply").await.unwrap();
+    assert_eq!(result.output, "Ran 1 tool call:\n- calculate: 0");
+}
