@@ -129,6 +129,11 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
         }
     };
 
+    let handler = match shared_handler(tool, target) {
+        Some(h) => h,
+        None => handler,
+    };
+
     let mut policy = Vec::new();
     if let Some(level) = tool.policy.permission {
         let level = format_ident!("{}", level);
@@ -164,22 +169,65 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
         );
         policy.push(quote!(__hx_def.retry = ::core::option::Option::Some(#p::retry(#a, #b, #c, #d));));
     }
-    let mutability = if policy.is_empty() { quote!() } else { quote!(mut) };
 
+    // The schema is built when the definition is (at registration), never per request.
     let schema = match compile_time_schema(tool) {
         Some(text) => quote!(#p::schema::parse(#text)),
         None => quote!(#p::schema::object(::std::vec![#(#props),*], &[#(#required),*])),
     };
+    let def = quote!(#p::definition(#name, #description, #schema, #handler));
+    if policy.is_empty() {
+        return def;
+    }
     quote!({
-        static __HX_SCHEMA: #p::Lazy<#p::Value> = #p::Lazy::new(|| #schema);
-        let #mutability __hx_def = #p::ToolDefinition::new(
-            #name,
-            #description,
-            ::core::clone::Clone::clone(&*__HX_SCHEMA),
-            #handler,
-        );
+        let mut __hx_def = #def;
         #(#policy)*
         __hx_def
+    })
+}
+
+/// The handler of a sync free function whose parameters are all required, `#[arg(default)]`
+/// or the context by value: one call to a generic runtime helper (`__private::syncN`),
+/// instantiated once per signature rather than a closure per tool. `None` for the other
+/// shapes, which get their own closure.
+fn shared_handler(tool: &ToolFn, target: &Target) -> Option<TokenStream> {
+    const MAX_PARAMS: usize = 12;
+    if tool.is_async || !matches!(target, Target::Free) || !tool.rust_abi || tool.params.len() > MAX_PARAMS {
+        return None;
+    }
+    let mut takes = Vec::new();
+    let mut names = Vec::new();
+    for param in &tool.params {
+        match param {
+            Param::Context { by_ref: false } => {
+                takes.push(quote!(_harnessx::__private::context()));
+                names.push(String::new());
+            }
+            Param::Context { by_ref: true } => return None,
+            Param::Value(v) => {
+                let ty = &v.ty;
+                // Spanned at the type, so "cannot be decoded" errors point at it.
+                let span = syn::spanned::Spanned::span(ty);
+                takes.push(match &v.default {
+                    None => quote_spanned!(span=> _harnessx::__private::required::<#ty>()),
+                    Some(DefaultValue::Trait) => {
+                        quote_spanned!(span=> _harnessx::__private::or_default::<#ty>())
+                    }
+                    Some(DefaultValue::Expr(..)) => return None,
+                });
+                names.push(v.name.clone());
+            }
+        }
+    }
+    let p = quote!(_harnessx::__private);
+    let returns = if tool.returns_result { quote!(#p::Fallible) } else { quote!(#p::Plain) };
+    let ident = &tool.fn_ident;
+    let helper = format_ident!("sync{}", tool.params.len());
+    Some(if takes.is_empty() {
+        quote!(#p::sync0::<_, #returns>(#ident))
+    } else {
+        let wild = takes.iter().map(|_| quote!(_));
+        quote!(#p::#helper::<#(#wild,)* _, #returns>(&[#(#names),*], #ident, #(#takes),*))
     })
 }
 

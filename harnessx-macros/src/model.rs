@@ -48,6 +48,8 @@ pub(crate) struct ToolFn {
     pub(crate) collect: bool,
     /// Where a non-`Send` future is reported.
     pub(crate) sig_span: Span,
+    /// No `extern` ABI, so the function coerces to a plain Rust `fn` pointer.
+    pub(crate) rust_abi: bool,
 }
 
 /// The execution policy set in the attribute; unset values keep the definition defaults.
@@ -408,6 +410,7 @@ pub(crate) fn tool_fn(
         },
         collect: attr.collect.is_present(),
         sig_span: sig.ident.span(),
+        rust_abi: sig.abi.is_none(),
     }
 }
 

@@ -8,7 +8,7 @@ use crate::tool::definition::ToolDefinition;
 
 /// A tool submitted to the global collection by `#[tool(collect)]`.
 ///
-/// [`ToolRegistryExt::register_collected`] registers every submitted tool. Submission
+/// [`ToolRegistry::register_collected`] registers every submitted tool. Submission
 /// happens at link time (the `inventory` crate): a tool defined in a library crate is only
 /// collected if that crate is linked into the final binary, i.e. something from it is
 /// used; a library nothing refers to is dropped by the linker and its tools go missing.

@@ -5,11 +5,13 @@
 //! re-exported at the crate root. Nothing in this module is a stable API on its own.
 
 mod args;
+mod call;
 mod collect;
 mod output;
 pub mod schema;
 
 pub use args::Args;
+pub use call::*;
 pub use collect::{CollectedTool, Toolbox};
 pub use output::{output, result_output, tool_error};
 pub use schema::ParamSchema;
@@ -31,6 +33,17 @@ pub type Lazy<T> = std::sync::LazyLock<T>;
 /// each `#[tool]` costs no extra monomorphized handler code.
 pub fn blocking_handler(f: fn(Value, &ToolContext) -> HandlerResult) -> ToolHandler {
     ToolHandler::from_blocking(f)
+}
+
+/// The definition of a `#[tool]`, with the default policy (non-generic, so each tool's
+/// `into_tool_definition` is one call).
+pub fn definition(
+    name: &'static str,
+    description: &'static str,
+    input_schema: Value,
+    handler: ToolHandler,
+) -> ToolDefinition {
+    ToolDefinition::new(name, description, input_schema, handler)
 }
 
 /// An async handler from a plain function pointer returning a boxed future (see
