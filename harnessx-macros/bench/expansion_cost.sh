@@ -2,7 +2,13 @@
 # Macro expansion cost: builds a crate of 100 `#[tool]` functions and the same crate
 # without the attribute, and prints the median wall time of 3 rebuilds of each.
 #
-#   bash harnessx-macros/bench/expansion_cost.sh [N_FNS] [RUNS]
+#   bash harnessx-macros/bench/expansion_cost.sh [N_FNS] [RUNS] [uniform|varied]
+#   SIGNATURES=varied bash harnessx-macros/bench/expansion_cost.sh 100 5
+#
+# `uniform` (the default): every function is `fn(a: i64, b: Option<String>, c: Vec<u32>)`.
+# `varied`: every function has its own signature (up to 100): `a` rotates over 10 scalar
+# types by i % 10, `c` over 10 container types by (i / 10) % 10, so nothing generic over
+# the signature is shared between tools.
 #
 # Both crates depend on the workspace's `harnessx` (path dependency) and share one
 # target dir, so dependencies are built once and only the crate itself is timed
@@ -11,7 +17,12 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 n="${1:-100}"
 runs="${2:-3}"
-work="${BENCH_DIR:-/tmp/harnessx-expansion-cost}"
+mode="${3:-${SIGNATURES:-uniform}}"
+case "$mode" in
+  uniform) work="${BENCH_DIR:-/tmp/harnessx-expansion-cost}" ;;
+  varied) work="${BENCH_DIR:-/tmp/harnessx-expansion-cost-varied}" ;;
+  *) echo "unknown mode '$mode' (uniform or varied)" >&2; exit 2 ;;
+esac
 mkdir -p "$work"
 export CARGO_TARGET_DIR="$work/target"
 # Full rebuild of the crate each time (no incremental reuse), the conservative measure.
@@ -32,11 +43,15 @@ harnessx = { path = "$root" }
 
 [workspace]
 TOML
-  {
-    echo "//! $n tool functions."
-    echo "#![allow(missing_docs, dead_code)]"
-    for i in $(seq 1 "$n"); do
-      cat <<RS
+  if [ "$mode" = varied ]; then gen_varied "$attr"; else gen_uniform "$attr"; fi > "$dir/src/lib.rs"
+}
+
+gen_uniform() { # gen_uniform ATTR
+  local attr="$1"
+  echo "//! $n tool functions."
+  echo "#![allow(missing_docs, dead_code)]"
+  for i in $(seq 1 "$n"); do
+    cat <<RS
 /// Join the inputs of tool $i.
 ///
 /// Args:
@@ -51,8 +66,29 @@ pub fn tool_$i(a: i64, b: Option<String>, c: Vec<u32>) -> Result<String, String>
     Ok(format!("{a} {} {}", b.unwrap_or_default(), c.len()))
 }
 RS
-    done
-  } > "$dir/src/lib.rs"
+  done
+}
+
+gen_varied() { # gen_varied ATTR
+  local attr="$1"
+  local as=(i64 i32 u32 u64 f64 f32 bool String u8 i16)
+  local cs=("Vec<u32>" "Vec<String>" "Vec<i64>" "Option<u32>" "Vec<bool>" "Vec<f64>" "Option<i64>" "Vec<Vec<u32>>" "Option<bool>" "Vec<u8>")
+  echo "//! $n tool functions with $n distinct signatures."
+  echo "#![allow(missing_docs, dead_code)]"
+  for i in $(seq 0 $((n - 1))); do
+    cat <<RS
+/// Join the inputs of tool $i.
+///
+/// Args:
+///     a: A value.
+///     b: An optional label.
+///     c: Some values.
+$attr
+pub fn tool_$i(a: ${as[i % 10]}, b: Option<String>, c: ${cs[(i / 10) % 10]}) -> Result<String, String> {
+    Ok(format!("{:?} {} {:?}", a, b.unwrap_or_default(), c))
+}
+RS
+  done
 }
 
 gen with_tool "#[harnessx::tool]"
@@ -76,4 +112,4 @@ measure() {
 without=$(measure without_tool)
 with=$(measure with_tool)
 ratio=$(awk -v w="$with" -v o="$without" 'BEGIN { printf "%.2f", w / o }')
-echo "fns=$n runs=$runs without_tool=${without}s with_tool=${with}s ratio=${ratio}"
+echo "mode=$mode fns=$n runs=$runs without_tool=${without}s with_tool=${with}s ratio=${ratio}"
