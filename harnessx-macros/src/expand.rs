@@ -187,8 +187,8 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
 }
 
 /// The handler of a sync free function whose parameters are all required, `#[arg(default)]`
-/// or the context by value: one call to a generic runtime helper (`__private::syncN`),
-/// instantiated once per signature rather than a closure per tool. `None` for the other
+/// or the context by value: a `const` value built by a runtime helper (`__private::syncN`),
+/// whose `call` is instantiated once per signature rather than a closure per tool. `None` for the other
 /// shapes, which get their own closure.
 fn shared_handler(tool: &ToolFn, target: &Target) -> Option<TokenStream> {
     const MAX_PARAMS: usize = 12;
@@ -223,12 +223,14 @@ fn shared_handler(tool: &ToolFn, target: &Target) -> Option<TokenStream> {
     let returns = if tool.returns_result { quote!(#p::Fallible) } else { quote!(#p::Plain) };
     let ident = &tool.fn_ident;
     let helper = format_ident!("sync{}", tool.params.len());
-    Some(if takes.is_empty() {
+    let shared = if takes.is_empty() {
         quote!(#p::sync0::<_, #returns>(#ident))
     } else {
         let wild = takes.iter().map(|_| quote!(_));
         quote!(#p::#helper::<#(#wild,)* _, #returns>(&[#(#names),*], #ident, #(#takes),*))
-    })
+    };
+    // Built at compile time and borrowed as `'static`: no per-signature constructor or `Arc`.
+    Some(quote!(#p::shared(const { &#shared })))
 }
 
 /// The whole input schema as JSON text, when every parameter type is recognised (the

@@ -28,8 +28,14 @@ impl Args {
     pub fn required<T: DeserializeOwned>(&mut self, name: &str) -> Result<T, ToolError> {
         match self.map.remove(name) {
             Some(value) => decode(name, value),
-            None => Err(ToolError::new(format!("missing required argument `{name}`"))),
+            None => Err(missing(name)),
         }
+    }
+
+    /// The raw value of a parameter, if present (non-generic: the shared handlers decode it
+    /// themselves, so each parameter type costs one small generic function).
+    pub(crate) fn take(&mut self, name: &str) -> Option<Value> {
+        self.map.remove(name)
     }
 
     /// A parameter with a default: `None` when absent.
@@ -39,7 +45,17 @@ impl Args {
 }
 
 fn decode<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, ToolError> {
-    serde_json::from_value(value).map_err(|e| ToolError::new(format!("invalid argument `{name}`: {e}")))
+    serde_json::from_value(value).map_err(|e| invalid(name, e))
+}
+
+/// The error for a required parameter that is absent.
+pub(crate) fn missing(name: &str) -> ToolError {
+    ToolError::new(format!("missing required argument `{name}`"))
+}
+
+/// The error for a parameter whose value does not decode.
+pub(crate) fn invalid(name: &str, e: serde_json::Error) -> ToolError {
+    ToolError::new(format!("invalid argument `{name}`: {e}"))
 }
 
 #[cfg(test)]

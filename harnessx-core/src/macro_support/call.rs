@@ -1,20 +1,24 @@
 //! Shared handlers for the common `#[tool]` shape: a sync free function whose parameters
 //! are all required, `#[arg(default)]`, or the context taken by value.
 //!
-//! The generated code passes the function as a plain `fn` pointer and one [`Take`] per
-//! parameter, so [`sync0`]..[`sync12`] are monomorphized once per *signature*, not once per
-//! tool, and type-checked once, here: each tool expands to one call instead of a closure
-//! of its own.
+//! The generated code builds, in a `const` block, one [`Shared`] value holding the function
+//! as a plain `fn` pointer and one [`Take`] per parameter, and passes a `'static` reference
+//! to it to the non-generic [`shared`]. The only code generic over the signature is
+//! `Shared`'s `call` (monomorphized once per *signature*, not once per tool, and
+//! type-checked once, here): no per-signature closure, `Arc` or constructor function.
 
 use std::fmt::Display;
+use std::marker::PhantomData;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::Args;
+use super::args::{invalid, missing};
 use crate::error::ToolError;
-use crate::tool::handler::{HandlerResult, ToolContext, ToolHandler};
+use crate::tool::handler::{BlockingToolHandler, HandlerResult, ToolContext, ToolHandler};
 
 /// How one parameter is obtained: from the arguments by name, or from the context.
 pub struct Take<T>(fn(&mut Args, &'static str, &ToolContext) -> Result<T, ToolError>);
@@ -29,13 +33,64 @@ impl<T> Copy for Take<T> {}
 
 /// A parameter that must be present.
 pub const fn required<T: DeserializeOwned>() -> Take<T> {
-    Take(|args, name, _| args.required(name))
+    Take(take_required::<T>)
 }
 
 /// A parameter with `#[arg(default)]`: `Default::default()` when absent.
 pub const fn or_default<T: DeserializeOwned + Default>() -> Take<T> {
-    Take(|args, name, _| Ok(args.optional(name)?.unwrap_or_default()))
+    Take(take_or_default::<T>)
 }
+
+// One small function per parameter type: taking the value out and the error texts are
+// non-generic, and `match` instead of `?`/`map_err` instantiates no `Try`/closure code.
+fn take_required<T: DeserializeOwned>(
+    args: &mut Args,
+    name: &'static str,
+    _: &ToolContext,
+) -> Result<T, ToolError> {
+    match args.take(name) {
+        Some(value) => decode(name, value),
+        None => Err(missing(name)),
+    }
+}
+
+fn take_or_default<T: DeserializeOwned + Default>(
+    args: &mut Args,
+    name: &'static str,
+    _: &ToolContext,
+) -> Result<T, ToolError> {
+    match args.take(name) {
+        Some(value) => decode(name, value),
+        None => Ok(T::default()),
+    }
+}
+
+fn decode<T: DeserializeOwned>(name: &'static str, value: Value) -> Result<T, ToolError> {
+    match T::deserialize(value) {
+        Ok(value) => Ok(value),
+        Err(e) => Err(invalid(name, e)),
+    }
+}
+
+macro_rules! common_takes {
+    ($($T:ty),*) => {
+        /// The parameter decoders of the common parameter types (the scalars, and `Option`
+        /// and `Vec` of them), compiled once here: in unoptimized builds generic code
+        /// instantiated by a dependency is shared with the crates using it, so a tool whose
+        /// parameters have these types compiles no decoding code of its own.
+        #[doc(hidden)]
+        pub static COMMON_TAKES: &[&(dyn std::any::Any + Sync)] = &[$(
+            &required::<$T>(),
+            &or_default::<$T>(),
+            &required::<Option<$T>>(),
+            &or_default::<Option<$T>>(),
+            &required::<Vec<$T>>(),
+            &or_default::<Vec<$T>>(),
+        )*];
+    };
+}
+
+common_takes!(bool, char, String, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
 
 /// The injected `ToolContext`, by value.
 pub const fn context() -> Take<ToolContext> {
@@ -68,25 +123,66 @@ impl<T: Serialize, E: Display + 'static> Returns<Result<T, E>> for Fallible {
     }
 }
 
-/// A blocking handler calling `f`, which takes no parameters (the arguments are ignored).
-pub fn sync0<R: 'static, O: Returns<R>>(f: fn() -> R) -> ToolHandler {
-    ToolHandler::from_blocking(move |_: Value, _: &ToolContext| O::convert(f()))
+/// The shared handler of one signature: the function, as a plain `fn` pointer, and how to
+/// obtain each of its parameters. Built by [`sync0`]..[`sync12`] in a `const` block, so the
+/// generated code only borrows a `'static` value and passes it to [`shared`]: the only code
+/// generic over the signature is this type's [`BlockingToolHandler::call`] (and its vtable).
+pub struct Shared<F, T, O> {
+    names: &'static [&'static str],
+    f: F,
+    takes: T,
+    returns: PhantomData<fn() -> O>,
+}
+
+/// The handler of a `#[tool]` from its `'static` [`Shared`] value. Non-generic: one `Arc`
+/// type and one forwarding `call` for all tools.
+pub fn shared(handler: &'static dyn BlockingToolHandler) -> ToolHandler {
+    ToolHandler::Blocking(Arc::new(Static(handler)))
+}
+
+struct Static(&'static dyn BlockingToolHandler);
+
+impl BlockingToolHandler for Static {
+    fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult {
+        self.0.call(args, ctx)
+    }
+}
+
+/// The handler calling `f`, which takes no parameters (the arguments are ignored).
+pub const fn sync0<R: 'static, O: Returns<R>>(f: fn() -> R) -> Shared<fn() -> R, (), O> {
+    Shared { names: &[], f, takes: (), returns: PhantomData }
+}
+
+impl<R: 'static, O: Returns<R> + 'static> BlockingToolHandler for Shared<fn() -> R, (), O> {
+    fn call(&self, _: Value, _: &ToolContext) -> HandlerResult {
+        O::convert((self.f)())
+    }
 }
 
 macro_rules! sync_handlers {
     ($($name:ident($($T:ident $t:ident $i:tt),*);)*) => {$(
-        /// A blocking handler calling `f` with its parameters, taken in order by the
-        /// `Take`s, the `i`-th named `names[i]`.
-        #[allow(clippy::too_many_arguments)]
-        pub fn $name<$($T: 'static,)* R: 'static, O: Returns<R>>(
+        /// The handler calling `f` with its parameters, taken in order by the `Take`s, the
+        /// `i`-th named `names[i]`.
+        #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+        pub const fn $name<$($T: 'static,)* R: 'static, O: Returns<R>>(
             names: &'static [&'static str],
             f: fn($($T),*) -> R,
             $($t: Take<$T>,)*
-        ) -> ToolHandler {
-            ToolHandler::from_blocking(move |args: Value, ctx: &ToolContext| {
+        ) -> Shared<fn($($T),*) -> R, ($(Take<$T>,)*), O> {
+            Shared { names, f, takes: ($($t,)*), returns: PhantomData }
+        }
+
+        impl<$($T: 'static,)* R: 'static, O: Returns<R> + 'static> BlockingToolHandler
+            for Shared<fn($($T),*) -> R, ($(Take<$T>,)*), O>
+        {
+            fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult {
                 let mut args = Args::new(args)?;
-                O::convert(f($(($t.0)(&mut args, names[$i], ctx)?),*))
-            })
+                // `match`, not `?`: no `Try` code instantiated per parameter type.
+                O::convert((self.f)($(match (self.takes.$i.0)(&mut args, self.names[$i], ctx) {
+                    Ok(value) => value,
+                    Err(e) => return Err(e),
+                }),*))
+            }
         }
     )*};
 }
@@ -125,13 +221,19 @@ mod tests {
 
     #[test]
     fn takes_parameters_in_order_and_converts_the_result() {
-        let h = || sync3::<_, _, _, _, Fallible>(&["a", "b", ""], join, required(), or_default(), context());
+        let h = || {
+            shared(
+                const {
+                    &sync3::<_, _, _, _, Fallible>(&["a", "b", ""], join, required(), or_default(), context())
+                },
+            )
+        };
         assert_eq!(call(h(), json!({"a": 2, "b": [1]})).unwrap().content, "2 [1] call-1");
         assert_eq!(call(h(), json!({"a": 2})).unwrap().content, "2 [] call-1");
         assert_eq!(call(h(), json!({"a": -1})).unwrap_err().message(), "negative: -1");
         assert_eq!(call(h(), json!({})).unwrap_err().message(), "missing required argument `a`");
         assert!(call(h(), json!([1])).is_err());
-        let none = sync0::<_, Plain>(|| 7);
+        let none = shared(const { &sync0::<_, Plain>(|| 7) });
         assert_eq!(call(none, json!("ignored")).unwrap().content, "7");
     }
 }
