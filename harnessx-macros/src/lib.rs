@@ -10,6 +10,7 @@
 mod attr;
 mod doc;
 mod expand;
+mod item;
 mod json;
 mod model;
 mod ty;
@@ -77,7 +78,7 @@ fn with_errors(item: impl ToTokens, errors: syn::Error) -> TokenStream2 {
 }
 
 fn tool_impl(args: TokenStream2, input: TokenStream2) -> TokenStream2 {
-    let mut item: syn::ItemFn = match syn::parse2(input.clone()) {
+    let mut item: item::FnItem = match syn::parse2(input.clone()) {
         Ok(f) => f,
         Err(_) => {
             let e = syn::Error::new(
