@@ -1,10 +1,45 @@
 //! Approving ASK calls on the terminal: yes / no / always for this session.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use harnessx_core::{ApprovalDecision, ApprovalRequest, PermissionManager};
-use tokio::sync::Mutex;
+use tokio::sync::Mutex as AsyncMutex;
+
+/// Held while a question is on the terminal, so progress lines of other calls wait
+/// instead of landing in the middle of the prompt.
+static TERMINAL: Mutex<()> = Mutex::new(());
+
+fn terminal() -> MutexGuard<'static, ()> {
+    TERMINAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Progress lines for stderr that never land inside a question: while one is being asked
+/// they are held back (the run goes on), and printed once the terminal is free again.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    held: Vec<String>,
+}
+
+impl Progress {
+    /// Prints a line now, or holds it while a question is on the terminal.
+    pub(crate) fn line(&mut self, line: String) {
+        self.held.push(line);
+        if let Ok(_free) = TERMINAL.try_lock() {
+            for line in self.held.drain(..) {
+                eprintln!("{line}");
+            }
+        }
+    }
+
+    /// Prints whatever is held, waiting for the terminal if needed.
+    pub(crate) fn flush(&mut self) {
+        let _free = terminal();
+        for line in self.held.drain(..) {
+            eprintln!("{line}");
+        }
+    }
+}
 
 /// Whether a person can answer on this terminal.
 pub(crate) fn interactive() -> bool {
@@ -18,7 +53,7 @@ pub(crate) fn approve_all(manager: PermissionManager) -> PermissionManager {
 
 /// Ask on the terminal, one question at a time. "always" grants the tool for the session.
 pub(crate) fn prompt_on_terminal(manager: PermissionManager) -> PermissionManager {
-    let one_at_a_time = Arc::new(Mutex::new(()));
+    let one_at_a_time = Arc::new(AsyncMutex::new(()));
     manager.with_approval_fn(move |request: ApprovalRequest| {
         let lock = one_at_a_time.clone();
         async move {
@@ -38,6 +73,7 @@ fn ask(request: &ApprovalRequest) -> ApprovalDecision {
         args.truncate(cut);
         args.push('…');
     }
+    let _terminal = terminal();
     let mut stderr = std::io::stderr();
     let _ = write!(stderr, "Allow {} {args}? [y]es / [n]o / [a]lways this session: ", request.tool_name);
     let _ = stderr.flush();

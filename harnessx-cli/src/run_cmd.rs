@@ -114,6 +114,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, UsageError> {
     let mut events = agent.run_stream(args.prompt);
     let mut failed = false;
     let mut printed_text = false;
+    let mut progress = approve::Progress::default();
     let mut stdout = std::io::stdout();
     while let Some(event) = events.next().await {
         if matches!(event, AgentEvent::Error { .. }) {
@@ -130,13 +131,14 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, UsageError> {
                 let _ = stdout.flush();
             }
             AgentEvent::ToolCallStart { name, arguments, .. } => {
-                eprintln!("→ {name} {}", one_line(&arguments, 120));
+                progress.line(format!("→ {name} {}", one_line(&arguments, 120)));
             }
             AgentEvent::ToolCallEnd { name, is_error, content, .. } => {
                 let mark = if is_error { "✗" } else { "✓" };
-                eprintln!("{mark} {name}: {}", one_line(&content, 120));
+                progress.line(format!("{mark} {name}: {}", one_line(&content, 120)));
             }
             AgentEvent::RunEnd { output, .. } => {
+                progress.flush();
                 // Without streaming, the answer arrives whole here.
                 if !printed_text {
                     let _ = write!(stdout, "{output}");
@@ -144,7 +146,10 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, UsageError> {
                 let _ = writeln!(stdout);
             }
             AgentEvent::ModelRequest { .. } => printed_text = false,
-            AgentEvent::Error { message } => eprintln!("harnessx: the run failed: {message}"),
+            AgentEvent::Error { message } => {
+                progress.flush();
+                eprintln!("harnessx: the run failed: {message}");
+            }
             _ => {}
         }
     }
