@@ -198,3 +198,34 @@ fn run_prints_text_and_progress_lines() {
     assert!(stdout(&out).contains("list_directory: notes.txt"), "{}", stdout(&out));
     assert!(stderr(&out).contains("→ list_directory"), "{}", stderr(&out));
 }
+
+/// Runs `harnessx run` on a pseudo-terminal (util-linux `script`, part of every Debian
+/// install) and answers the approval question with `answer`.
+fn run_on_terminal(dir: &Path, answer: &str) -> Output {
+    use std::io::Write as _;
+    let command = format!("{} run 'Write it.' --tools write_file", env!("CARGO_BIN_EXE_harnessx"));
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs the command on a pseudo-terminal");
+    child.stdin.take().unwrap().write_all(format!("{answer}\n").as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn on_a_terminal_run_asks_before_a_write_and_obeys_the_answer() {
+    let dir = workspace();
+    let out = run_on_terminal(dir.path(), "n");
+    let screen = stdout(&out);
+    assert!(screen.contains("Allow write_file"), "{screen}");
+    assert!(screen.contains("write_file: Permission denied"), "{screen}");
+    assert!(!dir.path().join("a").exists());
+
+    let out = run_on_terminal(dir.path(), "y");
+    assert!(stdout(&out).contains("✓ write_file: Created"), "{}", stdout(&out));
+    assert!(dir.path().join("a").exists());
+}
