@@ -81,6 +81,17 @@ fn dispatch(c: &mut Criterion) {
             results
         })
     });
+    let sync_batch: Vec<ToolCall> = (0..10)
+        .map(|i| ToolCall::new(format!("call_{i}"), "add_sync", format!(r#"{{"a": {i}, "b": 3}}"#)))
+        .collect();
+    group.bench_with_input(BenchmarkId::new("sync_add_batch", 10), &sync_batch, |b, batch| {
+        b.to_async(&rt).iter(|| async {
+            let ctx = RunContext::new().with_permissions(manager.clone());
+            let results = registry.execute_batch(batch, &ctx).await;
+            assert_eq!(results.len(), 10);
+            results
+        })
+    });
     group.finish();
 }
 

@@ -32,7 +32,12 @@ type Job = Box<dyn FnOnce() + Send + 'static>;
 struct Queue {
     jobs: VecDeque<Job>,
     threads: usize,
+    /// Threads waiting on the condition variable.
     parked: usize,
+    /// Notifications sent and not yet consumed by a waking thread: a parked thread is only
+    /// counted as available when it has no pending wake-up (two quick jobs must not both
+    /// count on the same parked thread).
+    wakeups: usize,
 }
 
 struct Pool {
@@ -45,7 +50,7 @@ struct Pool {
 }
 
 static POOL: LazyLock<Pool> = LazyLock::new(|| Pool {
-    queue: Mutex::new(Queue { jobs: VecDeque::new(), threads: 0, parked: 0 }),
+    queue: Mutex::new(Queue { jobs: VecDeque::new(), threads: 0, parked: 0, wakeups: 0 }),
     available: Condvar::new(),
     pending: AtomicUsize::new(0),
     spinning: AtomicUsize::new(0),
@@ -60,11 +65,15 @@ impl Pool {
     fn submit(&'static self, job: Job) -> bool {
         let mut q = self.lock();
         q.jobs.push_back(job);
-        self.pending.fetch_add(1, Ordering::SeqCst);
-        if self.spinning.load(Ordering::SeqCst) > 0 {
+        let pending = self.pending.fetch_add(1, Ordering::SeqCst) + 1;
+        // Every queued job needs a thread of its own: only when there are at least as many
+        // spinning threads as queued jobs is this one covered without waking or starting
+        // another (otherwise a batch of sync calls would queue up behind one spinner).
+        if self.spinning.load(Ordering::SeqCst) >= pending {
             return true;
         }
-        if q.parked > 0 {
+        if q.parked > q.wakeups {
+            q.wakeups += 1;
             self.available.notify_one();
         } else if q.threads < MAX_THREADS {
             q.threads += 1;
@@ -106,6 +115,7 @@ impl Pool {
                     self.available.wait_timeout(q, KEEP_ALIVE).unwrap_or_else(|e| e.into_inner());
                 q = guard;
                 q.parked -= 1;
+                q.wakeups = q.wakeups.saturating_sub(1);
                 if timeout.timed_out() && q.jobs.is_empty() {
                     q.threads -= 1;
                     return;
@@ -145,6 +155,9 @@ where
         let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
     }));
     if hot {
+        // Spin for a short while: a quick job is back before a wake-up could be. A slow
+        // job costs the batch at most CALLER_SPIN before its next call is submitted, and
+        // that call then gets a thread of its own (this one's thread is busy).
         let start = Instant::now();
         loop {
             match rx.try_recv() {
@@ -181,6 +194,43 @@ mod tests {
         assert_eq!(err.downcast_ref::<&str>(), Some(&"boom"));
         // The pool still works afterwards.
         assert_eq!(run_blocking(|| 7).await.unwrap(), 7);
+    }
+
+    // A batch of jobs that must all run at once still does after a quick job warmed a thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn jobs_submitted_while_a_thread_spins_still_run_in_parallel() {
+        for _ in 0..20 {
+            run_blocking(|| ()).await.unwrap(); // leaves a thread spinning
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+            let jobs = (0..4).map(|_| {
+                let b = barrier.clone();
+                run_blocking(move || {
+                    b.wait();
+                })
+            });
+            let all = futures_util::future::join_all(jobs);
+            tokio::time::timeout(Duration::from_secs(10), all).await.expect("jobs ran one at a time");
+        }
+    }
+
+    // Regression: jobs queued while one thread was spinning all waited behind that thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn jobs_queued_while_a_thread_spins_each_get_a_thread() {
+        for _ in 0..20 {
+            run_blocking(|| ()).await.unwrap(); // leaves a thread spinning for a while
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+            let (done, finished) = std::sync::mpsc::channel();
+            for _ in 0..4 {
+                let (b, done) = (barrier.clone(), done.clone());
+                POOL.submit(Box::new(move || {
+                    b.wait();
+                    let _ = done.send(());
+                }));
+            }
+            for _ in 0..4 {
+                finished.recv_timeout(Duration::from_secs(10)).expect("a queued job never got a thread");
+            }
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
