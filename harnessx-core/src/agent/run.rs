@@ -157,7 +157,7 @@ async fn stream_once(
             Err(e) => return (Err(e), streamed),
         }
     }
-    (Err(ModelError::Protocol("the response stream ended before it was complete".into())), streamed)
+    (Err(crate::model::incomplete_stream()), streamed)
 }
 
 /// Gives calls without an id one, so every result pairs with its call.

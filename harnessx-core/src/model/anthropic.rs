@@ -11,6 +11,7 @@ use crate::model::http::{self, Decoder, Provider, Step};
 use crate::model::sse::SseEvent;
 use crate::model::{
     FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Usage,
+    collect_response,
 };
 use crate::tool::call::ToolCall;
 
@@ -165,14 +166,14 @@ impl Model for AnthropicModel {
         http::drive(self.http_request(&body), PROVIDER, AnthropicDecoder::default())
     }
 
+    /// One non-streaming request. A server that streams anyway is understood too.
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let body = self.request_body(request, false);
-        let http_request = self.http_request(&body);
-        Box::pin(async move {
-            let response = http::send(http_request?, PROVIDER).await?;
-            let value = http::json_body(response, PROVIDER).await?;
-            parse_message(&value)
-        })
+        Box::pin(collect_response(http::drive(
+            self.http_request(&body),
+            PROVIDER,
+            AnthropicDecoder::default(),
+        )))
     }
 }
 

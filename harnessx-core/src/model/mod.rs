@@ -93,16 +93,25 @@ pub trait Model: Send + Sync {
 
     /// One complete response.
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(async move {
-            let mut stream = self.stream(request);
-            while let Some(event) = stream.next().await {
-                if let ModelEvent::Done(response) = event? {
-                    return Ok(response);
-                }
-            }
-            Err(ModelError::Protocol("the response stream ended before it was complete".into()))
-        })
+        Box::pin(collect_response(self.stream(request)))
     }
+}
+
+/// The error for a stream that ended without [`ModelEvent::Done`].
+pub(crate) fn incomplete_stream() -> ModelError {
+    ModelError::Protocol("the response stream ended before it was complete".into())
+}
+
+/// Drains a response stream to its [`ModelEvent::Done`] response (or its first error).
+pub async fn collect_response(
+    mut stream: BoxStream<'_, Result<ModelEvent, ModelError>>,
+) -> Result<ModelResponse, ModelError> {
+    while let Some(event) = stream.next().await {
+        if let ModelEvent::Done(response) = event? {
+            return Ok(response);
+        }
+    }
+    Err(incomplete_stream())
 }
 
 impl fmt::Debug for dyn Model {

@@ -3,7 +3,6 @@
 
 use std::fmt;
 
-use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use serde_json::{Map, Value, json};
@@ -12,6 +11,7 @@ use crate::model::http::{self, Decoder, Provider, Step};
 use crate::model::sse::SseEvent;
 use crate::model::{
     FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Usage,
+    collect_response,
 };
 use crate::registry::ToolSpec;
 use crate::tool::call::ToolCall;
@@ -202,15 +202,7 @@ impl Model for OpenAiModel {
     /// understood too.
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let body = self.request_body(request, false);
-        let mut events = http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default());
-        Box::pin(async move {
-            while let Some(event) = events.next().await {
-                if let ModelEvent::Done(response) = event? {
-                    return Ok(response);
-                }
-            }
-            Err(ModelError::Protocol("the answer ended before it was complete".into()))
-        })
+        Box::pin(collect_response(http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())))
     }
 }
 
