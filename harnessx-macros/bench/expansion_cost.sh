@@ -4,11 +4,16 @@
 #
 #   bash harnessx-macros/bench/expansion_cost.sh [N_FNS] [RUNS] [uniform|varied]
 #   SIGNATURES=varied bash harnessx-macros/bench/expansion_cost.sh 100 5
+#   REGISTER=1 bash harnessx-macros/bench/expansion_cost.sh 100 5 varied
 #
 # `uniform` (the default): every function is `fn(a: i64, b: Option<String>, c: Vec<u32>)`.
 # `varied`: every function has its own signature (up to 100): `a` rotates over 10 scalar
 # types by i % 10, `c` over 10 container types by (i / 10) % 10, so nothing generic over
 # the signature is shared between tools.
+#
+# `REGISTER=1`: the crate with the attribute also has a `pub fn registry()` registering
+# all its tools, so the definitions and handlers are compiled in it too (a generated
+# tool's definition is a constant, compiled where it is registered).
 #
 # Both crates depend on the workspace's `harnessx` (path dependency) and share one
 # target dir, so dependencies are built once and only the crate itself is timed
@@ -43,7 +48,22 @@ harnessx = { path = "$root" }
 
 [workspace]
 TOML
-  if [ "$mode" = varied ]; then gen_varied "$attr"; else gen_uniform "$attr"; fi > "$dir/src/lib.rs"
+  {
+    if [ "$mode" = varied ]; then gen_varied "$attr"; else gen_uniform "$attr"; fi
+    if [ -n "$attr" ] && [ "${REGISTER:-0}" = 1 ]; then gen_registry; fi
+  } > "$dir/src/lib.rs"
+}
+
+gen_registry() { # a function registering every tool
+  local first=1 last="$n"
+  if [ "$mode" = varied ]; then first=0; last=$((n - 1)); fi
+  echo "pub fn registry() -> harnessx::ToolRegistry {"
+  echo "    let registry = harnessx::ToolRegistry::new();"
+  for i in $(seq "$first" "$last"); do
+    echo "    registry.register_tool(Tool$i).unwrap();"
+  done
+  echo "    registry"
+  echo "}"
 }
 
 gen_uniform() { # gen_uniform ATTR
@@ -112,4 +132,4 @@ measure() {
 without=$(measure without_tool)
 with=$(measure with_tool)
 ratio=$(awk -v w="$with" -v o="$without" 'BEGIN { printf "%.2f", w / o }')
-echo "mode=$mode fns=$n runs=$runs without_tool=${without}s with_tool=${with}s ratio=${ratio}"
+echo "mode=$mode register=${REGISTER:-0} fns=$n runs=$runs without_tool=${without}s with_tool=${with}s ratio=${ratio}"

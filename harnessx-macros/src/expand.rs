@@ -89,21 +89,13 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
     } else {
         quote!(let _ = __hx_args;)
     };
-    // Free functions capture nothing, so their handlers are plain `fn` pointers: one
-    // handler instantiation in the runtime for all tools (see docs/performance.md).
-    let handler = match (tool.is_async, target) {
-        (true, Target::Free) => {
-            let send_check = quote_spanned!(tool.sig_span=> #p::require_send(#call));
-            quote!(#p::async_handler(|__hx_args: #p::Value, __hx_ctx: #p::ToolContext| {
-                ::std::boxed::Box::pin(async move {
-                    #args
-                    #(#decls)*
-                    #convert(#send_check.await)
-                })
-            }))
-        }
-        (true, Target::Method) => {
-            let send_check = quote_spanned!(tool.sig_span=> #p::require_send(#call));
+    let send_check = tool.is_async.then(|| quote_spanned!(tool.sig_span=> #p::require_send(#call)));
+    let policy = policy(tool);
+    // The schema is built when the definition is (at registration), never per request.
+    let text = compile_time_schema(tool);
+
+    if let Target::Method = target {
+        let handler = if tool.is_async {
             quote!(#p::ToolHandler::from_async(move |__hx_args: #p::Value, __hx_ctx: #p::ToolContext| {
                 let __hx_this = ::std::sync::Arc::clone(&__hx_this);
                 async move {
@@ -112,52 +104,91 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
                     #convert(#send_check.await)
                 }
             }))
-        }
-        (false, Target::Free) => {
-            quote!(#p::blocking_handler(|__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
-                #args
-                #(#decls)*
-                #convert(#call)
-            }))
-        }
-        (false, Target::Method) => {
+        } else {
             quote!(#p::ToolHandler::from_blocking(move |__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
                 #args
                 #(#decls)*
                 #convert(#call)
             }))
+        };
+        let schema = match text {
+            Some(text) => quote!(#p::schema::parse(#text)),
+            None => quote!(#p::schema::object(::std::vec![#(#props),*], &[#(#required),*])),
+        };
+        let def = quote!(#p::definition(#name, #description, #schema, #handler));
+        return match policy {
+            Some(policy) => quote!(#p::with_policy(#def, #policy)),
+            None => def,
+        };
+    }
+
+    // A free function: everything is a constant (see `__private::GeneratedTool`). Free
+    // functions capture nothing, so their own handlers are plain `fn` pointers.
+    let handler = match shared_handler(tool) {
+        Some(shared) => quote!(#p::StaticHandler::Shared(#shared)),
+        None if tool.is_async => {
+            quote!(#p::StaticHandler::Async(|__hx_args: #p::Value, __hx_ctx: #p::ToolContext| {
+                ::std::boxed::Box::pin(async move {
+                    #args
+                    #(#decls)*
+                    #convert(#send_check.await)
+                })
+            }))
         }
+        None => quote!(#p::StaticHandler::Blocking(|__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
+            #args
+            #(#decls)*
+            #convert(#call)
+        })),
     };
-
-    let handler = match shared_handler(tool, target) {
-        Some(h) => h,
-        None => handler,
+    let schema = match text {
+        Some(text) => quote!(#p::StaticSchema::Json(#text)),
+        None => quote!(#p::StaticSchema::Build(|| {
+            #p::schema::object(::std::vec![#(#props),*], &[#(#required),*])
+        })),
     };
+    let policy = policy.unwrap_or_else(|| quote!(#p::StaticPolicy::DEFAULT));
+    quote!(&#p::StaticTool {
+        name: #name,
+        description: #description,
+        schema: #schema,
+        handler: #handler,
+        policy: #policy,
+    })
+}
 
-    let mut policy = Vec::new();
+/// The options given in the attribute, as a `StaticPolicy` (`None` if there are none).
+fn policy(tool: &ToolFn) -> Option<TokenStream> {
+    let p = quote!(_harnessx::__private);
+    let some = |v: TokenStream| quote!(::core::option::Option::Some(#v));
+    let mut fields = Vec::new();
     if let Some(level) = tool.policy.permission {
         let level = format_ident!("{}", level);
-        policy.push(quote!(__hx_def.permission = ::core::option::Option::Some(#p::PermissionLevel::#level);));
+        let v = some(quote!(#p::PermissionLevel::#level));
+        fields.push(quote!(permission: #v,));
     }
     if let Some(replay) = tool.policy.replay_policy {
         let replay = format_ident!("{}", replay);
-        policy.push(quote!(__hx_def.replay_policy = #p::ReplayPolicy::#replay;));
+        let v = some(quote!(#p::ReplayPolicy::#replay));
+        fields.push(quote!(replay_policy: #v,));
     }
     if let Some(c) = tool.policy.concurrent {
-        policy.push(quote!(__hx_def.concurrent = #c;));
+        let v = some(quote!(#c));
+        fields.push(quote!(concurrent: #v,));
     }
     if let Some(t) = tool.policy.timeout_seconds {
-        policy.push(quote!(__hx_def.timeout_seconds = ::core::option::Option::Some(#t);));
+        let v = some(quote!(#t));
+        fields.push(quote!(timeout_seconds: #v,));
     }
     if let Some(r) = &tool.policy.retry {
         let opt_u32 = |v: Option<u32>| match v {
-            Some(v) => quote!(::core::option::Option::Some(#v)),
+            Some(v) => some(quote!(#v)),
             None => quote!(::core::option::Option::None),
         };
         let opt_f64 = |v: Option<crate::attr::Seconds>| match v {
             Some(v) => {
                 let v = v.value;
-                quote!(::core::option::Option::Some(#v))
+                some(quote!(#v))
             }
             None => quote!(::core::option::Option::None),
         };
@@ -167,32 +198,22 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
             opt_f64(r.backoff_multiplier),
             opt_f64(r.max_delay_seconds),
         );
-        policy.push(quote!(__hx_def.retry = ::core::option::Option::Some(#p::retry(#a, #b, #c, #d));));
+        let v = some(quote!(#p::retry(#a, #b, #c, #d)));
+        fields.push(quote!(retry: #v,));
     }
-
-    // The schema is built when the definition is (at registration), never per request.
-    let schema = match compile_time_schema(tool) {
-        Some(text) => quote!(#p::schema::parse(#text)),
-        None => quote!(#p::schema::object(::std::vec![#(#props),*], &[#(#required),*])),
-    };
-    let def = quote!(#p::definition(#name, #description, #schema, #handler));
-    if policy.is_empty() {
-        return def;
+    if fields.is_empty() {
+        return None;
     }
-    quote!({
-        let mut __hx_def = #def;
-        #(#policy)*
-        __hx_def
-    })
+    Some(quote!(#p::StaticPolicy { #(#fields)* ..#p::StaticPolicy::DEFAULT }))
 }
 
 /// The handler of a sync free function whose parameters are all required, `#[arg(default)]`
-/// or the context by value: a `const` value built by a runtime helper (`__private::syncN`),
-/// whose `call` is instantiated once per signature rather than a closure per tool. `None` for the other
-/// shapes, which get their own closure.
-fn shared_handler(tool: &ToolFn, target: &Target) -> Option<TokenStream> {
+/// or the context by value: a constant built by a runtime helper (`__private::syncN`),
+/// whose `call` is instantiated once per signature rather than a closure per tool. `None`
+/// for the other shapes, which get their own closure.
+fn shared_handler(tool: &ToolFn) -> Option<TokenStream> {
     const MAX_PARAMS: usize = 12;
-    if tool.is_async || !matches!(target, Target::Free) || !tool.rust_abi || tool.params.len() > MAX_PARAMS {
+    if tool.is_async || !tool.rust_abi || tool.params.len() > MAX_PARAMS {
         return None;
     }
     let mut takes = Vec::new();
@@ -229,8 +250,8 @@ fn shared_handler(tool: &ToolFn, target: &Target) -> Option<TokenStream> {
         let wild = takes.iter().map(|_| quote!(_));
         quote!(#p::#helper::<#(#wild,)* _, #returns>(&[#(#names),*], #ident, #(#takes),*))
     };
-    // Built at compile time and borrowed as `'static`: no per-signature constructor or `Arc`.
-    Some(quote!(#p::shared(const { &#shared })))
+    // Evaluated at compile time and borrowed as `'static`: no per-signature constructor or `Arc`.
+    Some(quote!(&#shared))
 }
 
 /// The whole input schema as JSON text, when every parameter type is recognised (the
@@ -277,14 +298,13 @@ pub(crate) fn free_tool(tool: &ToolFn, vis: &Visibility, struct_ident: &Ident, k
     );
     let collect = tool.collect.then(|| {
         quote!(_harnessx::__private::inventory::submit! {
-            _harnessx::__private::CollectedTool::new(|| {
-                _harnessx::__private::IntoToolDefinition::into_tool_definition(#struct_ident)
-            })
+            _harnessx::__private::CollectedTool::new(_harnessx::__private::collected::<#struct_ident>)
         })
     });
+    // No derives: each would be an impl per tool to check and compile (see
+    // docs/performance.md); the struct is a name, written wherever it is needed.
     quote! {
         #[doc = #doc]
-        #[derive(Debug, Clone, Copy)]
         #vis struct #struct_ident;
 
         #[doc(hidden)]
@@ -296,10 +316,8 @@ pub(crate) fn free_tool(tool: &ToolFn, vis: &Visibility, struct_ident: &Ident, k
                 #vis const NAME: &'static str = #name;
             }
 
-            impl _harnessx::__private::IntoToolDefinition for #struct_ident {
-                fn into_tool_definition(self) -> _harnessx::__private::ToolDefinition {
-                    #def
-                }
+            impl _harnessx::__private::GeneratedTool for #struct_ident {
+                const TOOL: &'static _harnessx::__private::StaticTool = #def;
             }
 
             #collect

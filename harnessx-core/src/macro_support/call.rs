@@ -127,8 +127,8 @@ impl<T: Serialize, E: Display + 'static> Returns<Result<T, E>> for Fallible {
 /// obtain each of its parameters. Built by [`sync0`]..[`sync12`] in a `const` block, so the
 /// generated code only borrows a `'static` value and passes it to [`shared`]: the only code
 /// generic over the signature is this type's [`BlockingToolHandler::call`] (and its vtable).
-pub struct Shared<F, T, O> {
-    names: &'static [&'static str],
+pub struct Shared<F, T, O, const N: usize> {
+    names: &'static [&'static str; N],
     f: F,
     takes: T,
     returns: PhantomData<fn() -> O>,
@@ -149,35 +149,39 @@ impl BlockingToolHandler for Static {
 }
 
 /// The handler calling `f`, which takes no parameters (the arguments are ignored).
-pub const fn sync0<R: 'static, O: Returns<R>>(f: fn() -> R) -> Shared<fn() -> R, (), O> {
+pub const fn sync0<R: 'static, O: Returns<R>>(f: fn() -> R) -> Shared<fn() -> R, (), O, 0> {
     Shared { names: &[], f, takes: (), returns: PhantomData }
 }
 
-impl<R: 'static, O: Returns<R> + 'static> BlockingToolHandler for Shared<fn() -> R, (), O> {
+impl<R: 'static, O: Returns<R> + 'static> BlockingToolHandler for Shared<fn() -> R, (), O, 0> {
     fn call(&self, _: Value, _: &ToolContext) -> HandlerResult {
         O::convert((self.f)())
     }
 }
 
 macro_rules! sync_handlers {
-    ($($name:ident($($T:ident $t:ident $i:tt),*);)*) => {$(
+    ($($name:ident<$n:literal>($($T:ident $t:ident $i:tt),*);)*) => {$(
         /// The handler calling `f` with its parameters, taken in order by the `Take`s, the
         /// `i`-th named `names[i]`.
         #[allow(clippy::too_many_arguments, clippy::type_complexity)]
         pub const fn $name<$($T: 'static,)* R: 'static, O: Returns<R>>(
-            names: &'static [&'static str],
+            names: &'static [&'static str; $n],
             f: fn($($T),*) -> R,
             $($t: Take<$T>,)*
-        ) -> Shared<fn($($T),*) -> R, ($(Take<$T>,)*), O> {
+        ) -> Shared<fn($($T),*) -> R, ($(Take<$T>,)*), O, $n> {
             Shared { names, f, takes: ($($t,)*), returns: PhantomData }
         }
 
         impl<$($T: 'static,)* R: 'static, O: Returns<R> + 'static> BlockingToolHandler
-            for Shared<fn($($T),*) -> R, ($(Take<$T>,)*), O>
+            for Shared<fn($($T),*) -> R, ($(Take<$T>,)*), O, $n>
         {
             fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult {
-                let mut args = Args::new(args)?;
-                // `match`, not `?`: no `Try` code instantiated per parameter type.
+                // `match`, not `?`: no `Try` code instantiated per signature; the names
+                // are an array, so indexing them has no bounds check.
+                let mut args = match Args::new(args) {
+                    Ok(args) => args,
+                    Err(e) => return Err(e),
+                };
                 O::convert((self.f)($(match (self.takes.$i.0)(&mut args, self.names[$i], ctx) {
                     Ok(value) => value,
                     Err(e) => return Err(e),
@@ -188,18 +192,18 @@ macro_rules! sync_handlers {
 }
 
 sync_handlers! {
-    sync1(A a 0);
-    sync2(A a 0, B b 1);
-    sync3(A a 0, B b 1, C c 2);
-    sync4(A a 0, B b 1, C c 2, D d 3);
-    sync5(A a 0, B b 1, C c 2, D d 3, E e 4);
-    sync6(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5);
-    sync7(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6);
-    sync8(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6, H h 7);
-    sync9(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6, H h 7, I i8 8);
-    sync10(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6, H h 7, I i8 8, J j 9);
-    sync11(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6, H h 7, I i8 8, J j 9, K k 10);
-    sync12(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6, H h 7, I i8 8, J j 9, K k 10, L l 11);
+    sync1<1>(A a 0);
+    sync2<2>(A a 0, B b 1);
+    sync3<3>(A a 0, B b 1, C c 2);
+    sync4<4>(A a 0, B b 1, C c 2, D d 3);
+    sync5<5>(A a 0, B b 1, C c 2, D d 3, E e 4);
+    sync6<6>(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5);
+    sync7<7>(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6);
+    sync8<8>(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6, H h 7);
+    sync9<9>(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6, H h 7, I i8 8);
+    sync10<10>(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6, H h 7, I i8 8, J j 9);
+    sync11<11>(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6, H h 7, I i8 8, J j 9, K k 10);
+    sync12<12>(A a 0, B b 1, C c 2, D d 3, E e 4, F f5 5, G g 6, H h 7, I i8 8, J j 9, K k 10, L l 11);
 }
 
 #[cfg(test)]

@@ -158,7 +158,8 @@ impl ToolRegistry {
 
     /// Registers a tool (a `#[tool]` struct or a [`ToolDefinition`]) with its own metadata.
     pub fn register_tool(&self, tool: impl IntoToolDefinition) -> Result<ToolDefinition, RegistryError> {
-        self.register_tool_with(tool, ToolOptions::default())
+        // Generic only in the conversion (compiled per tool type); the rest is shared.
+        self.register_definition(tool.into_tool_definition(), ToolOptions::default())
     }
 
     /// Registers a tool, overriding only the metadata `options` sets. An explicit
@@ -168,7 +169,15 @@ impl ToolRegistry {
         tool: impl IntoToolDefinition,
         options: ToolOptions,
     ) -> Result<ToolDefinition, RegistryError> {
-        let def = tool.into_tool_definition().apply(&options);
+        self.register_definition(tool.into_tool_definition(), options)
+    }
+
+    fn register_definition(
+        &self,
+        def: ToolDefinition,
+        options: ToolOptions,
+    ) -> Result<ToolDefinition, RegistryError> {
+        let def = def.apply(&options);
         self.insert(def, options.replace)
     }
 

@@ -234,7 +234,8 @@ impl ToolOptions {
 }
 
 /// Anything that can be registered as a tool: a [`ToolDefinition`], or the unit struct
-/// the `#[tool]` macro generates for a function.
+/// the `#[tool]` macro generates for a function (through a blanket impl over the macro's
+/// hidden `GeneratedTool` trait: the definition is a constant, built when converted).
 pub trait IntoToolDefinition {
     /// Produces the definition.
     fn into_tool_definition(self) -> ToolDefinition;

@@ -95,11 +95,19 @@ pub struct ToolRetry {
 
 impl Default for ToolRetry {
     fn default() -> Self {
-        Self { max_attempts: 3, initial_delay_seconds: 0.5, backoff_multiplier: 2.0, max_delay_seconds: 10.0 }
+        Self::DEFAULT
     }
 }
 
 impl ToolRetry {
+    /// [`ToolRetry::default()`], as a constant.
+    pub const DEFAULT: ToolRetry = ToolRetry {
+        max_attempts: 3,
+        initial_delay_seconds: 0.5,
+        backoff_multiplier: 2.0,
+        max_delay_seconds: 10.0,
+    };
+
     /// A policy of `max_attempts` attempts with no delay between them (useful in tests).
     pub fn immediate(max_attempts: u32) -> Self {
         Self { max_attempts, initial_delay_seconds: 0.0, backoff_multiplier: 1.0, max_delay_seconds: 0.0 }
