@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Macro expansion cost: builds a crate of 100 `#[tool]` functions and the same crate
-# without the attribute, and prints the median wall time of 3 rebuilds of each.
+# without the attribute, and prints the median wall time of RUNS rebuilds of each
+# (alternating between the two crates).
 #
 #   bash harnessx-macros/bench/expansion_cost.sh [N_FNS] [RUNS] [uniform|varied]
 #   SIGNATURES=varied bash harnessx-macros/bench/expansion_cost.sh 100 5
@@ -116,20 +117,25 @@ gen without_tool ""
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-measure() {
-  local dir="$work/$1"
-  (cd "$dir" && cargo build -q 2>&1) # warm: dependencies
-  for _ in $(seq 1 "$runs"); do
-    touch "$dir/src/lib.rs"
-    local start end
-    start=$(date +%s.%N)
-    (cd "$dir" && cargo build -q 2>&1)
-    end=$(date +%s.%N)
-    awk -v s="$start" -v e="$end" 'BEGIN { printf "%.2f\n", e - s }'
-  done | median
+build_time() { # build_time NAME: seconds for one full rebuild of the crate
+  local dir="$work/$1" start end
+  touch "$dir/src/lib.rs"
+  start=$(date +%s.%N)
+  (cd "$dir" && cargo build -q 2>&1)
+  end=$(date +%s.%N)
+  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", e - s }'
 }
 
-without=$(measure without_tool)
-with=$(measure with_tool)
+# Warm (dependencies), then alternate the two crates so drifting machine load hits both.
+(cd "$work/without_tool" && cargo build -q 2>&1)
+(cd "$work/with_tool" && cargo build -q 2>&1)
+: > "$work/without.times"
+: > "$work/with.times"
+for _ in $(seq 1 "$runs"); do
+  build_time without_tool >> "$work/without.times"
+  build_time with_tool >> "$work/with.times"
+done
+without=$(median < "$work/without.times")
+with=$(median < "$work/with.times")
 ratio=$(awk -v w="$with" -v o="$without" 'BEGIN { printf "%.2f", w / o }')
 echo "mode=$mode register=${REGISTER:-0} fns=$n runs=$runs without_tool=${without}s with_tool=${with}s ratio=${ratio}"

@@ -17,14 +17,88 @@ pub(crate) enum Target {
     Method,
 }
 
-/// An expression of type `ToolDefinition` for `tool` (needs `_harnessx` in scope).
+/// An expression for `tool` (needs `_harnessx` in scope): for a free function a
+/// `&'static StaticTool`, for a `#[toolbox]` method a `ToolDefinition` (with `__hx_this`,
+/// the shared instance, in scope). Only the tokens the chosen shape needs are built:
+/// every token costs time in each build of the user's crate.
 pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
     let p = quote!(_harnessx::__private);
     let name = &tool.name;
     let description = &tool.description;
+    let policy = policy(tool);
+    // The schema is built when the definition is (at registration), never per request.
+    let text = compile_time_schema(tool);
 
+    if let Target::Method = target {
+        let handler = closure_handler(tool, target);
+        let schema = match text {
+            Some(text) => quote!(#p::schema::parse(#text)),
+            None => schema_builder(tool),
+        };
+        let def = quote!(#p::definition(#name, #description, #schema, #handler));
+        return match policy {
+            Some(policy) => quote!(#p::with_policy(#def, #policy)),
+            None => def,
+        };
+    }
+
+    // A free function: everything is a constant (see `__private::GeneratedTool`). Free
+    // functions capture nothing, so their own handlers are plain `fn` pointers.
+    let handler = match shared_handler(tool) {
+        Some(shared) => quote!(#p::StaticHandler::Shared(#shared)),
+        None => closure_handler(tool, target),
+    };
+    let schema = match text {
+        Some(text) => quote!(#p::StaticSchema::Json(#text)),
+        None => {
+            let build = schema_builder(tool);
+            quote!(#p::StaticSchema::Build(|| #build))
+        }
+    };
+    let policy = policy.unwrap_or_else(|| quote!(#p::StaticPolicy::DEFAULT));
+    quote!(&#p::StaticTool {
+        name: #name,
+        description: #description,
+        schema: #schema,
+        handler: #handler,
+        policy: #policy,
+    })
+}
+
+/// The input schema built at run time (a parameter type known only through
+/// `schemars::JsonSchema`, or choices/defaults whose JSON is not known here).
+fn schema_builder(tool: &ToolFn) -> TokenStream {
+    let p = quote!(_harnessx::__private);
     let mut props = Vec::new();
     let mut required = Vec::new();
+    for param in &tool.params {
+        let Param::Value(v) = param else { continue };
+        let pname = &v.name;
+        let mut schema = v.schema.clone();
+        if let Some(choices) = &v.one_of {
+            schema = quote!(#p::schema::one_of(#schema, ::std::vec![#(#choices),*]));
+        }
+        let description = match &v.description {
+            Some(d) => quote!(::core::option::Option::Some(#d)),
+            None => quote!(::core::option::Option::None),
+        };
+        let default_json = match &v.default {
+            Some(DefaultValue::Expr(_, Some(json))) => quote!(::core::option::Option::Some(#json)),
+            _ => quote!(::core::option::Option::None),
+        };
+        props.push(quote!((#pname, #p::schema::property(#schema, #description, #default_json))));
+        if v.default.is_none() {
+            required.push(pname);
+        }
+    }
+    quote!(#p::schema::object(::std::vec![#(#props),*], &[#(#required),*]))
+}
+
+/// A handler of its own for `tool`: a closure decoding each parameter and calling the
+/// function. For a free function a non-capturing closure (`StaticHandler::Blocking` or
+/// `Async`), for a method a `ToolHandler` capturing `__hx_this`.
+fn closure_handler(tool: &ToolFn, target: &Target) -> TokenStream {
+    let p = quote!(_harnessx::__private);
     let mut decls = Vec::new();
     let mut call_args = Vec::new();
     let mut has_values = false;
@@ -40,25 +114,9 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
                 has_values = true;
                 let pname = &v.name;
                 let ty = &v.ty;
-                let mut schema = v.schema.clone();
-                if let Some(choices) = &v.one_of {
-                    schema = quote!(#p::schema::one_of(#schema, ::std::vec![#(#choices),*]));
-                }
-                let description = match &v.description {
-                    Some(d) => quote!(::core::option::Option::Some(#d)),
-                    None => quote!(::core::option::Option::None),
-                };
-                let default_json = match &v.default {
-                    Some(DefaultValue::Expr(_, Some(json))) => quote!(::core::option::Option::Some(#json)),
-                    _ => quote!(::core::option::Option::None),
-                };
-                props.push(quote!((#pname, #p::schema::property(#schema, #description, #default_json))));
                 let local = format_ident!("__hx_p{}", i);
-                let decl = match &v.default {
-                    None => {
-                        required.push(pname.clone());
-                        quote!(let #local: #ty = __hx_args.required::<#ty>(#pname)?;)
-                    }
+                decls.push(match &v.default {
+                    None => quote!(let #local: #ty = __hx_args.required::<#ty>(#pname)?;),
                     Some(DefaultValue::Trait) => quote!(
                         let #local: #ty = __hx_args.optional::<#ty>(#pname)?.unwrap_or_default();
                     ),
@@ -71,8 +129,7 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
                         };
                         quote!(let #local: #ty = __hx_args.optional::<#ty>(#pname)?.unwrap_or_else(|| #expr);)
                     }
-                };
-                decls.push(decl);
+                });
                 call_args.push(quote!(#local));
             }
         }
@@ -89,72 +146,37 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
     } else {
         quote!(let _ = __hx_args;)
     };
-    let send_check = tool.is_async.then(|| quote_spanned!(tool.sig_span=> #p::require_send(#call)));
-    let policy = policy(tool);
-    // The schema is built when the definition is (at registration), never per request.
-    let text = compile_time_schema(tool);
-
-    if let Target::Method = target {
-        let handler = if tool.is_async {
-            quote!(#p::ToolHandler::from_async(move |__hx_args: #p::Value, __hx_ctx: #p::ToolContext| {
-                let __hx_this = ::std::sync::Arc::clone(&__hx_this);
-                async move {
-                    #args
-                    #(#decls)*
-                    #convert(#send_check.await)
-                }
-            }))
-        } else {
-            quote!(#p::ToolHandler::from_blocking(move |__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
-                #args
-                #(#decls)*
-                #convert(#call)
-            }))
-        };
-        let schema = match text {
-            Some(text) => quote!(#p::schema::parse(#text)),
-            None => quote!(#p::schema::object(::std::vec![#(#props),*], &[#(#required),*])),
-        };
-        let def = quote!(#p::definition(#name, #description, #schema, #handler));
-        return match policy {
-            Some(policy) => quote!(#p::with_policy(#def, #policy)),
-            None => def,
-        };
-    }
-
-    // A free function: everything is a constant (see `__private::GeneratedTool`). Free
-    // functions capture nothing, so their own handlers are plain `fn` pointers.
-    let handler = match shared_handler(tool) {
-        Some(shared) => quote!(#p::StaticHandler::Shared(#shared)),
-        None if tool.is_async => {
-            quote!(#p::StaticHandler::Async(|__hx_args: #p::Value, __hx_ctx: #p::ToolContext| {
-                ::std::boxed::Box::pin(async move {
-                    #args
-                    #(#decls)*
-                    #convert(#send_check.await)
-                })
-            }))
-        }
-        None => quote!(#p::StaticHandler::Blocking(|__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| {
+    let body = if tool.is_async {
+        let send_check = quote_spanned!(tool.sig_span=> #p::require_send(#call));
+        quote!(async move {
+            #args
+            #(#decls)*
+            #convert(#send_check.await)
+        })
+    } else {
+        quote!({
             #args
             #(#decls)*
             #convert(#call)
-        })),
+        })
     };
-    let schema = match text {
-        Some(text) => quote!(#p::StaticSchema::Json(#text)),
-        None => quote!(#p::StaticSchema::Build(|| {
-            #p::schema::object(::std::vec![#(#props),*], &[#(#required),*])
-        })),
-    };
-    let policy = policy.unwrap_or_else(|| quote!(#p::StaticPolicy::DEFAULT));
-    quote!(&#p::StaticTool {
-        name: #name,
-        description: #description,
-        schema: #schema,
-        handler: #handler,
-        policy: #policy,
-    })
+    match (target, tool.is_async) {
+        (Target::Free, true) => quote!(#p::StaticHandler::Async(
+            |__hx_args: #p::Value, __hx_ctx: #p::ToolContext| ::std::boxed::Box::pin(#body)
+        )),
+        (Target::Free, false) => {
+            quote!(#p::StaticHandler::Blocking(|__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| #body))
+        }
+        (Target::Method, true) => {
+            quote!(#p::ToolHandler::from_async(move |__hx_args: #p::Value, __hx_ctx: #p::ToolContext| {
+                let __hx_this = ::std::sync::Arc::clone(&__hx_this);
+                #body
+            }))
+        }
+        (Target::Method, false) => quote!(#p::ToolHandler::from_blocking(
+            move |__hx_args: #p::Value, __hx_ctx: &#p::ToolContext| #body
+        )),
+    }
 }
 
 /// The options given in the attribute, as a `StaticPolicy` (`None` if there are none).
