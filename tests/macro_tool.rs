@@ -221,3 +221,50 @@ fn definitions_are_deterministic_and_share_one_schema() {
     let b = harnessx::IntoToolDefinition::into_tool_definition(Weather);
     assert_eq!(a.input_schema.to_string(), b.input_schema.to_string());
 }
+
+/// Pick a size, or none.
+#[tool]
+fn pick(#[arg(one_of = ["small", "large"])] size: Option<String>) -> String {
+    size.unwrap_or_else(|| "none".into())
+}
+
+/// A shape with an optional fill, given as a user type (so the schema is built at run time).
+#[derive(serde::Deserialize, harnessx::schemars::JsonSchema)]
+#[schemars(crate = "harnessx::schemars")]
+struct Shape {
+    sides: u8,
+}
+
+/// Pick a fill for a shape, or none.
+#[tool]
+fn fill(shape: Shape, #[arg(one_of = ["red", "blue"])] color: Option<String>) -> String {
+    format!("{} {}", shape.sides, color.unwrap_or_else(|| "none".into()))
+}
+
+#[tokio::test]
+async fn one_of_on_an_option_still_admits_null() {
+    let registry = ToolRegistry::new();
+    registry.register_tool(Pick).unwrap();
+    registry.register_tool(Fill).unwrap();
+    // The compile-time schema and the one built at run time agree.
+    assert_eq!(
+        registry.get_tool("pick").unwrap().input_schema["properties"]["size"],
+        json!({"type": ["string", "null"], "enum": ["small", "large", null]})
+    );
+    assert_eq!(
+        registry.get_tool("fill").unwrap().input_schema["properties"]["color"],
+        json!({"type": ["string", "null"], "enum": ["red", "blue", null]})
+    );
+    for (name, args, expected, is_error) in [
+        ("pick", r#"{"size": null}"#, "none", false),
+        ("pick", r#"{"size": "large"}"#, "large", false),
+        ("fill", r#"{"shape": {"sides": 3}, "color": null}"#, "3 none", false),
+        ("fill", r#"{"shape": {"sides": 4}, "color": "red"}"#, "4 red", false),
+    ] {
+        let r = registry.execute(&ToolCall::new("c", name, args), None).await;
+        assert_eq!((r.content.as_str(), r.is_error), (expected, is_error), "{name} {args}");
+    }
+    let r = registry.execute(&ToolCall::new("c", "pick", r#"{"size": "medium"}"#), None).await;
+    assert!(r.is_error);
+    assert!(r.content.starts_with("invalid arguments for pick: size: "), "{}", r.content);
+}

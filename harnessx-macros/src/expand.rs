@@ -285,7 +285,7 @@ fn compile_time_schema(tool: &ToolFn) -> Option<String> {
         let Param::Value(v) = param else { continue };
         let mut schema = json::schema(&v.ty)?;
         if v.one_of.is_some() {
-            schema.insert("enum", Json::Arr(v.one_of_json.clone()?));
+            schema.insert("enum", Json::Arr(json::one_of(&schema, v.one_of_json.clone()?)));
         }
         if let Some(d) = &v.description {
             schema.insert("description", Json::Str(d.clone()));

@@ -146,6 +146,21 @@ pub(crate) fn nullable(mut inner: Json) -> Json {
     }
 }
 
+/// The `enum` of `#[arg(one_of = [..])]` on `schema`: the choices, plus `null` when the
+/// schema is nullable (an `Option` parameter). Same rule as the runtime `schema::one_of`.
+pub(crate) fn one_of(schema: &Json, mut choices: Vec<Json>) -> Vec<Json> {
+    let nullable = match schema {
+        Json::Obj(pairs) => pairs.iter().any(|(k, v)| {
+            k == "type" && matches!(v, Json::Arr(types) if types.contains(&Json::Str("null".into())))
+        }),
+        _ => false,
+    };
+    if nullable && !choices.contains(&Json::Null) {
+        choices.push(Json::Null);
+    }
+    choices
+}
+
 /// The JSON value of a literal expression (`"a"`, `3`, `-2.5`, `true`).
 pub(crate) fn literal(e: &Expr) -> Option<Json> {
     match e {

@@ -117,9 +117,14 @@ pub fn nullable(inner: Value) -> Value {
     }
 }
 
-/// Restricts `schema` to fixed `choices` (`#[arg(one_of = [..])]`).
-pub fn one_of(schema: Value, choices: Vec<Value>) -> Value {
+/// Restricts `schema` to fixed `choices` (`#[arg(one_of = [..])]`); a nullable schema
+/// (an `Option` parameter) keeps admitting `null`.
+pub fn one_of(schema: Value, mut choices: Vec<Value>) -> Value {
     let Value::Object(mut obj) = schema else { return schema };
+    let nullable = matches!(obj.get("type"), Some(Value::Array(types)) if types.iter().any(|t| t == "null"));
+    if nullable && !choices.contains(&Value::Null) {
+        choices.push(Value::Null);
+    }
     obj.insert("enum".into(), Value::Array(choices));
     Value::Object(obj)
 }
