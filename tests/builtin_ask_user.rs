@@ -73,3 +73,35 @@ fn ask_user_is_not_part_of_any_bundle() {
     harnessx::builtin::link();
     assert!(!harnessx::catalog::known_names().contains(&"ask_user"));
 }
+
+#[test]
+fn schema_and_description_are_exactly_these() {
+    let registry = ToolRegistry::new();
+    register_ask_user_tool(&registry, |_q, _c| async { None::<String> }, AskUserOptions::default()).unwrap();
+    let def = registry.get_tool("ask_user").unwrap();
+    assert_eq!(
+        def.description,
+        "Ask the user one focused question when the request is ambiguous, before doing the work. Offer likely answers in choices when there are a few; leave it empty for a free-text question."
+    );
+    assert_eq!(
+        def.input_schema,
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "minLength": 1, "description": "One focused question."},
+                "choices": {"type": "array", "items": {"type": "string"}, "description": "Suggested answers; empty for a free-text question."}
+            },
+            "required": ["question"]
+        })
+    );
+}
+
+#[tokio::test]
+async fn an_empty_question_is_refused_by_the_schema() {
+    let registry = ToolRegistry::new();
+    register_ask_user_tool(&registry, |_q, _c| async { Some("x".to_owned()) }, AskUserOptions::default())
+        .unwrap();
+    let r = registry.execute(&ToolCall::new("1", "ask_user", r#"{"question": ""}"#), None).await;
+    assert!(r.is_error);
+    assert!(r.content.starts_with("invalid arguments for ask_user: question: "), "{}", r.content);
+}

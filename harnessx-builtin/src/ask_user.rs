@@ -9,11 +9,12 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use harnessx_core::schemars::JsonSchema;
 use harnessx_core::{
-    PermissionLevel, RegistryError, ReplayPolicy, ToolDefinition, ToolHandler, ToolOptions, ToolOutput,
-    ToolRegistry,
+    BoxFuture, PermissionLevel, RegistryError, ToolDefinition, ToolOptions, ToolRegistry, Toolbox,
 };
-use serde_json::{Value, json};
+use harnessx_macros::toolbox;
+use serde::Deserialize;
 
 /// The tool's name.
 pub const ASK_USER_TOOL: &str = "ask_user";
@@ -61,40 +62,9 @@ where
     F: Fn(String, Vec<String>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Option<String>> + Send + 'static,
 {
-    let ask = Arc::new(ask);
-    let handler = ToolHandler::from_async(move |args: Value, _ctx| {
-        let question = args["question"].as_str().unwrap_or_default().to_owned();
-        let choices: Vec<String> = args["choices"]
-            .as_array()
-            .map(|c| c.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-            .unwrap_or_default();
-        let answer = ask(question, choices);
-        async move {
-            Ok(match answer.await {
-                Some(text) if !text.trim().is_empty() => {
-                    ToolOutput::text(format!("The user answered: {text}"))
-                }
-                _ => ToolOutput::text(NO_ANSWER),
-            })
-        }
-    });
-    let definition = ToolDefinition::new(
-        ASK_USER_TOOL,
-        "Ask the user one focused question when the request is ambiguous, before doing the work. Offer likely answers in choices when there are a few; leave it empty for a free-text question.",
-        json!({
-            "type": "object",
-            "properties": {
-                "question": {"type": "string", "minLength": 1, "description": "One focused question."},
-                "choices": {"type": "array", "items": {"type": "string"}, "description": "Suggested answers; empty for a free-text question."}
-            },
-            "required": ["question"]
-        }),
-        handler,
-    )
-    .with_permission(PermissionLevel::Allow)
-    .with_concurrent(false)
-    .with_replay_policy(ReplayPolicy::Safe)
-    .with_timeout_seconds(ASK_USER_TIMEOUT_SECONDS);
+    let ask = move |question, choices| -> BoxFuture<Option<String>> { Box::pin(ask(question, choices)) };
+    let mut definitions = Arc::new(AskUser { ask: Box::new(ask) }).tool_definitions();
+    let definition = definitions.pop().expect("the toolbox has one tool");
     let mut overrides = ToolOptions::new().replace(options.replace);
     if let Some(p) = options.permission {
         overrides = overrides.permission(p);
@@ -103,4 +73,40 @@ where
         overrides = overrides.timeout_seconds(t);
     }
     registry.register_tool_with(definition, overrides)
+}
+
+/// The application's `ask`, type-erased.
+type Ask = Box<dyn Fn(String, Vec<String>) -> BoxFuture<Option<String>> + Send + Sync>;
+
+/// The application's `ask`, behind the tool.
+struct AskUser {
+    ask: Ask,
+}
+
+/// A question that is not empty.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "harnessx_core::schemars", transparent)]
+struct Question(#[schemars(length(min = 1))] String);
+
+// The tool is written with the crate's own macro, through `crate = ..` (this crate depends
+// on `harnessx-core`, not on the `harnessx` facade).
+#[toolbox(crate = ::harnessx_core)]
+impl AskUser {
+    /// Args:
+    ///     question: One focused question.
+    ///     choices: Suggested answers; empty for a free-text question.
+    #[tool(
+        name = "ask_user",
+        description = "Ask the user one focused question when the request is ambiguous, before doing the work. Offer likely answers in choices when there are a few; leave it empty for a free-text question.",
+        permission = "allow",
+        concurrent = false,
+        replay_policy = "safe",
+        timeout_seconds = 3600
+    )]
+    async fn ask_user(&self, question: Question, #[arg(default)] choices: Vec<String>) -> String {
+        match (self.ask)(question.0, choices).await {
+            Some(text) if !text.trim().is_empty() => format!("The user answered: {text}"),
+            _ => NO_ANSWER.to_owned(),
+        }
+    }
 }
