@@ -310,9 +310,44 @@ fn compile_time_schema(tool: &ToolFn) -> Option<String> {
     Some(text)
 }
 
+/// For each parameter whose type is known only through `schemars`: a trait of its own,
+/// implemented for every `ParamSchema` type, through which its schema is built. When the
+/// type has no JSON Schema, the error is this trait's, and so names the parameter.
+pub(crate) fn schema_traits(tool: &ToolFn) -> TokenStream {
+    let p = quote!(_harnessx::__private);
+    let traits = tool.params.iter().filter_map(|param| {
+        let Param::Value(v) = param else { return None };
+        let name = v.schema_trait.as_ref()?;
+        let message = format!(
+            "`{{Self}}` cannot be the type of tool parameter `{}` (of `{}`): it has no JSON Schema",
+            v.name, tool.fn_ident
+        );
+        Some(quote! {
+            #[diagnostic::on_unimplemented(
+                message = #message,
+                label = "this parameter's type has no JSON Schema",
+                note = "use bool, an integer or float type, String, Option<T>, Vec<T> or HashMap/BTreeMap<String, T>, \
+                        or add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}`",
+                note = "or register the function with an explicit schema: `ToolRegistry::register_with_schema`"
+            )]
+            #[allow(non_camel_case_types)]
+            trait #name {
+                fn schema() -> #p::Value;
+            }
+            impl<T: #p::ParamSchema + ?::core::marker::Sized> #name for T {
+                fn schema() -> #p::Value {
+                    #p::schema::of::<T>()
+                }
+            }
+        })
+    });
+    quote!(#(#traits)*)
+}
+
 /// The unit struct and its `IntoToolDefinition` impl for a free `#[tool]` fn.
 pub(crate) fn free_tool(tool: &ToolFn, vis: &Visibility, struct_ident: &Ident, krate: &Path) -> TokenStream {
     let def = definition(tool, &Target::Free);
+    let traits = schema_traits(tool);
     let fn_name = tool.fn_ident.to_string();
     let name = &tool.name;
     let doc = format!(
@@ -338,6 +373,8 @@ pub(crate) fn free_tool(tool: &ToolFn, vis: &Visibility, struct_ident: &Ident, k
                 #vis const NAME: &'static str = #name;
             }
 
+            #traits
+
             impl _harnessx::__private::GeneratedTool for #struct_ident {
                 const TOOL: &'static _harnessx::__private::StaticTool = #def;
             }
@@ -356,10 +393,13 @@ pub(crate) fn toolbox(self_ty: &syn::Type, tools: &[ToolFn], krate: &Path) -> To
             #def
         })
     });
+    let traits = tools.iter().map(schema_traits);
     quote! {
         #[doc(hidden)]
         const _: () = {
             use #krate as _harnessx;
+
+            #(#traits)*
 
             impl _harnessx::__private::Toolbox for #self_ty {
                 fn tool_definitions(

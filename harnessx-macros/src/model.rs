@@ -4,7 +4,7 @@
 use darling::FromMeta;
 use darling::util::Override;
 use proc_macro2::{Span, TokenStream};
-use quote::quote;
+use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, FnArg, Ident, Lit, Pat, Signature, Type};
 
@@ -75,6 +75,9 @@ pub(crate) struct ValueParam {
     pub(crate) ty: Type,
     /// Builds the type's schema (before description, choices and default).
     pub(crate) schema: TokenStream,
+    /// The parameter's own schema trait, when `schema` uses it (a type known only through
+    /// `schemars`): its "no JSON Schema" error names the parameter and the function.
+    pub(crate) schema_trait: Option<Ident>,
     pub(crate) description: Option<String>,
     pub(crate) default: Option<DefaultValue>,
     /// `#[arg(one_of = [..])]`, each a literal turned into a JSON value expression.
@@ -279,7 +282,9 @@ pub(crate) fn tool_fn(
                 continue;
             }
         };
-        let schema = match ty::schema_expr(&p.ty, &s) {
+        let check_trait = format_ident!("__HxSchemaOf_{}_{}", fn_name, ident);
+        let mut uses_trait = false;
+        let schema = match ty::schema_expr(&p.ty, &s, &check_trait, &mut uses_trait) {
             Ok(t) => t,
             Err(e) => {
                 errors.push(e);
@@ -326,6 +331,7 @@ pub(crate) fn tool_fn(
             name: ident,
             ty: (*p.ty).clone(),
             schema,
+            schema_trait: uses_trait.then_some(check_trait),
             description,
             default,
             one_of,

@@ -7,7 +7,7 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{GenericArgument, PathArguments, Type};
+use syn::{GenericArgument, Ident, PathArguments, Type};
 
 /// Whether `ty` is the injected context (`ToolContext` or `&ToolContext`); `Some(by_ref)`.
 pub(crate) fn context_kind(ty: &Type) -> Option<bool> {
@@ -122,8 +122,15 @@ pub(crate) fn check(ty: &Type) -> syn::Result<()> {
 }
 
 /// The expression that builds `ty`'s schema at run time; `s` is the path of the schema
-/// builders. Used when some part of the type needs `schemars`.
-pub(crate) fn schema_expr(ty: &Type, s: &TokenStream) -> syn::Result<TokenStream> {
+/// builders. Used when some part of the type needs `schemars`: that part goes through
+/// `schema_trait`, the parameter's own trait (see `expand::schema_traits`), and `uses_trait`
+/// is set.
+pub(crate) fn schema_expr(
+    ty: &Type,
+    s: &TokenStream,
+    schema_trait: &Ident,
+    uses_trait: &mut bool,
+) -> syn::Result<TokenStream> {
     check(ty)?;
     let expr = match known(ty) {
         Some(Known::Bool) => quote!(#s::boolean()),
@@ -134,18 +141,21 @@ pub(crate) fn schema_expr(ty: &Type, s: &TokenStream) -> syn::Result<TokenStream
         Some(Known::String) => quote!(#s::string()),
         Some(Known::Char) => quote!(#s::character()),
         Some(Known::Option(inner)) => {
-            let inner = schema_expr(inner, s)?;
+            let inner = schema_expr(inner, s, schema_trait, uses_trait)?;
             quote!(#s::nullable(#inner))
         }
         Some(Known::Array(inner)) => {
-            let inner = schema_expr(inner, s)?;
+            let inner = schema_expr(inner, s, schema_trait, uses_trait)?;
             quote!(#s::array(#inner))
         }
         Some(Known::Map(inner)) => {
-            let inner = schema_expr(inner, s)?;
+            let inner = schema_expr(inner, s, schema_trait, uses_trait)?;
             quote!(#s::map(#inner))
         }
-        None => quote_spanned!(ty.span()=> #s::of::<#ty>()),
+        None => {
+            *uses_trait = true;
+            quote_spanned!(ty.span()=> <#ty as #schema_trait>::schema())
+        }
     };
     Ok(expr)
 }
@@ -156,7 +166,10 @@ mod tests {
 
     fn expr(ty: &str) -> String {
         let ty: Type = syn::parse_str(ty).unwrap();
-        schema_expr(&ty, &quote!(s)).map(|t| t.to_string()).unwrap_or_else(|e| format!("error: {e}"))
+        let mut used = false;
+        schema_expr(&ty, &quote!(s), &quote::format_ident!("Check"), &mut used)
+            .map(|t| t.to_string())
+            .unwrap_or_else(|e| format!("error: {e}"))
     }
 
     #[test]
@@ -169,8 +182,11 @@ mod tests {
 
     #[test]
     fn other_types_go_through_param_schema() {
-        assert_eq!(expr("Unit"), "s :: of :: < Unit > ()");
-        assert_eq!(expr("HashMap<u32, bool>"), "s :: of :: < HashMap < u32 , bool > > ()");
+        assert_eq!(expr("Unit"), "< Unit as Check > :: schema ()");
+        assert_eq!(
+            expr("Vec<HashMap<u32, bool>>"),
+            "s :: array (< HashMap < u32 , bool > as Check > :: schema ())"
+        );
         assert!(expr("&str").starts_with("error: a tool parameter cannot be a reference"));
     }
 
