@@ -37,7 +37,7 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
         };
         let def = quote!(#p::definition(#name, #description, #schema, #handler));
         return match policy {
-            Some(policy) => quote!(#p::with_policy(#def, #policy)),
+            Some(options) => quote!(#def.apply(&#options)),
             None => def,
         };
     }
@@ -55,13 +55,13 @@ pub(crate) fn definition(tool: &ToolFn, target: &Target) -> TokenStream {
             quote!(#p::StaticSchema::Build(|| #build))
         }
     };
-    let policy = policy.unwrap_or_else(|| quote!(#p::StaticPolicy::DEFAULT));
+    let options = policy.unwrap_or_else(|| quote!(#p::ToolOptions::new()));
     quote!(&#p::StaticTool {
         name: #name,
         description: #description,
         schema: #schema,
         handler: #handler,
-        policy: #policy,
+        options: #options,
     })
 }
 
@@ -179,54 +179,43 @@ fn closure_handler(tool: &ToolFn, target: &Target) -> TokenStream {
     }
 }
 
-/// The options given in the attribute, as a `StaticPolicy` (`None` if there are none).
+/// The options given in the attribute, as `ToolOptions` built with its (`const`) setters
+/// (`None` if there are none).
 fn policy(tool: &ToolFn) -> Option<TokenStream> {
     let p = quote!(_harnessx::__private);
-    let some = |v: TokenStream| quote!(::core::option::Option::Some(#v));
-    let mut fields = Vec::new();
+    let mut setters = Vec::new();
     if let Some(level) = tool.policy.permission {
         let level = format_ident!("{}", level);
-        let v = some(quote!(#p::PermissionLevel::#level));
-        fields.push(quote!(permission: #v,));
+        setters.push(quote!(.permission(#p::PermissionLevel::#level)));
     }
     if let Some(replay) = tool.policy.replay_policy {
         let replay = format_ident!("{}", replay);
-        let v = some(quote!(#p::ReplayPolicy::#replay));
-        fields.push(quote!(replay_policy: #v,));
+        setters.push(quote!(.replay_policy(#p::ReplayPolicy::#replay)));
     }
     if let Some(c) = tool.policy.concurrent {
-        let v = some(quote!(#c));
-        fields.push(quote!(concurrent: #v,));
+        setters.push(quote!(.concurrent(#c)));
     }
     if let Some(t) = tool.policy.timeout_seconds {
-        let v = some(quote!(#t));
-        fields.push(quote!(timeout_seconds: #v,));
+        setters.push(quote!(.timeout_seconds(#t)));
     }
     if let Some(r) = &tool.policy.retry {
-        let opt_u32 = |v: Option<u32>| match v {
-            Some(v) => some(quote!(#v)),
+        let opt = |v: Option<TokenStream>| match v {
+            Some(v) => quote!(::core::option::Option::Some(#v)),
             None => quote!(::core::option::Option::None),
         };
-        let opt_f64 = |v: Option<crate::attr::Seconds>| match v {
-            Some(v) => {
+        let a = opt(r.max_attempts.map(|v| quote!(#v)));
+        let [b, c, d] = [r.initial_delay_seconds, r.backoff_multiplier, r.max_delay_seconds].map(|v| {
+            opt(v.map(|v| {
                 let v = v.value;
-                some(quote!(#v))
-            }
-            None => quote!(::core::option::Option::None),
-        };
-        let (a, b, c, d) = (
-            opt_u32(r.max_attempts),
-            opt_f64(r.initial_delay_seconds),
-            opt_f64(r.backoff_multiplier),
-            opt_f64(r.max_delay_seconds),
-        );
-        let v = some(quote!(#p::retry(#a, #b, #c, #d)));
-        fields.push(quote!(retry: #v,));
+                quote!(#v)
+            }))
+        });
+        setters.push(quote!(.retry(#p::retry(#a, #b, #c, #d))));
     }
-    if fields.is_empty() {
+    if setters.is_empty() {
         return None;
     }
-    Some(quote!(#p::StaticPolicy { #(#fields)* ..#p::StaticPolicy::DEFAULT }))
+    Some(quote!(#p::ToolOptions::new() #(#setters)*))
 }
 
 /// The handler of a sync free function whose parameters are all required, `#[arg(default)]`

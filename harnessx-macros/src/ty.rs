@@ -1,8 +1,9 @@
 //! Parameter types: recognising the context type, and the schema expression of a type.
 //!
 //! Common types are recognised by spelling and composed from `__private::schema`
-//! builders; any other type goes through `ParamSchema` (schemars), whose
-//! `#[diagnostic::on_unimplemented]` explains what to do when it is missing.
+//! builders; any other type goes through the parameter's own schema trait (over
+//! `ParamSchema`, i.e. schemars), whose `#[diagnostic::on_unimplemented]` names the
+//! parameter and explains what to do when the schema is missing.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};

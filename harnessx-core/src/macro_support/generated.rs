@@ -12,10 +12,9 @@
 use serde_json::Value;
 
 use super::{BoxFuture, HandlerResult, ToolContext};
-use crate::permission::PermissionLevel;
-use crate::tool::definition::{IntoToolDefinition, ToolDefinition};
+use crate::tool::definition::{IntoToolDefinition, ToolDefinition, ToolOptions};
 use crate::tool::handler::{BlockingToolHandler, ToolHandler};
-use crate::tool::policy::{ReplayPolicy, ToolRetry};
+use crate::tool::policy::ToolRetry;
 
 /// Implemented by the unit struct `#[tool]` generates for a free function.
 pub trait GeneratedTool {
@@ -44,8 +43,8 @@ pub struct StaticTool {
     pub schema: StaticSchema,
     /// How the function is called.
     pub handler: StaticHandler,
-    /// The options given in the attribute.
-    pub policy: StaticPolicy,
+    /// The options given in the attribute (applied as registration options are).
+    pub options: ToolOptions,
 }
 
 /// Where the input schema comes from.
@@ -67,32 +66,6 @@ pub enum StaticHandler {
     Async(fn(Value, ToolContext) -> BoxFuture<HandlerResult>),
 }
 
-/// The options of `#[tool(..)]`; `None` leaves the definition's default.
-#[derive(Clone, Copy)]
-pub struct StaticPolicy {
-    /// `permission = ".."`.
-    pub permission: Option<PermissionLevel>,
-    /// `replay_policy = ".."`.
-    pub replay_policy: Option<ReplayPolicy>,
-    /// `concurrent = ..`.
-    pub concurrent: Option<bool>,
-    /// `timeout_seconds = ..`.
-    pub timeout_seconds: Option<f64>,
-    /// `retry` / `retry(..)`.
-    pub retry: Option<ToolRetry>,
-}
-
-impl StaticPolicy {
-    /// No option given.
-    pub const DEFAULT: StaticPolicy = StaticPolicy {
-        permission: None,
-        replay_policy: None,
-        concurrent: None,
-        timeout_seconds: None,
-        retry: None,
-    };
-}
-
 /// Builds the definition of a generated tool (non-generic: one function for all tools).
 pub fn from_static(tool: &'static StaticTool) -> ToolDefinition {
     let schema = match tool.schema {
@@ -104,21 +77,7 @@ pub fn from_static(tool: &'static StaticTool) -> ToolDefinition {
         StaticHandler::Blocking(f) => ToolHandler::from_blocking(f),
         StaticHandler::Async(f) => ToolHandler::from_async(f),
     };
-    with_policy(ToolDefinition::new(tool.name, tool.description, schema, handler), tool.policy)
-}
-
-/// `def` with the options of `#[tool(..)]` applied.
-pub fn with_policy(mut def: ToolDefinition, policy: StaticPolicy) -> ToolDefinition {
-    def.permission = policy.permission;
-    if let Some(replay) = policy.replay_policy {
-        def.replay_policy = replay;
-    }
-    if let Some(concurrent) = policy.concurrent {
-        def.concurrent = concurrent;
-    }
-    def.timeout_seconds = policy.timeout_seconds;
-    def.retry = policy.retry;
-    def
+    ToolDefinition::new(tool.name, tool.description, schema, handler).apply(&tool.options)
 }
 
 /// Builds a [`ToolRetry`] from the fields given in `#[tool(retry(..))]`; unset ones keep

@@ -21,7 +21,7 @@ pub use schema::ParamSchema;
 pub use crate::error::{ToolError, TransientToolError};
 pub use crate::permission::PermissionLevel;
 pub use crate::tool::call::ToolOutput;
-pub use crate::tool::definition::{IntoToolDefinition, ToolDefinition};
+pub use crate::tool::definition::{IntoToolDefinition, ToolDefinition, ToolOptions};
 pub use crate::tool::handler::{BoxFuture, HandlerResult, ToolContext, ToolHandler};
 pub use crate::tool::policy::{ReplayPolicy, ToolRetry};
 

@@ -8,13 +8,10 @@
 use serde_json::{Map, Value, json};
 
 /// A parameter type whose JSON Schema comes from `schemars`.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a tool parameter: it has no JSON Schema",
-    label = "this parameter's type has no JSON Schema",
-    note = "use bool, an integer or float type, String, Option<T>, Vec<T> or HashMap/BTreeMap<String, T>, \
-            or add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}`",
-    note = "or register the function with an explicit schema: `ToolRegistry::register_with_schema`"
-)]
+///
+/// Generated code reaches it through a trait of each parameter's own (see
+/// `harnessx-macros`' `expand::schema_traits`), whose "no JSON Schema" error names the
+/// parameter; the message lives there.
 pub trait ParamSchema {
     /// The canonical schema of the type.
     fn param_schema() -> Value;

@@ -149,7 +149,7 @@ impl ToolDefinition {
 /// Keyword-style registration options (the spec's keyword-only parameters of
 /// `register_tool` and `register_with_schema`). Each one that is set overrides the
 /// definition's value; unset ones leave it alone.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ToolOptions {
     /// Explicit permission.
     pub permission: Option<PermissionLevel>,
@@ -181,38 +181,52 @@ impl fmt::Debug for ToolOptions {
     }
 }
 
+impl Default for ToolOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl ToolOptions {
-    /// No overrides.
-    pub fn new() -> Self {
-        Self::default()
+    /// No overrides (a `const fn`: `#[tool(..)]` keeps its options in a constant).
+    pub const fn new() -> Self {
+        Self {
+            permission: None,
+            concurrent: None,
+            replay_policy: None,
+            timeout_seconds: None,
+            retry: None,
+            retry_if_result: None,
+            replace: false,
+        }
     }
 
     /// Sets an explicit permission.
-    pub fn permission(mut self, permission: PermissionLevel) -> Self {
+    pub const fn permission(mut self, permission: PermissionLevel) -> Self {
         self.permission = Some(permission);
         self
     }
 
     /// Sets whether calls may run together with others.
-    pub fn concurrent(mut self, concurrent: bool) -> Self {
+    pub const fn concurrent(mut self, concurrent: bool) -> Self {
         self.concurrent = Some(concurrent);
         self
     }
 
     /// Sets the replay policy.
-    pub fn replay_policy(mut self, replay_policy: ReplayPolicy) -> Self {
+    pub const fn replay_policy(mut self, replay_policy: ReplayPolicy) -> Self {
         self.replay_policy = Some(replay_policy);
         self
     }
 
     /// Sets the tool's own timeout.
-    pub fn timeout_seconds(mut self, seconds: f64) -> Self {
+    pub const fn timeout_seconds(mut self, seconds: f64) -> Self {
         self.timeout_seconds = Some(seconds);
         self
     }
 
     /// Sets the tool's own retry policy.
-    pub fn retry(mut self, retry: ToolRetry) -> Self {
+    pub const fn retry(mut self, retry: ToolRetry) -> Self {
         self.retry = Some(retry);
         self
     }
