@@ -1,9 +1,18 @@
 //! harnessx: safe, fast and predictable tools for LLM agents.
 //!
-//! This facade re-exports [`harnessx_core`]; see the guide in `docs/`.
+//! This facade re-exports [`harnessx_core`] (the tool layer), the `#[tool]` / `#[toolbox]`
+//! macros, the built-in bundles as [`builtin`] and, with the default feature `agent`, the
+//! agent loop as [`agent`] and its models as [`model`]; see the guide in `docs/`.
 #![forbid(unsafe_code)]
 
-/// The built-in bundles (filesystem, ...): `harnessx::builtin::fs::register_filesystem_tools`.
+/// The agent loop: `harnessx::agent::Agent`, `AgentConfig`, events, specialists (feature `agent`).
+#[cfg(feature = "agent")]
+pub use harnessx_agent as agent;
+/// Models: the `Model` trait, test models and the provider adapters (feature `agent`;
+/// `OpenAiModel` with `openai`, `AnthropicModel` with `anthropic`).
+#[cfg(feature = "agent")]
+pub use harnessx_agent::model;
+/// The built-in bundles (filesystem, planning, ...): `harnessx::builtin::fs::register_filesystem_tools`.
 pub use harnessx_builtin as builtin;
 pub use harnessx_core::*;
 pub use harnessx_macros::{tool, toolbox};

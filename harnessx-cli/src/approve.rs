@@ -3,7 +3,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use harnessx_core::{ApprovalDecision, ApprovalRequest, PermissionManager};
+use harnessx::{ApprovalDecision, ApprovalRequest, PermissionManager};
 use tokio::sync::Mutex as AsyncMutex;
 
 /// Held while a question is on the terminal, so progress lines of other calls wait

@@ -31,24 +31,38 @@ enum Command {
     Run(run_cmd::RunArgs),
 }
 
-/// A setup or usage problem: printed on stderr, exit status 2.
+/// Why a command could not give a result. Each variant has its exit status; there is no
+/// blanket conversion, so every error site says which kind it is.
 #[derive(Debug)]
-pub(crate) struct UsageError(pub(crate) String);
+pub(crate) enum CliError {
+    /// The command line or the setup it names is wrong (unknown tool, bad flag value,
+    /// a `--base-path` that cannot be used): exit status 2.
+    Usage(String),
+    /// The command was right but could not finish (the terminal or standard input failed,
+    /// the runtime could not start): exit status 1.
+    Failed(String),
+}
 
-impl<E: std::fmt::Display> From<E> for UsageError {
-    fn from(e: E) -> Self {
-        Self(e.to_string())
+impl CliError {
+    /// A usage error from anything displayable.
+    pub(crate) fn usage(e: impl std::fmt::Display) -> Self {
+        Self::Usage(e.to_string())
+    }
+
+    /// A failure from anything displayable.
+    pub(crate) fn failed(e: impl std::fmt::Display) -> Self {
+        Self::Failed(e.to_string())
     }
 }
 
 fn main() -> ExitCode {
-    harnessx_builtin::link();
+    harnessx::builtin::link();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("harnessx: could not start the async runtime: {e}");
-            return ExitCode::from(2);
+            return ExitCode::FAILURE;
         }
     };
     let outcome = runtime.block_on(async {
@@ -59,9 +73,13 @@ fn main() -> ExitCode {
     });
     match outcome {
         Ok(code) => code,
-        Err(UsageError(message)) => {
+        Err(CliError::Usage(message)) => {
             eprintln!("harnessx: {message}");
             ExitCode::from(2)
+        }
+        Err(CliError::Failed(message)) => {
+            eprintln!("harnessx: {message}");
+            ExitCode::FAILURE
         }
     }
 }

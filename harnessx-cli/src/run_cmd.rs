@@ -7,17 +7,21 @@ use std::sync::Arc;
 
 use clap::Args;
 use futures_util::StreamExt;
-use harnessx_core::agent::{Agent, AgentConfig, AgentEvent};
-use harnessx_core::model::{AnthropicModel, Model, OpenAiModel, TestModel};
-use harnessx_core::{PermissionLevel, ToolRegistry};
+use harnessx::agent::{Agent, AgentConfig, AgentEvent};
+use harnessx::model::{AnthropicModel, Model, OpenAiModel, TestModel};
+use harnessx::{PermissionLevel, ToolRegistry};
 
-use crate::UsageError;
+use crate::CliError;
 use crate::approve;
-use crate::setup::{PermissionArgs, load_tools};
+use crate::setup::{BasePath, PermissionArgs, load_tools};
 
 /// Tools that change things: ASK by default under `harnessx run`.
 pub(crate) const MUTATING_TOOLS: [&str; 5] =
     ["write_file", "edit_file", "delete", "generate_file", "run_bash"];
+
+/// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
+/// answers for a real model's.
+pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls each tool once and reports what came back. Pick a real model with --model openai:MODEL or --model anthropic:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
@@ -51,14 +55,15 @@ pub(crate) struct RunArgs {
     permissions: PermissionArgs,
 }
 
-fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, UsageError> {
+fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, CliError> {
     let (provider, name) = spec.split_once(':').unwrap_or((spec, ""));
     let name = name.trim();
     match provider {
         "test" if name.is_empty() => {
             if base_url.is_some() {
-                return Err(UsageError("--base-url needs an openai: or anthropic: model".into()));
+                return Err(CliError::Usage("--base-url needs an openai: or anthropic: model".into()));
             }
+            eprintln!("{TEST_MODEL_NOTICE}");
             Ok(Arc::new(TestModel::new()))
         }
         "openai" if !name.is_empty() => {
@@ -75,23 +80,24 @@ fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, Usage
             }
             Ok(Arc::new(model))
         }
-        _ => Err(UsageError(format!(
+        _ => Err(CliError::Usage(format!(
             "unknown model \"{spec}\": use test, openai:MODEL or anthropic:MODEL (e.g. openai:gpt-4o)"
         ))),
     }
 }
 
-pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, UsageError> {
+pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let model = model_for(&args.model, args.base_url.as_deref())?;
     let registry = ToolRegistry::new();
-    let base_path = match &args.base_path {
-        Some(p) => p.clone(),
-        None => std::env::current_dir()?,
-    };
-    load_tools(&registry, &args.tools, &["filesystem"], Some(&base_path)).or_else(|e| {
-        // A tool list without file tools simply has no use for the default base path.
-        if args.base_path.is_none() && e.0.starts_with("--base-path") { Ok(()) } else { Err(e) }
-    })?;
+    // File tools are contained under the current directory unless --base-path says where.
+    let base_path = BasePath::from_flag(args.base_path, || std::env::current_dir().ok());
+    if let BasePath::Host = base_path {
+        return Err(CliError::Usage(
+            "the current directory cannot be read, so it cannot contain the file tools; pass --base-path DIR"
+                .into(),
+        ));
+    }
+    load_tools(&registry, &args.tools, &["filesystem"], &base_path)?;
     let mut manager = args.permissions.manager(PermissionLevel::Allow);
     for name in MUTATING_TOOLS {
         if manager.override_for(name).is_none() {
@@ -110,7 +116,8 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, UsageError> {
         .registry(registry)
         .permissions(manager)
         .config(AgentConfig { max_turns: args.max_turns, stream: !args.no_stream, ..AgentConfig::default() })
-        .build()?;
+        .build()
+        .map_err(CliError::usage)?;
     let mut events = agent.run_stream(args.prompt);
     let mut failed = false;
     let mut printed_text = false;
@@ -121,7 +128,8 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, UsageError> {
             failed = true;
         }
         if args.json {
-            let _ = writeln!(stdout, "{}", serde_json::to_string(&event)?);
+            let line = serde_json::to_string(&event).map_err(CliError::failed)?;
+            let _ = writeln!(stdout, "{line}");
             continue;
         }
         match event {

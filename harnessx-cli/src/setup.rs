@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use harnessx_core::catalog::{self, BuiltinItem, BuiltinOptions};
-use harnessx_core::{PermissionLevel, PermissionManager, ToolRegistry};
+use harnessx::catalog::{self, BuiltinItem, BuiltinOptions};
+use harnessx::{PermissionLevel, PermissionManager, ToolRegistry};
 
-use crate::UsageError;
+use crate::CliError;
 
 /// Where file tools may act.
 #[derive(Debug, Clone, Args)]
@@ -66,25 +66,55 @@ impl PermissionArgs {
     }
 }
 
-/// Loads the specs (default `default_specs`) into `registry`, passing `base_path` to the
-/// bundles that take it.
+/// Where the file tools are contained.
+#[derive(Debug, Clone)]
+pub(crate) enum BasePath {
+    /// `--base-path DIR`: every tool that takes a base path gets it, and at least one must.
+    Given(PathBuf),
+    /// No flag, but `run` contains file tools under the current directory by default;
+    /// tool lists without file tools simply do not use it.
+    Default(PathBuf),
+    /// No containment: the file tools act on the host under the process's permissions.
+    Host,
+}
+
+impl BasePath {
+    /// The flag's value, or `default` when the flag is absent.
+    pub(crate) fn from_flag(flag: Option<PathBuf>, default: impl FnOnce() -> Option<PathBuf>) -> Self {
+        match (flag, default()) {
+            (Some(dir), _) => Self::Given(dir),
+            (None, Some(dir)) => Self::Default(dir),
+            (None, None) => Self::Host,
+        }
+    }
+
+    fn dir(&self) -> Option<&PathBuf> {
+        match self {
+            Self::Given(dir) | Self::Default(dir) => Some(dir),
+            Self::Host => None,
+        }
+    }
+}
+
+/// Loads the specs (default `default_specs`) into `registry`, passing the base path to
+/// the bundles that take it.
 pub(crate) fn load_tools(
     registry: &ToolRegistry,
     specs: &[String],
     default_specs: &[&str],
-    base_path: Option<&PathBuf>,
-) -> Result<(), UsageError> {
+    base_path: &BasePath,
+) -> Result<(), CliError> {
     let specs: Vec<String> = if specs.is_empty() {
         default_specs.iter().map(|s| s.to_string()).collect()
     } else {
         specs.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
     };
-    let mut used_base_path = base_path.is_none();
+    let mut used_base_path = false;
     for spec in &specs {
         if registry.contains(spec) {
             continue; // named twice, or already loaded by its bundle
         }
-        let item = catalog::resolve(spec)?;
+        let item = catalog::resolve(spec).map_err(CliError::usage)?;
         let takes_base_path = match item {
             BuiltinItem::Tool { bundle, .. } | BuiltinItem::Bundle(bundle) => {
                 bundle.options.contains(&"base_path")
@@ -92,15 +122,23 @@ pub(crate) fn load_tools(
             BuiltinItem::All => true,
         };
         let mut options = BuiltinOptions::new().set("replace", true);
-        if let (Some(dir), true) = (base_path, takes_base_path) {
-            let dir = dir.to_str().ok_or_else(|| UsageError("--base-path must be valid UTF-8".into()))?;
-            options = options.set("base_path", dir);
+        if let (Some(dir), true) = (base_path.dir(), takes_base_path) {
+            let text = dir.to_str().ok_or_else(|| {
+                CliError::Usage(match base_path {
+                    BasePath::Given(_) => format!("--base-path must be valid UTF-8, got {}", dir.display()),
+                    _ => format!(
+                        "the current directory ({}) is not valid UTF-8, so it cannot contain the file tools; pass --base-path DIR",
+                        dir.display()
+                    ),
+                })
+            })?;
+            options = options.set("base_path", text);
             used_base_path = true;
         }
-        registry.load_builtin(spec, options)?;
+        registry.load_builtin(spec, options).map_err(CliError::usage)?;
     }
-    if !used_base_path {
-        return Err(UsageError("--base-path was given but none of the --tools uses a base path".into()));
+    if matches!(base_path, BasePath::Given(_)) && !used_base_path {
+        return Err(CliError::Usage("--base-path was given but none of the --tools uses a base path".into()));
     }
     Ok(())
 }

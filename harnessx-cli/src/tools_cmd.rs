@@ -1,14 +1,15 @@
 //! `harnessx tools list | schema | call`.
 
+use std::io::Read;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use harnessx_core::{PermissionLevel, ToolCall, ToolRegistry};
+use harnessx::{PermissionLevel, ToolCall, ToolRegistry};
 use serde_json::json;
 
-use crate::UsageError;
+use crate::CliError;
 use crate::approve;
-use crate::setup::{PermissionArgs, ToolArgs, load_tools};
+use crate::setup::{BasePath, PermissionArgs, ToolArgs, load_tools};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ToolsCommand {
@@ -31,7 +32,8 @@ pub(crate) enum ToolsCommand {
     Call {
         /// The tool name (as a model would write it).
         name: String,
-        /// The arguments, as a JSON object.
+        /// The arguments, as a JSON object; `-` reads them from standard input (for
+        /// arguments too large for the command line).
         #[arg(default_value = "{}")]
         arguments: String,
         #[command(flatten)]
@@ -44,13 +46,16 @@ pub(crate) enum ToolsCommand {
     },
 }
 
-pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, UsageError> {
+pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
     match command {
         ToolsCommand::List { tools, json } => {
             let registry = ToolRegistry::new();
-            load_tools(&registry, &tools, &["all"], None)?;
+            load_tools(&registry, &tools, &["all"], &BasePath::Host)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&registry.get_tool_params())?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&registry.get_tool_params()).map_err(CliError::failed)?
+                );
             } else {
                 let width = registry.tool_names().iter().map(String::len).max().unwrap_or(0);
                 for def in registry.list_tools() {
@@ -62,16 +67,18 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, UsageError> {
         }
         ToolsCommand::Schema { name } => {
             let registry = ToolRegistry::new();
-            load_tools(&registry, &[], &["all"], None)?;
-            let resolved = registry.resolve_name(&name).map_err(|e| UsageError(e.to_string()))?;
+            load_tools(&registry, &[], &["all"], &BasePath::Host)?;
+            let resolved = registry.resolve_name(&name).map_err(CliError::usage)?;
             let spec = registry.get_tool_params().into_iter().find(|s| s.name == resolved);
-            let spec = spec.ok_or_else(|| UsageError(format!("no tool named {name}")))?;
-            println!("{}", serde_json::to_string_pretty(&spec)?);
+            let spec = spec.ok_or_else(|| CliError::Usage(format!("no tool named {name}")))?;
+            println!("{}", serde_json::to_string_pretty(&spec).map_err(CliError::failed)?);
             Ok(ExitCode::SUCCESS)
         }
         ToolsCommand::Call { name, arguments, tools, permissions, json } => {
             let registry = ToolRegistry::new();
-            load_tools(&registry, &tools.tools, &["all"], tools.base_path.as_ref())?;
+            let base_path = BasePath::from_flag(tools.base_path, || None);
+            load_tools(&registry, &tools.tools, &["all"], &base_path)?;
+            let arguments = if arguments == "-" { read_stdin()? } else { arguments };
             // The user typed the call: tools are ALLOW unless flags say otherwise; ASK is
             // asked on the terminal, and denied without one.
             let mut manager = permissions.manager(PermissionLevel::Allow);
@@ -94,4 +101,13 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, UsageError> {
             Ok(if result.is_error { ExitCode::FAILURE } else { ExitCode::SUCCESS })
         }
     }
+}
+
+/// The whole of standard input, as the arguments of `tools call NAME -`.
+fn read_stdin() -> Result<String, CliError> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| CliError::Usage(format!("reading the arguments from standard input: {e}")))?;
+    Ok(text)
 }

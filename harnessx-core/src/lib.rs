@@ -2,11 +2,9 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod agent;
 pub mod catalog;
 pub mod engine;
 pub mod error;
-pub mod model;
 pub mod permission;
 pub mod registry;
 pub mod schema;
@@ -28,7 +26,7 @@ pub use permission::{
     MemoryApprovalStore, PermissionLevel, PermissionManager,
 };
 pub use registry::resolve::UnknownTool;
-pub use registry::{NameResolution, ToolRegistry, ToolSpec};
+pub use registry::{NameResolution, ToolRegistry, ToolSource, ToolSpec};
 pub use schema::canonical_schema;
 /// The `schemars` crate, for `#[derive(JsonSchema)]` on tool parameter types.
 pub use schemars;

@@ -142,7 +142,7 @@ async fn arguments_cut_off_mid_line_get_the_parse_error_and_the_tool_does_not_ru
 #[tokio::test]
 async fn a_recorded_anthropic_stream_cut_off_at_max_tokens_does_not_run_the_tool() {
     // The tool input of this real stream stops mid-string when max_tokens is reached.
-    let sse = fixture("messages_stream_tool_use_cut_off_max_tokens.sse");
+    let sse = fixture("transcripts/anthropic/messages_stream_tool_use_cut_off_max_tokens.sse");
     let (mut id, mut name, mut input) = (String::new(), String::new(), String::new());
     for line in sse.lines() {
         let Some(data) = line.strip_prefix("data: ") else { continue };

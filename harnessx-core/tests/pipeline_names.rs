@@ -166,7 +166,7 @@ async fn the_error_suggests_at_most_three_close_names_best_first_and_lists_every
 
 #[tokio::test]
 async fn names_real_models_got_wrong() {
-    let observed = fixture_json("observed_wrong_tool_names.json");
+    let observed = fixture_json("tool_defs/observed_wrong_tool_names.json");
     let cases = observed["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 4);
     for case in cases {
@@ -218,7 +218,7 @@ fn bfcl_to_json_schema(schema: &Value) -> Value {
 #[tokio::test]
 async fn bfcl_dotted_names_resolve_to_their_underscore_registration() {
     // BFCL's handlers send `uber.ride` as `uber_ride`; a model may answer with either.
-    let bfcl = fixture_json("bfcl_function_defs_sample.json");
+    let bfcl = fixture_json("tool_defs/bfcl_function_defs_sample.json");
     let registry = ToolRegistry::new();
     for f in bfcl["functions"].as_array().unwrap() {
         let f = &f["function"];

@@ -387,7 +387,7 @@ fn invalid_tool_names_are_rejected_and_nothing_is_registered() {
 #[test]
 fn bfcl_dotted_function_names_are_not_valid_tool_names() {
     // BFCL's own handlers rewrite '.' to '_' before sending; registering the dotted form fails.
-    let bfcl = fixture_json("bfcl_function_defs_sample.json");
+    let bfcl = fixture_json("tool_defs/bfcl_function_defs_sample.json");
     let dotted: Vec<&str> =
         bfcl["names_with_dots"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
     assert_eq!(dotted.len(), 30);
@@ -410,7 +410,7 @@ fn bfcl_dotted_function_names_are_not_valid_tool_names() {
 
 #[test]
 fn invalid_input_schemas_are_rejected_and_nothing_is_registered() {
-    let bfcl = fixture_json("bfcl_function_defs_sample.json");
+    let bfcl = fixture_json("tool_defs/bfcl_function_defs_sample.json");
     // BFCL's dialect ("type": "dict") is not JSON Schema.
     let bfcl_params = bfcl["functions"][0]["function"]["parameters"].clone();
     assert_eq!(bfcl_params["type"], "dict");

@@ -2,6 +2,7 @@
 //! the execution engine.
 
 pub mod resolve;
+mod source;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -24,6 +25,7 @@ use crate::tool::name::{is_valid_tool_name, repair_key};
 use crate::tool::policy::{EffectivePolicy, ToolPolicy};
 
 pub use resolve::NameResolution;
+pub use source::ToolSource;
 
 /// A tool as stored: its definition plus what the engine precomputes for it.
 pub(crate) struct RegisteredTool {

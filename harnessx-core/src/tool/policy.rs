@@ -178,7 +178,7 @@ pub struct EffectivePolicy {
 }
 
 /// Converts seconds to a [`Duration`], clamping negative, NaN and huge values.
-pub(crate) fn duration_from_secs(secs: f64) -> Duration {
+pub fn duration_from_secs(secs: f64) -> Duration {
     if secs.is_nan() || secs <= 0.0 {
         Duration::ZERO
     } else {

@@ -2,27 +2,14 @@
 // Each test crate uses a different subset of these helpers.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use harnessx_core::{ToolCall, ToolHandler, ToolOptions, ToolRegistry};
 use serde_json::{Value, json};
 
-/// A path under `tests/fixtures/`.
-pub(crate) fn fixture_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
-
-/// The text of a file under `tests/fixtures/`.
-pub(crate) fn fixture(name: &str) -> String {
-    std::fs::read_to_string(fixture_path(name)).unwrap_or_else(|e| panic!("reading fixture {name}: {e}"))
-}
-
-/// A fixture parsed as JSON.
-pub(crate) fn fixture_json(name: &str) -> Value {
-    serde_json::from_str(&fixture(name)).unwrap_or_else(|e| panic!("parsing fixture {name}: {e}"))
-}
+#[allow(unused_imports, reason = "each test crate uses a different part of this module")]
+pub(crate) use harnessx_test_support::{fixture, fixture_json};
 
 /// The spec's `calculate(a: int, b: int)` input schema.
 pub(crate) fn calc_schema() -> Value {

@@ -1,0 +1,67 @@
+//! [`AgentEvent`]: what a streamed run reports.
+
+use serde::Serialize;
+
+use crate::model::Usage;
+
+/// One event of [`Agent::run_stream`](crate::Agent::run_stream). Serializes as a
+/// JSON object with a `type` field (`model_request`, `text_delta`, `tool_call_start`,
+/// `tool_call_end`, `run_end`, `error`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// A request to the model is about to be sent.
+    ModelRequest {
+        /// 1-based turn number.
+        turn: u32,
+        /// The model's name.
+        model: String,
+    },
+    /// A piece of the model's text.
+    TextDelta {
+        /// The piece.
+        text: String,
+    },
+    /// A tool call was scheduled. Emitted in call order for every call of a turn.
+    ToolCallStart {
+        /// Position of the call in its turn.
+        index: usize,
+        /// The call id.
+        call_id: String,
+        /// The name as the model wrote it.
+        name: String,
+        /// The registered tool it resolved to, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        /// The raw argument text.
+        arguments: String,
+    },
+    /// A tool call finished (in completion order).
+    ToolCallEnd {
+        /// Position of the call in its turn.
+        index: usize,
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// Whether the result is an error.
+        is_error: bool,
+        /// The result text.
+        content: String,
+    },
+    /// The run finished with a final answer.
+    RunEnd {
+        /// The final text.
+        output: String,
+        /// Tokens used.
+        usage: Usage,
+        /// Model requests made.
+        turns: u32,
+    },
+    /// The run failed (a model or runtime fault; tool failures never do this).
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,292 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod events;
+pub mod model;
+pub mod planning;
+mod run;
+pub mod specialist;
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Serialize;
+
+pub use config::AgentConfig;
+pub use events::AgentEvent;
+pub use planning::{PLANNING_PROMPT_LINE, PlanningState};
+pub use run::RunStream;
+pub use specialist::SubAgent;
+
+use crate::model::{FinishReason, Message, Model, ModelError, Usage};
+use harnessx_core::PermissionManager;
+use harnessx_core::RegistryError;
+use harnessx_core::ToolHandler;
+use harnessx_core::ToolRegistry;
+use harnessx_core::ToolSource;
+use harnessx_core::catalog::BuiltinOptions;
+
+/// Why a run (or building an agent) failed. Tool failures never appear here: they are
+/// error results the model reads.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The model failed (after retries).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// A tool could not be registered.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The run made `max_turns` model requests without a final answer.
+    #[error("the run reached max_turns ({0}) without a final answer")]
+    MaxTurns(u32),
+    /// No model was configured.
+    #[error("no model configured: pass one to Agent::builder().model(..)")]
+    NoModel,
+    /// The agent was closed.
+    #[error("the agent is closed")]
+    Closed,
+}
+
+/// A call the durable runtime stopped on because its outcome is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NeedsInput {
+    /// The call id.
+    pub call_id: String,
+    /// The tool name.
+    pub tool: String,
+    /// Why input is needed.
+    pub reason: String,
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResult {
+    /// The final answer.
+    pub output: String,
+    /// The whole conversation, including the final answer.
+    pub messages: Vec<Message>,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Model requests made.
+    pub turns: u32,
+    /// Why the model stopped on its final answer: [`FinishReason::Length`] means the
+    /// answer was cut off at the output token limit.
+    pub finish_reason: FinishReason,
+    /// Set by a durable runtime when it stopped for recovery; always `None` for a direct
+    /// run, which answers timeouts to the model instead.
+    pub needs_input: Option<NeedsInput>,
+}
+
+/// Builds an [`Agent`].
+#[derive(Default)]
+pub struct AgentBuilder {
+    model: Option<Arc<dyn Model>>,
+    tools: Vec<ToolSource>,
+    specialists: Vec<SubAgent>,
+    registry: Option<ToolRegistry>,
+    permissions: Option<PermissionManager>,
+    system_prompt: Option<String>,
+    config: AgentConfig,
+}
+
+impl fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("tools", &self.tools)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// The model.
+    pub fn model(mut self, model: impl Model + 'static) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+
+    /// The model, already shared.
+    pub fn model_arc(mut self, model: Arc<dyn Model>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Adds a tool: a `#[tool]` struct, a [`ToolDefinition`](harnessx_core::ToolDefinition),
+    /// or a built-in name/bundle.
+    pub fn tool(mut self, tool: impl Into<ToolSource>) -> Self {
+        self.tools.push(tool.into());
+        self
+    }
+
+    /// Adds a built-in tool or bundle with options (as `registry.load_builtin` takes).
+    pub fn builtin(mut self, name: impl Into<String>, options: impl Into<BuiltinOptions>) -> Self {
+        self.tools.push(ToolSource::Builtin(name.into(), options.into()));
+        self
+    }
+
+    /// Adds several tools.
+    pub fn tools<I, T>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<ToolSource>,
+    {
+        self.tools.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// Attaches an existing registry: the agent uses that same registry (shared, not
+    /// cloned), and the builder's tools are added to it.
+    pub fn registry(mut self, registry: ToolRegistry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Adds a specialist, exposed to the model as a tool.
+    pub fn specialist(mut self, specialist: SubAgent) -> Self {
+        self.specialists.push(specialist);
+        self
+    }
+
+    /// The permission manager (default: ALLOW, no approval callback).
+    pub fn permissions(mut self, permissions: PermissionManager) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Agent-wide settings.
+    pub fn config(mut self, config: AgentConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Registers the tools and builds the agent.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        let registry = self.registry.unwrap_or_default();
+        registry.adopt_policy(&self.config.tools);
+        for tool in self.tools {
+            registry.add(tool)?;
+        }
+        let permissions = self.permissions.unwrap_or_default();
+        for specialist in self.specialists {
+            let def =
+                specialist.into_definition(self.model.clone(), permissions.clone(), registry.serial_queue());
+            registry.register_tool(def)?;
+        }
+        let mut planning = None;
+        if self.config.planning && !registry.contains("write_todos") {
+            let state = Arc::new(PlanningState::default());
+            let (write, read) = planning::planning_tools(&state);
+            let handler = write.handler.clone();
+            registry.register_tool(write)?;
+            if !registry.contains("read_todos") {
+                registry.register_tool(read)?;
+            }
+            planning = Some((state, handler));
+        }
+        Ok(Agent {
+            model: self.model,
+            registry,
+            permissions,
+            system_prompt: self.system_prompt,
+            config: self.config,
+            planning,
+            closed: AtomicBool::new(false),
+        })
+    }
+}
+
+/// An LLM agent: a model, tools, permissions, and the loop between them.
+///
+/// ```
+/// use harnessx_agent::Agent;
+/// use harnessx_agent::model::TestModel;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let agent = Agent::builder().model(TestModel::new()).build().unwrap();
+/// let result = agent.run("Make a plan.").await.unwrap();
+/// assert!(result.output.starts_with("Ran"));
+/// # }
+/// ```
+pub struct Agent {
+    model: Option<Arc<dyn Model>>,
+    registry: ToolRegistry,
+    permissions: PermissionManager,
+    system_prompt: Option<String>,
+    config: AgentConfig,
+    planning: Option<(Arc<PlanningState>, ToolHandler)>,
+    closed: AtomicBool,
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.model.as_ref().map(|m| m.name()))
+            .field("tools", &self.registry)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Starts building an agent.
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder::default()
+    }
+
+    /// The agent's registry, for later registration. Finish changing bindings before
+    /// starting a run.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    /// The permission manager.
+    pub fn permissions(&self) -> &PermissionManager {
+        &self.permissions
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The planning state, while the built-in `write_todos` is installed.
+    pub fn planning(&self) -> Option<&Arc<PlanningState>> {
+        self.active_planning()
+    }
+
+    fn active_planning(&self) -> Option<&Arc<PlanningState>> {
+        let (state, handler) = self.planning.as_ref()?;
+        let installed = self.registry.get_tool("write_todos")?;
+        installed.handler.same_handler(handler).then_some(state)
+    }
+
+    /// The system prompt of the next request: the configured prompt plus the planning
+    /// line while the built-in `write_todos` is installed.
+    pub fn effective_system_prompt(&self) -> Option<String> {
+        match (&self.system_prompt, self.active_planning().is_some()) {
+            (Some(p), true) => Some(format!("{p}\n\n{PLANNING_PROMPT_LINE}")),
+            (None, true) => Some(PLANNING_PROMPT_LINE.to_owned()),
+            (p, false) => p.clone(),
+        }
+    }
+
+    /// Closes the agent; later runs fail with [`AgentError::Closed`].
+    pub async fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+}

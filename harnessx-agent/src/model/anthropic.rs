@@ -1,0 +1,483 @@
+//! [`AnthropicModel`]: the Anthropic Messages API.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use serde_json::{Map, Value, json};
+
+use crate::model::http::{self, Decoder, Provider, Step};
+use crate::model::sse::SseEvent;
+use crate::model::{
+    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Usage,
+    collect_response,
+};
+use harnessx_core::ToolCall;
+
+/// The default base URL.
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The `anthropic-version` header sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The output token limit when the request sets none (the API requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+const PROVIDER: Provider = Provider { name: "Anthropic API", key_env: "ANTHROPIC_API_KEY" };
+
+/// A model behind the Anthropic Messages API (`POST {base_url}/v1/messages`).
+///
+/// [`stream`](Model::stream) uses the streaming API; [`complete`](Model::complete) the
+/// non-streaming one. The key comes from [`api_key`](Self::api_key) or
+/// `ANTHROPIC_API_KEY`, the base URL from [`base_url`](Self::base_url) or
+/// `ANTHROPIC_BASE_URL`.
+///
+/// ```no_run
+/// use harnessx_agent::model::{AnthropicModel, Message, Model, ModelRequest};
+///
+/// # async fn demo() -> Result<(), harnessx_agent::model::ModelError> {
+/// let model = AnthropicModel::new("claude-sonnet-4-5").max_tokens(2048);
+/// let request = ModelRequest { messages: vec![Message::user("Hi")], ..Default::default() };
+/// println!("{}", model.complete(&request).await?.content);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct AnthropicModel {
+    model: String,
+    base_url: String,
+    api_key: Option<String>,
+    max_tokens: u32,
+}
+
+impl fmt::Debug for AnthropicModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicModel")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
+}
+
+impl AnthropicModel {
+    /// A model by name (e.g. `claude-sonnet-4-5`). Reads `ANTHROPIC_API_KEY` and
+    /// `ANTHROPIC_BASE_URL` (default [`ANTHROPIC_BASE_URL`]) from the environment.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            base_url: http::trim_base(
+                &http::env_setting("ANTHROPIC_BASE_URL").unwrap_or_else(|| ANTHROPIC_BASE_URL.to_owned()),
+            ),
+            api_key: http::env_setting("ANTHROPIC_API_KEY"),
+            max_tokens: DEFAULT_MAX_TOKENS,
+        }
+    }
+
+    /// The API base URL; requests go to `{base_url}/v1/messages` (or `{base_url}/messages`
+    /// when it already ends in `/v1`).
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = http::trim_base(&url.into());
+        self
+    }
+
+    /// The API key, sent as `x-api-key` (overrides `ANTHROPIC_API_KEY`).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into()).filter(|k| !k.trim().is_empty());
+        self
+    }
+
+    /// The output token limit used when a request sets none (default
+    /// [`DEFAULT_MAX_TOKENS`]).
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// The model name.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The endpoint requests go to.
+    pub fn endpoint(&self) -> String {
+        if self.base_url.ends_with("/v1/messages") {
+            self.base_url.clone()
+        } else if self.base_url.ends_with("/v1") {
+            format!("{}/messages", self.base_url)
+        } else {
+            format!("{}/v1/messages", self.base_url)
+        }
+    }
+
+    /// The JSON body sent for `request`, streamed or not.
+    ///
+    /// The system prompt is top-level; consecutive tool results become one user message
+    /// of `tool_result` blocks (text the user sent after them joins it); each tool call
+    /// is a `tool_use` block whose `input` is the call's arguments, or `{}` when they are
+    /// not a JSON object (garbled or cut off), so the API accepts the conversation.
+    pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.model));
+        body.insert("max_tokens".into(), json!(request.max_tokens.unwrap_or(self.max_tokens)));
+        if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+            body.insert("system".into(), json!(system));
+        }
+        body.insert("messages".into(), Value::Array(wire_messages(&request.messages)));
+        if !request.tools.is_empty() {
+            let tools = request
+                .tools
+                .iter()
+                .map(
+                    |t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}),
+                )
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        if stream {
+            body.insert("stream".into(), json!(true));
+        }
+        Value::Object(body)
+    }
+
+    fn http_request(&self, body: &Value) -> Result<reqwest::RequestBuilder, ModelError> {
+        let mut request = http::client()?
+            .post(self.endpoint())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("anthropic-version", ANTHROPIC_VERSION)
+            .body(body.to_string());
+        match &self.api_key {
+            Some(key) => request = request.header("x-api-key", key),
+            None if self.base_url.starts_with(ANTHROPIC_BASE_URL) => return Err(http::missing_key(PROVIDER)),
+            None => {}
+        }
+        Ok(request)
+    }
+}
+
+impl Model for AnthropicModel {
+    fn name(&self) -> String {
+        format!("anthropic:{}", self.model)
+    }
+
+    fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
+        let body = self.request_body(request, true);
+        http::drive(self.http_request(&body), PROVIDER, AnthropicDecoder::default())
+    }
+
+    /// One non-streaming request. A server that streams anyway is understood too.
+    fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let body = self.request_body(request, false);
+        Box::pin(collect_response(http::drive(
+            self.http_request(&body),
+            PROVIDER,
+            AnthropicDecoder::default(),
+        )))
+    }
+}
+
+/// The conversation as Messages API turns.
+fn wire_messages(messages: &[Message]) -> Vec<Value> {
+    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(messages.len());
+    for message in messages {
+        let (role, blocks) = match message {
+            Message::User { content } => ("user", text_block(content).into_iter().collect()),
+            Message::Assistant { content, tool_calls } => {
+                let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
+                blocks.extend(tool_calls.iter().map(|call| {
+                    let input = http::arguments_object(&call.arguments).unwrap_or_default();
+                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
+                }));
+                ("assistant", blocks)
+            }
+            Message::Tool { call_id, content, is_error, .. } => {
+                let mut block = json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
+                if *is_error {
+                    block["is_error"] = json!(true);
+                }
+                ("user", vec![block])
+            }
+        };
+        if blocks.is_empty() {
+            // The API refuses empty content; an empty turn says nothing anyway.
+            continue;
+        }
+        match out.last_mut() {
+            // Turns alternate: tool results and text that follow each other share a turn.
+            Some((last, last_blocks)) if *last == role => last_blocks.extend(blocks),
+            _ => out.push((role, blocks)),
+        }
+    }
+    out.into_iter()
+        .map(|(role, blocks)| {
+            // A lone text block goes as a plain string, the API's shortest form.
+            let content = match blocks.as_slice() {
+                [block] if block["type"] == "text" => block["text"].clone(),
+                _ => Value::Array(blocks),
+            };
+            json!({"role": role, "content": content})
+        })
+        .collect()
+}
+
+fn text_block(text: &str) -> Option<Value> {
+    (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+fn stop_reason(reason: &str) -> FinishReason {
+    match reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "tool_use" => FinishReason::ToolCalls,
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+        "refusal" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+fn add_usage(usage: &mut Usage, value: &Value) {
+    let n = |k: &str| value.get(k).and_then(Value::as_u64);
+    // Cached prompt tokens are prompt tokens too.
+    let input: Option<u64> = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"]
+        .iter()
+        .filter_map(|k| n(k))
+        .reduce(|a, b| a + b);
+    if let Some(input) = input {
+        usage.input_tokens = input;
+    }
+    // `message_delta` reports the cumulative output count.
+    if let Some(output) = n("output_tokens") {
+        usage.output_tokens = output;
+    }
+}
+
+/// A non-streaming Messages API response.
+fn parse_message(body: &Value) -> Result<ModelResponse, ModelError> {
+    let blocks = body
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ModelError::Protocol(format!("the answer has no content: {body}")))?;
+    let mut content = String::new();
+    let mut tool_calls = Vec::new();
+    let mut last_is_tool = false;
+    for block in blocks {
+        last_is_tool = false;
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => content.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
+            Some("tool_use") => {
+                let text = |k| block.get(k).and_then(Value::as_str).unwrap_or_default();
+                let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
+                tool_calls.push(ToolCall::from_value(text("id"), text("name"), &input));
+                last_is_tool = true;
+            }
+            _ => {}
+        }
+    }
+    let finish_reason = stop_reason(body.get("stop_reason").and_then(Value::as_str).unwrap_or("end_turn"));
+    if finish_reason == FinishReason::Length
+        && last_is_tool
+        && let Some(call) = tool_calls.last_mut()
+    {
+        // The last block was cut off by the token limit: its `input` may lack fields.
+        // Drop the closing brace so the engine refuses it as cut off and the tool does
+        // not run.
+        call.arguments.pop();
+    }
+    let mut usage = Usage::default();
+    if let Some(u) = body.get("usage") {
+        add_usage(&mut usage, u);
+    }
+    Ok(ModelResponse { content, tool_calls, finish_reason, usage })
+}
+
+#[derive(Debug, Default)]
+struct ToolBlock {
+    position: usize,
+    id: String,
+    name: String,
+    /// `input` from `content_block_start`, used when no JSON delta follows.
+    initial: Option<Value>,
+    json: String,
+    stopped: bool,
+}
+
+/// Assembles a Messages API stream.
+#[derive(Debug, Default)]
+struct AnthropicDecoder {
+    content: String,
+    /// Tool blocks by their content block index.
+    tools: HashMap<u64, ToolBlock>,
+    stop: Option<FinishReason>,
+    usage: Usage,
+}
+
+impl AnthropicDecoder {
+    fn block_start(&mut self, index: u64, block: &Value, out: &mut Vec<ModelEvent>) {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if let Some(text) = block.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                    self.content.push_str(text);
+                    out.push(ModelEvent::TextDelta(text.to_owned()));
+                }
+            }
+            Some("tool_use") => {
+                let text = |k| block.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+                let tool = ToolBlock {
+                    position: self.tools.len(),
+                    id: text("id"),
+                    name: text("name"),
+                    initial: block
+                        .get("input")
+                        .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                        .cloned(),
+                    ..ToolBlock::default()
+                };
+                out.push(ModelEvent::ToolCallStart {
+                    index: tool.position,
+                    id: tool.id.clone(),
+                    name: tool.name.clone(),
+                });
+                self.tools.insert(index, tool);
+            }
+            // thinking, redacted_thinking, server tools: not part of the response.
+            _ => {}
+        }
+    }
+
+    fn block_delta(&mut self, index: u64, delta: &Value, out: &mut Vec<ModelEvent>) {
+        match delta.get("type").and_then(Value::as_str) {
+            Some("text_delta") => {
+                if let Some(text) = delta.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                    self.content.push_str(text);
+                    out.push(ModelEvent::TextDelta(text.to_owned()));
+                }
+            }
+            Some("input_json_delta") => {
+                let piece = delta.get("partial_json").and_then(Value::as_str).unwrap_or_default();
+                if let Some(tool) = self.tools.get_mut(&index)
+                    && !piece.is_empty()
+                {
+                    tool.json.push_str(piece);
+                    out.push(ModelEvent::ToolCallDelta { index: tool.position, delta: piece.to_owned() });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Decoder for AnthropicDecoder {
+    fn event(&mut self, event: SseEvent, out: &mut Vec<ModelEvent>) -> Result<Step, ModelError> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(Step::More);
+        }
+        let value: Value = serde_json::from_str(data)
+            .map_err(|e| ModelError::Protocol(format!("a stream event is not JSON ({e}): {data}")))?;
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or(&event.event);
+        let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                if let Some(u) = value.get("message").and_then(|m| m.get("usage")) {
+                    add_usage(&mut self.usage, u);
+                }
+            }
+            "content_block_start" => {
+                self.block_start(index, value.get("content_block").unwrap_or(&Value::Null), out)
+            }
+            "content_block_delta" => self.block_delta(index, value.get("delta").unwrap_or(&Value::Null), out),
+            "content_block_stop" => {
+                if let Some(tool) = self.tools.get_mut(&index) {
+                    tool.stopped = true;
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) =
+                    value.get("delta").and_then(|d| d.get("stop_reason")).and_then(Value::as_str)
+                {
+                    self.stop = Some(stop_reason(reason));
+                }
+                if let Some(u) = value.get("usage") {
+                    add_usage(&mut self.usage, u);
+                }
+            }
+            "message_stop" => return Ok(Step::Complete),
+            "error" => return Err(http::body_error(&value, PROVIDER)),
+            // ping and event types added later
+            _ => {}
+        }
+        Ok(Step::More)
+    }
+
+    fn finish(self, complete: bool) -> Result<ModelResponse, ModelError> {
+        if !complete && self.tools.is_empty() {
+            return Err(ModelError::Transport(
+                "the response stream ended before the answer was complete".into(),
+            ));
+        }
+        let finish_reason = match self.stop {
+            Some(reason) => reason,
+            None if complete => FinishReason::Stop,
+            None => FinishReason::Other("incomplete".into()),
+        };
+        let mut tools: Vec<ToolBlock> = self.tools.into_values().collect();
+        tools.sort_by_key(|t| t.position);
+        let tool_calls = tools
+            .into_iter()
+            .map(|t| {
+                let arguments = match (t.json.is_empty(), t.initial) {
+                    // Cut off (no `content_block_stop`): the raw text, so the engine
+                    // refuses it; nothing at all must not read as `{}`.
+                    (true, _) if !t.stopped => http::CUT_OFF_EMPTY_ARGUMENTS.to_owned(),
+                    (false, _) => t.json,
+                    (true, Some(initial)) => initial.to_string(),
+                    // No input at all: a tool without parameters.
+                    (true, None) => "{}".to_owned(),
+                };
+                ToolCall::new(t.id, t.name, arguments)
+            })
+            .collect();
+        Ok(ModelResponse { content: self.content, tool_calls, finish_reason, usage: self.usage })
+    }
+
+    fn parse_full(&self, body: &Value) -> Result<ModelResponse, ModelError> {
+        parse_message(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_text_after_tool_results_joins_their_turn_and_empty_turns_vanish() {
+        let messages = vec![
+            Message::user("go"),
+            Message::assistant("", vec![ToolCall::new("a", "f", "[1]")]),
+            Message::Tool { call_id: "a".into(), name: "f".into(), content: "bad".into(), is_error: true },
+            Message::user("and?"),
+            Message::assistant("", vec![]),
+            Message::user("well"),
+        ];
+        assert_eq!(
+            Value::Array(wire_messages(&messages)),
+            json!([
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "a", "content": "bad", "is_error": true},
+                    {"type": "text", "text": "and?"},
+                    {"type": "text", "text": "well"}
+                ]}
+            ])
+        );
+    }
+
+    #[test]
+    fn non_streamed_tool_use_cut_off_by_max_tokens_is_not_valid_json() {
+        let body = json!({"content": [{"type": "tool_use", "id": "t", "name": "w", "input": {"a": 1}}], "stop_reason": "max_tokens"});
+        let r = parse_message(&body).unwrap();
+        assert_eq!(r.finish_reason, FinishReason::Length);
+        assert_eq!(r.tool_calls[0].arguments, r#"{"a":1"#);
+    }
+}

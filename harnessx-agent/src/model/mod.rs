@@ -1,0 +1,171 @@
+//! Models: the [`Model`] trait every provider adapter implements, the provider-neutral
+//! request and response, and test models.
+
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
+pub mod function;
+#[cfg(feature = "http")]
+mod http;
+pub mod message;
+#[cfg(feature = "openai")]
+pub mod openai;
+pub mod response;
+pub mod sse;
+pub mod test_model;
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use serde::Serialize;
+
+#[cfg(feature = "anthropic")]
+pub use anthropic::AnthropicModel;
+pub use function::FunctionModel;
+pub use message::Message;
+#[cfg(feature = "openai")]
+pub use openai::OpenAiModel;
+pub use response::{FinishReason, ModelEvent, ModelResponse, Usage};
+pub use test_model::TestModel;
+
+use harnessx_core::ToolSpec;
+
+/// One request to a model: the system prompt, the conversation and the tools, all
+/// provider-neutral. Adapters translate it to their wire format (and schema dialect).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ModelRequest {
+    /// The system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The tools the model may call (canonical schemas).
+    pub tools: Vec<ToolSpec>,
+    /// Output token limit, if set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+/// A failure talking to a model. Only these fail a run; tool failures never do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The API key is missing or was rejected.
+    #[error("authentication failed: {0}")]
+    Auth(String),
+    /// The provider answered with an error status.
+    #[error("the model provider answered HTTP {status}: {message}")]
+    Http {
+        /// HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The connection failed or was cut.
+    #[error("could not reach the model provider: {0}")]
+    Transport(String),
+    /// The provider's answer could not be understood.
+    #[error("unexpected answer from the model provider: {0}")]
+    Protocol(String),
+    /// Anything else (e.g. a test model's closure).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl ModelError {
+    /// Whether repeating the request may succeed (429, 5xx, connection errors).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
+            Self::Transport(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// A language model.
+///
+/// Adapters implement [`stream`](Model::stream); [`complete`](Model::complete) drains it
+/// by default (override it to use a provider's non-streaming API).
+pub trait Model: Send + Sync {
+    /// A name for logs and events, e.g. `openai:gpt-4o`.
+    fn name(&self) -> String;
+
+    /// Streams one response. The last item of a successful stream is [`ModelEvent::Done`].
+    fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>>;
+
+    /// One complete response.
+    fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(collect_response(self.stream(request)))
+    }
+}
+
+/// The error for a stream that ended without [`ModelEvent::Done`].
+pub(crate) fn incomplete_stream() -> ModelError {
+    ModelError::Protocol("the response stream ended before it was complete".into())
+}
+
+/// Drains a response stream to its [`ModelEvent::Done`] response (or its first error).
+pub async fn collect_response(
+    mut stream: BoxStream<'_, Result<ModelEvent, ModelError>>,
+) -> Result<ModelResponse, ModelError> {
+    while let Some(event) = stream.next().await {
+        if let ModelEvent::Done(response) = event? {
+            return Ok(response);
+        }
+    }
+    Err(incomplete_stream())
+}
+
+impl fmt::Debug for dyn Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Model({})", self.name())
+    }
+}
+
+/// How model requests are retried on 429, 5xx and connection errors. Separate from the
+/// tools' [`ToolRetry`](harnessx_core::ToolRetry).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelRetry {
+    /// Total attempts including the first.
+    pub max_attempts: u32,
+    /// Delay before the first retry, in seconds; doubles each time.
+    pub initial_delay_seconds: f64,
+    /// Upper bound for a delay, in seconds.
+    pub max_delay_seconds: f64,
+}
+
+impl Default for ModelRetry {
+    fn default() -> Self {
+        Self { max_attempts: 3, initial_delay_seconds: 1.0, max_delay_seconds: 30.0 }
+    }
+}
+
+impl ModelRetry {
+    /// The delay before attempt `next_attempt` (2 for the first retry).
+    pub fn delay_before(&self, next_attempt: u32) -> Duration {
+        let factor = 2f64.powi(next_attempt.saturating_sub(2).min(30) as i32);
+        harnessx_core::tool::policy::duration_from_secs(
+            (self.initial_delay_seconds * factor).min(self.max_delay_seconds),
+        )
+    }
+}
+
+/// A stream of one response built from a finished [`ModelResponse`]: its text as one
+/// delta, each call's start and arguments, then `Done`. For models that do not stream.
+pub fn response_to_events(response: ModelResponse) -> Vec<ModelEvent> {
+    let mut events = Vec::with_capacity(2 + 2 * response.tool_calls.len());
+    if !response.content.is_empty() {
+        events.push(ModelEvent::TextDelta(response.content.clone()));
+    }
+    for (index, call) in response.tool_calls.iter().enumerate() {
+        events.push(ModelEvent::ToolCallStart { index, id: call.id.clone(), name: call.name.clone() });
+        if !call.arguments.is_empty() {
+            events.push(ModelEvent::ToolCallDelta { index, delta: call.arguments.clone() });
+        }
+    }
+    events.push(ModelEvent::Done(response));
+    events
+}

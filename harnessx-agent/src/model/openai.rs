@@ -1,0 +1,573 @@
+//! [`OpenAiModel`]: the OpenAI Chat Completions API and the servers that speak it (vLLM,
+//! llama.cpp's `llama-server`, Ollama, Groq, DeepSeek, ...).
+
+use std::fmt;
+
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use serde_json::{Map, Value, json};
+
+use crate::model::http::{self, Decoder, Provider, Step};
+use crate::model::sse::SseEvent;
+use crate::model::{
+    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Usage,
+    collect_response,
+};
+use harnessx_core::ToolCall;
+use harnessx_core::ToolSpec;
+
+/// The default base URL.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+const PROVIDER: Provider = Provider { name: "OpenAI-compatible server", key_env: "OPENAI_API_KEY" };
+
+/// A model behind an OpenAI-compatible Chat Completions endpoint
+/// (`POST {base_url}/chat/completions`), streamed.
+///
+/// The key comes from [`api_key`](Self::api_key) or `OPENAI_API_KEY`, the base URL from
+/// [`base_url`](Self::base_url) or `OPENAI_BASE_URL`. A key is required only for the
+/// default base URL; local servers usually take none.
+///
+/// ```no_run
+/// use harnessx_agent::model::{Model, ModelRequest, Message, OpenAiModel};
+///
+/// # async fn demo() -> Result<(), harnessx_agent::model::ModelError> {
+/// // Ollama; vLLM is http://localhost:8000/v1, llama-server http://localhost:8080/v1.
+/// let model = OpenAiModel::new("qwen3:8b").base_url("http://localhost:11434/v1");
+/// let request = ModelRequest { messages: vec![Message::user("Hi")], ..Default::default() };
+/// let response = model.complete(&request).await?;
+/// println!("{}", response.content);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct OpenAiModel {
+    model: String,
+    base_url: String,
+    api_key: Option<String>,
+    strict: bool,
+    stream_usage: bool,
+}
+
+impl fmt::Debug for OpenAiModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiModel")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("strict", &self.strict)
+            .field("stream_usage", &self.stream_usage)
+            .finish()
+    }
+}
+
+impl OpenAiModel {
+    /// A model by name (e.g. `gpt-4o`, `qwen3:8b`). Reads `OPENAI_API_KEY` and
+    /// `OPENAI_BASE_URL` (default [`OPENAI_BASE_URL`]) from the environment.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            base_url: http::trim_base(
+                &http::env_setting("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.to_owned()),
+            ),
+            api_key: http::env_setting("OPENAI_API_KEY"),
+            strict: false,
+            stream_usage: true,
+        }
+    }
+
+    /// The API base URL, e.g. `http://localhost:8000/v1`; requests go to
+    /// `{base_url}/chat/completions` (a URL that already ends in `/chat/completions` is
+    /// used as it is).
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = http::trim_base(&url.into());
+        self
+    }
+
+    /// The API key, sent as `Authorization: Bearer ...` (overrides `OPENAI_API_KEY`).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into()).filter(|k| !k.trim().is_empty());
+        self
+    }
+
+    /// Sends no key even if `OPENAI_API_KEY` is set (for local servers).
+    pub fn without_api_key(mut self) -> Self {
+        self.api_key = None;
+        self
+    }
+
+    /// OpenAI strict mode (off by default): tools are sent with `"strict": true` and
+    /// their schemas transformed as strict mode requires (see [`strict_schema`]).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Whether to ask for token usage in the stream (`stream_options.include_usage`,
+    /// on by default). Turn it off for a server that rejects the option.
+    pub fn stream_usage(mut self, on: bool) -> Self {
+        self.stream_usage = on;
+        self
+    }
+
+    /// The model name.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The endpoint requests go to: `{base_url}/chat/completions`. A base URL with no path
+    /// at all (`http://localhost:8000`) gets the `/v1` every OpenAI-compatible server
+    /// (OpenAI, vLLM, llama.cpp, Ollama) serves the API under.
+    pub fn endpoint(&self) -> String {
+        if self.base_url.ends_with("/chat/completions") {
+            return self.base_url.clone();
+        }
+        let after_scheme = self.base_url.split_once("://").map_or(self.base_url.as_str(), |(_, rest)| rest);
+        if after_scheme.contains('/') {
+            format!("{}/chat/completions", self.base_url)
+        } else {
+            format!("{}/v1/chat/completions", self.base_url)
+        }
+    }
+
+    /// The JSON body sent for `request`, streamed or not.
+    pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.extend(request.messages.iter().map(wire_message));
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.model));
+        body.insert("messages".into(), Value::Array(messages));
+        if !request.tools.is_empty() {
+            body.insert("tools".into(), request.tools.iter().map(|t| self.wire_tool(t)).collect());
+        }
+        if let Some(max) = request.max_tokens {
+            // OpenAI's reasoning models refuse `max_tokens`; other servers know only it.
+            let field = if self.is_openai() { "max_completion_tokens" } else { "max_tokens" };
+            body.insert(field.into(), json!(max));
+        }
+        if stream {
+            body.insert("stream".into(), json!(true));
+            if self.stream_usage {
+                body.insert("stream_options".into(), json!({"include_usage": true}));
+            }
+        }
+        Value::Object(body)
+    }
+
+    fn is_openai(&self) -> bool {
+        self.base_url.starts_with(OPENAI_BASE_URL)
+    }
+
+    fn wire_tool(&self, tool: &ToolSpec) -> Value {
+        let mut function = Map::new();
+        function.insert("name".into(), json!(tool.name));
+        function.insert("description".into(), json!(tool.description));
+        if self.strict {
+            function.insert("parameters".into(), strict_schema(&tool.input_schema));
+            function.insert("strict".into(), json!(true));
+        } else {
+            function.insert("parameters".into(), tool.input_schema.clone());
+        }
+        json!({"type": "function", "function": function})
+    }
+
+    fn http_request(&self, body: &Value) -> Result<reqwest::RequestBuilder, ModelError> {
+        if self.api_key.is_none() && self.is_openai() {
+            return Err(http::missing_key(PROVIDER));
+        }
+        let mut request = http::client()?
+            .post(self.endpoint())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string());
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        Ok(request)
+    }
+}
+
+impl Model for OpenAiModel {
+    fn name(&self) -> String {
+        format!("openai:{}", self.model)
+    }
+
+    fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
+        let body = self.request_body(request, true);
+        http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())
+    }
+
+    /// One non-streaming request (`"stream": false`). A server that streams anyway is
+    /// understood too.
+    fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let body = self.request_body(request, false);
+        Box::pin(collect_response(http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())))
+    }
+}
+
+/// A message in the Chat Completions format. Arguments that are not a JSON object
+/// (garbled or cut off) are sent as `{}`, so the server accepts the conversation.
+fn wire_message(message: &Message) -> Value {
+    match message {
+        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::Assistant { content, tool_calls } if tool_calls.is_empty() => {
+            json!({"role": "assistant", "content": content})
+        }
+        Message::Assistant { content, tool_calls } => {
+            let calls: Vec<Value> = tool_calls
+                .iter()
+                .map(|call| {
+                    let arguments = match http::arguments_object(&call.arguments) {
+                        Some(_) => call.arguments.clone(),
+                        None => "{}".to_owned(),
+                    };
+                    json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
+                })
+                .collect();
+            let content = if content.is_empty() { Value::Null } else { json!(content) };
+            json!({"role": "assistant", "content": content, "tool_calls": calls})
+        }
+        Message::Tool { call_id, content, .. } => {
+            json!({"role": "tool", "tool_call_id": call_id, "content": content})
+        }
+    }
+}
+
+/// The strict-mode form of a canonical schema: every object gets
+/// `"additionalProperties": false` and lists all its properties in `required`; a property
+/// that was optional becomes nullable (`"type": ["string", "null"]`, or
+/// `anyOf [.., {"type": "null"}]` when it has no plain `type`). Applied to nested objects,
+/// array items, `anyOf`/`oneOf`/`allOf` branches and `$defs`.
+pub fn strict_schema(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    make_strict(&mut schema);
+    schema
+}
+
+fn make_strict(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    for key in ["items", "additionalItems", "not"] {
+        if let Some(sub) = map.get_mut(key) {
+            make_strict(sub);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(subs)) = map.get_mut(key) {
+            subs.iter_mut().for_each(make_strict);
+        }
+    }
+    for key in ["$defs", "definitions"] {
+        if let Some(Value::Object(defs)) = map.get_mut(key) {
+            defs.values_mut().for_each(make_strict);
+        }
+    }
+    let is_object = map
+        .get("type")
+        .is_some_and(|t| t == "object" || t.as_array().is_some_and(|a| a.iter().any(|t| t == "object")))
+        || map.contains_key("properties");
+    if !is_object {
+        return;
+    }
+    let required: Vec<String> = match map.get("required") {
+        Some(Value::Array(r)) => r.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        _ => Vec::new(),
+    };
+    let mut all = Vec::new();
+    if let Some(Value::Object(props)) = map.get_mut("properties") {
+        for (name, prop) in props.iter_mut() {
+            make_strict(prop);
+            if !required.contains(name) {
+                make_nullable(prop);
+            }
+            all.push(Value::String(name.clone()));
+        }
+    }
+    map.insert("required".into(), Value::Array(all));
+    map.insert("additionalProperties".into(), Value::Bool(false));
+}
+
+fn make_nullable(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    let null = Value::String("null".into());
+    match map.get_mut("type") {
+        Some(Value::String(t)) if t == "null" => return,
+        Some(Value::String(t)) => {
+            let t = std::mem::take(t);
+            map.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(types)) => {
+            if !types.contains(&null) {
+                types.push(null.clone());
+            }
+        }
+        _ => {
+            let inner = std::mem::take(map);
+            *schema = json!({"anyOf": [Value::Object(inner), {"type": "null"}]});
+            return;
+        }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum")
+        && !values.contains(&Value::Null)
+    {
+        values.push(Value::Null);
+    }
+}
+
+/// A tool call being assembled from deltas.
+#[derive(Debug, Default)]
+struct PartialCall {
+    /// The `index` the server gave it (may start at 1, may be absent).
+    wire_index: Option<i64>,
+    id: String,
+    name: String,
+    arguments: String,
+    started: bool,
+}
+
+/// Assembles a Chat Completions stream.
+#[derive(Debug, Default)]
+struct OpenAiDecoder {
+    content: String,
+    calls: Vec<PartialCall>,
+    finish: Option<FinishReason>,
+    usage: Usage,
+}
+
+impl OpenAiDecoder {
+    fn chunk(&mut self, chunk: &Value, out: &mut Vec<ModelEvent>) {
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = usage_of(usage);
+        }
+        let Some(choices) = chunk.get("choices").and_then(Value::as_array) else { return };
+        for choice in choices.iter().filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0) {
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finish = Some(finish_reason(reason));
+            }
+            let Some(delta) = choice.get("delta") else { continue };
+            // `reasoning_content` / `reasoning` deltas are not part of the response.
+            if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                self.content.push_str(text);
+                out.push(ModelEvent::TextDelta(text.to_owned()));
+            }
+            for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                self.call_delta(call, out);
+            }
+        }
+    }
+
+    fn call_delta(&mut self, delta: &Value, out: &mut Vec<ModelEvent>) {
+        let wire_index = delta.get("index").and_then(Value::as_i64);
+        let id = delta.get("id").and_then(Value::as_str).unwrap_or_default();
+        let function = delta.get("function");
+        let name = function.and_then(|f| f.get("name")).and_then(Value::as_str).unwrap_or_default();
+        let piece = match function.and_then(|f| f.get("arguments")) {
+            Some(Value::String(s)) => s.clone(),
+            None | Some(Value::Null) => String::new(),
+            // A few servers send the arguments as an object.
+            Some(other) => other.to_string(),
+        };
+        let position = match wire_index {
+            Some(i) => self.calls.iter().position(|c| c.wire_index == Some(i)),
+            // No index: a new id starts a new call, anything else continues the last.
+            None => match self.calls.last() {
+                Some(last) if id.is_empty() || last.id == id || last.id.is_empty() => {
+                    Some(self.calls.len() - 1)
+                }
+                _ => None,
+            },
+        };
+        let position = position.unwrap_or_else(|| {
+            self.calls.push(PartialCall { wire_index, ..PartialCall::default() });
+            self.calls.len() - 1
+        });
+        let call = &mut self.calls[position];
+        if call.id.is_empty() {
+            call.id = id.to_owned();
+        }
+        // A continuation may repeat `name: ""`: it never replaces a known name.
+        if call.name.is_empty() {
+            call.name = name.to_owned();
+        }
+        call.arguments.push_str(&piece);
+        if !call.started && !call.name.is_empty() {
+            call.started = true;
+            out.push(ModelEvent::ToolCallStart {
+                index: position,
+                id: call.id.clone(),
+                name: call.name.clone(),
+            });
+            if !call.arguments.is_empty() {
+                out.push(ModelEvent::ToolCallDelta { index: position, delta: call.arguments.clone() });
+            }
+        } else if call.started && !piece.is_empty() {
+            out.push(ModelEvent::ToolCallDelta { index: position, delta: piece });
+        }
+    }
+}
+
+impl Decoder for OpenAiDecoder {
+    fn event(&mut self, event: SseEvent, out: &mut Vec<ModelEvent>) -> Result<Step, ModelError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return Ok(Step::Complete);
+        }
+        if data.is_empty() {
+            return Ok(Step::More);
+        }
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| ModelError::Protocol(format!("a stream event is not JSON ({e}): {data}")))?;
+        if event.event == "error" || chunk.get("error").is_some_and(|e| !e.is_null()) {
+            return Err(http::body_error(&chunk, PROVIDER));
+        }
+        self.chunk(&chunk, out);
+        Ok(Step::More)
+    }
+
+    fn finish(self, complete: bool) -> Result<ModelResponse, ModelError> {
+        // Without `[DONE]`, a finish reason still marks a complete answer.
+        let complete = complete || self.finish.is_some();
+        if !complete && self.calls.is_empty() {
+            return Err(ModelError::Transport(
+                "the response stream ended before the answer was complete".into(),
+            ));
+        }
+        let finish = match self.finish {
+            Some(FinishReason::Stop) if !self.calls.is_empty() => FinishReason::ToolCalls,
+            Some(reason) => reason,
+            None if complete => FinishReason::Stop,
+            None => FinishReason::Other("incomplete".into()),
+        };
+        let cut_off = !complete || finish == FinishReason::Length;
+        let count = self.calls.len();
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let arguments = if cut_off && i + 1 == count && c.arguments.is_empty() {
+                    http::CUT_OFF_EMPTY_ARGUMENTS.to_owned()
+                } else {
+                    c.arguments
+                };
+                ToolCall::new(c.id, c.name, arguments)
+            })
+            .collect();
+        Ok(ModelResponse { content: self.content, tool_calls, finish_reason: finish, usage: self.usage })
+    }
+
+    fn parse_full(&self, body: &Value) -> Result<ModelResponse, ModelError> {
+        let choice = body
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+            .ok_or_else(|| ModelError::Protocol(format!("the answer has no choices: {body}")))?;
+        let message = choice.get("message").cloned().unwrap_or(Value::Null);
+        let content = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let tool_calls: Vec<ToolCall> = message
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|call| {
+                let function = call.get("function");
+                let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_owned();
+                let arguments = match function.and_then(|f| f.get("arguments")) {
+                    Some(Value::String(s)) => s.clone(),
+                    None | Some(Value::Null) => String::new(),
+                    Some(other) => other.to_string(),
+                };
+                ToolCall::new(text(call.get("id")), text(function.and_then(|f| f.get("name"))), arguments)
+            })
+            .collect();
+        let finish = match choice.get("finish_reason").and_then(Value::as_str).map(finish_reason) {
+            Some(FinishReason::Stop) | None if !tool_calls.is_empty() => FinishReason::ToolCalls,
+            Some(reason) => reason,
+            None => FinishReason::Stop,
+        };
+        let usage = body.get("usage").map(usage_of).unwrap_or_default();
+        Ok(ModelResponse { content, tool_calls, finish_reason: finish, usage })
+    }
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "stop" => FinishReason::Stop,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "length" => FinishReason::Length,
+        "content_filter" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+fn usage_of(usage: &Value) -> Usage {
+    let n = |k| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Usage { input_tokens: n("prompt_tokens"), output_tokens: n("completion_tokens"), requests: 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_from_base_urls() {
+        let at = |base: &str| OpenAiModel::new("m").base_url(base).endpoint();
+        assert_eq!(at("http://127.0.0.1:8000/v1"), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(at("http://127.0.0.1:8000/v1/"), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(at("http://127.0.0.1:8000"), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(at("http://localhost:11434/"), "http://localhost:11434/v1/chat/completions");
+        assert_eq!(at("https://gw.example/openai/v1"), "https://gw.example/openai/v1/chat/completions");
+        assert_eq!(at("http://h/x/chat/completions"), "http://h/x/chat/completions");
+    }
+
+    #[test]
+    fn strict_schema_requires_everything_and_nulls_the_optional() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "limit": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["a", "b"]},
+                "opts": {"type": "object", "properties": {"x": {"type": ["number"]}}},
+                "any": {"$ref": "#/$defs/T"}
+            },
+            "required": ["path"],
+            "$defs": {"T": {"type": "object", "properties": {"y": {"type": "string"}}, "required": ["y"]}}
+        });
+        assert_eq!(
+            strict_schema(&schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "limit": {"type": ["integer", "null"]},
+                    "mode": {"type": ["string", "null"], "enum": ["a", "b", null]},
+                    "opts": {
+                        "type": ["object", "null"],
+                        "properties": {"x": {"type": ["number", "null"]}},
+                        "required": ["x"],
+                        "additionalProperties": false
+                    },
+                    "any": {"anyOf": [{"$ref": "#/$defs/T"}, {"type": "null"}]}
+                },
+                "required": ["path", "limit", "mode", "opts", "any"],
+                "$defs": {"T": {"type": "object", "properties": {"y": {"type": "string"}}, "required": ["y"], "additionalProperties": false}},
+                "additionalProperties": false
+            })
+        );
+    }
+
+    #[test]
+    fn call_without_index_continues_the_last_or_starts_on_a_new_id() {
+        let mut d = OpenAiDecoder::default();
+        let mut out = Vec::new();
+        d.call_delta(&json!({"id": "a", "function": {"name": "f", "arguments": "{\"x\""}}), &mut out);
+        d.call_delta(&json!({"function": {"arguments": ":1}"}}), &mut out);
+        d.call_delta(&json!({"id": "b", "function": {"name": "g", "arguments": {"y": 2}}}), &mut out);
+        let r = d.finish(true).unwrap();
+        assert_eq!(
+            r.tool_calls,
+            vec![ToolCall::new("a", "f", r#"{"x":1}"#), ToolCall::new("b", "g", r#"{"y":2}"#)]
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! [`TestModel`]: calls every tool with arguments generated from its schema, then
+//! answers with a summary of the results. No network, no key: the CLI's default model.
+
+use serde_json::{Map, Value};
+
+use futures_util::stream::{self, BoxStream, StreamExt};
+
+use crate::model::{Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, response_to_events};
+use harnessx_core::ToolCall;
+
+/// A deterministic model for tests and first runs.
+///
+/// First turn (no tool result since the last user message): it calls each offered tool
+/// once (or those named with [`call_tools`](Self::call_tools)), with arguments generated
+/// from the tool's schema: required properties only, the first `enum`/`const`/`default`
+/// value where the schema gives one, otherwise `"a"`, `0`, `false`, `[]`, `{}`. Next turn:
+/// it answers with one line per result. With no tools to call it answers with
+/// [`final_text`](Self::final_text), by default `"success (no tool calls)"`.
+#[derive(Debug, Clone, Default)]
+pub struct TestModel {
+    call_tools: Option<Vec<String>>,
+    final_text: Option<String>,
+}
+
+impl TestModel {
+    /// Calls every offered tool.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Calls only these tools (those that are offered), in this order.
+    pub fn call_tools<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.call_tools = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The answer when there is nothing to call.
+    pub fn final_text(mut self, text: impl Into<String>) -> Self {
+        self.final_text = Some(text.into());
+        self
+    }
+
+    fn respond(&self, request: &ModelRequest) -> ModelResponse {
+        let since_user: Vec<&Message> =
+            request.messages.iter().rev().take_while(|m| !matches!(m, Message::User { .. })).collect();
+        let results: Vec<&Message> =
+            since_user.iter().rev().copied().filter(|m| matches!(m, Message::Tool { .. })).collect();
+        if !results.is_empty() {
+            let mut text =
+                format!("Ran {} tool call{}:", results.len(), if results.len() == 1 { "" } else { "s" });
+            for m in results {
+                if let Message::Tool { name, content, is_error, .. } = m {
+                    let first = content.lines().next().unwrap_or("");
+                    let short: String = first.chars().take(160).collect();
+                    let more = if short.len() < content.trim_end().len() { " …" } else { "" };
+                    text.push_str(&format!(
+                        "\n- {name}{}: {short}{more}",
+                        if *is_error { " (error)" } else { "" }
+                    ));
+                }
+            }
+            return ModelResponse::text(text);
+        }
+        let tools: Vec<_> = match &self.call_tools {
+            None => request.tools.iter().collect(),
+            Some(names) => names.iter().filter_map(|n| request.tools.iter().find(|t| &t.name == n)).collect(),
+        };
+        if tools.is_empty() {
+            return ModelResponse::text(
+                self.final_text.clone().unwrap_or_else(|| "success (no tool calls)".into()),
+            );
+        }
+        let turn = request.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
+        let calls = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                ToolCall::new(format!("test_{turn}_{i}"), &t.name, example_value(&t.input_schema).to_string())
+            })
+            .collect();
+        ModelResponse::tool_calls(calls)
+    }
+}
+
+/// A value that satisfies simple schemas: required properties only, first enum/const/
+/// default, minimal lengths and bounds.
+pub fn example_value(schema: &Value) -> Value {
+    let Some(obj) = schema.as_object() else { return Value::Null };
+    if let Some(v) = obj.get("const") {
+        return v.clone();
+    }
+    if let Some(v) = obj.get("default") {
+        return v.clone();
+    }
+    if let Some(Value::Array(choices)) = obj.get("enum")
+        && let Some(first) = choices.first()
+    {
+        return first.clone();
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(options)) = obj.get(key)
+            && let Some(first) =
+                options.iter().find(|o| o.get("type").and_then(Value::as_str) != Some("null"))
+        {
+            return example_value(first);
+        }
+    }
+    let ty = match obj.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(types)) => {
+            types.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("null")
+        }
+        _ if obj.contains_key("properties") => "object",
+        _ => "string",
+    };
+    let num = |k: &str| obj.get(k).and_then(Value::as_f64);
+    match ty {
+        "object" => {
+            let mut out = Map::new();
+            let props = obj.get("properties").and_then(Value::as_object);
+            for name in
+                obj.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
+            {
+                let sub = props.and_then(|p| p.get(name)).cloned().unwrap_or(Value::Bool(true));
+                out.insert(name.to_owned(), example_value(&sub));
+            }
+            Value::Object(out)
+        }
+        "array" => {
+            let n = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0).min(16) as usize;
+            let item = obj.get("items").map(example_value).unwrap_or(Value::String("a".into()));
+            Value::Array(vec![item; n])
+        }
+        "integer" => Value::from(num("minimum").map(|m| m.ceil() as i64).unwrap_or(0)),
+        "number" => Value::from(num("minimum").unwrap_or(0.0)),
+        "boolean" => Value::Bool(false),
+        "null" => Value::Null,
+        _ => {
+            let n = obj.get("minLength").and_then(Value::as_u64).unwrap_or(1).clamp(1, 256) as usize;
+            Value::String("a".repeat(n))
+        }
+    }
+}
+
+impl Model for TestModel {
+    fn name(&self) -> String {
+        "test".into()
+    }
+
+    fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
+        stream::iter(response_to_events(self.respond(request)).into_iter().map(Ok)).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn example_values_satisfy_their_schemas() {
+        let schemas = [
+            json!({"type":"object","properties":{"a":{"type":"integer","minimum":3},"b":{"type":"string","minLength":2},"c":{"type":"boolean"}},"required":["a","b"]}),
+            json!({"type":"object","properties":{"s":{"enum":["x","y"]},"l":{"type":"array","items":{"type":"number"},"minItems":2},"n":{"type":["string","null"]}},"required":["s","l","n"]}),
+            json!({"type":"object","properties":{"o":{"type":"object","properties":{"k":{"const":5}},"required":["k"]}},"required":["o"]}),
+        ];
+        for s in schemas {
+            let v = example_value(&s);
+            assert!(jsonschema::is_valid(&s, &v), "{v} for {s}");
+        }
+        assert_eq!(
+            example_value(&json!({"type":"object","properties":{"opt":{"type":"string"}}})),
+            json!({})
+        );
+    }
+}

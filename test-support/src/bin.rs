@@ -1,0 +1,97 @@
+//! Running a built binary (`env!("CARGO_BIN_EXE_harnessx")` in the tests that have it).
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// The provider keys removed from every run unless a test sets them, so a developer's
+/// own keys never reach a test.
+const PROVIDER_KEYS: [&str; 2] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+
+/// A binary to run in a working folder, with an empty standard input unless given one.
+#[derive(Debug, Clone)]
+pub struct Binary {
+    path: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl Binary {
+    /// The binary at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into(), env: Vec::new() }
+    }
+
+    /// Sets an environment variable for every run.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    fn command<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Command {
+        let mut command = Command::new(&self.path);
+        command.args(args).current_dir(dir);
+        for key in PROVIDER_KEYS {
+            command.env_remove(key);
+        }
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        command
+    }
+
+    /// Runs with `args` in `dir`, standard input empty.
+    pub fn run<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Output {
+        self.command(dir, args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", self.path.display()))
+    }
+
+    /// Runs with `args` in `dir`, writing `input` to its standard input.
+    pub fn run_with_input<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S], input: &[u8]) -> Output {
+        let mut child = self
+            .command(dir, args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("running {}: {e}", self.path.display()));
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let input = input.to_vec();
+        // Write from a thread so a child that fills its output pipe first cannot deadlock us.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let output = child.wait_with_output().expect("waiting for the child");
+        writer.join().expect("stdin writer");
+        output
+    }
+}
+
+/// Standard output as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Standard error as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The exit code (panics if the process was killed by a signal).
+pub fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or_else(|| panic!("killed by a signal: {}", stderr(output)))
+}
+
+/// Standard output as JSON lines (one event per line, as `run --json` prints them).
+pub fn json_lines(output: &Output) -> Vec<Value> {
+    stdout(output).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+/// The events of `json_lines` whose `type` is `kind`.
+pub fn events_of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}

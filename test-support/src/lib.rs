@@ -1,0 +1,42 @@
+//! Helpers the harnessx tests share. Not published: every crate that needs them takes
+//! this crate as a dev-dependency. It depends on none of the harnessx crates, so any of
+//! them can use it without building a second copy of itself.
+//!
+//! - [`fixture`], [`fixture_bytes`], [`fixture_json`], [`fixture_path`]: the recorded
+//!   material under `test-support/fixtures/` (the one copy in the repository);
+//! - [`server`]: a loopback HTTP server that replays canned provider replies (whole or
+//!   in chunks) and records each request;
+//! - [`bin`]: running a built binary in a folder and reading its output, JSON lines
+//!   included;
+//! - [`sse`]: framing provider events as server-sent events.
+
+pub mod bin;
+pub mod server;
+pub mod sse;
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// The path of a file under `test-support/fixtures/`.
+pub fn fixture_path(relative: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(relative)
+}
+
+/// The bytes of a fixture; panics with the path when it cannot be read.
+pub fn fixture_bytes(relative: &str) -> Vec<u8> {
+    let path = fixture_path(relative);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading fixture {}: {e}", path.display()))
+}
+
+/// The text of a fixture.
+pub fn fixture(relative: &str) -> String {
+    String::from_utf8(fixture_bytes(relative))
+        .unwrap_or_else(|e| panic!("fixture {relative} is not UTF-8: {e}"))
+}
+
+/// A fixture parsed as JSON.
+pub fn fixture_json(relative: &str) -> Value {
+    serde_json::from_slice(&fixture_bytes(relative))
+        .unwrap_or_else(|e| panic!("parsing fixture {relative}: {e}"))
+}
