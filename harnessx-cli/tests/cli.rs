@@ -4,25 +4,15 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use harnessx_test_support::bin::{Binary, json_lines, stderr, stdout};
 use serde_json::Value;
 
+fn binary() -> Binary {
+    Binary::new(env!("CARGO_BIN_EXE_harnessx"))
+}
+
 fn harnessx(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_harnessx"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    binary().run(dir, args)
 }
 
 fn workspace() -> tempfile::TempDir {
@@ -153,7 +143,7 @@ fn usage_errors_exit_2() {
 }
 
 fn events(out: &Output) -> Vec<Value> {
-    stdout(out).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+    json_lines(out)
 }
 
 #[test]
@@ -228,4 +218,67 @@ fn on_a_terminal_run_asks_before_a_write_and_obeys_the_answer() {
     let out = run_on_terminal(dir.path(), "y");
     assert!(stdout(&out).contains("✓ write_file: Created"), "{}", stdout(&out));
     assert!(dir.path().join("a").exists());
+}
+
+#[test]
+fn tools_call_dash_reads_the_arguments_from_standard_input() {
+    let dir = workspace();
+    // 4 MiB of content cannot go through argv (its limit per argument is 128 KiB).
+    let content = "x".repeat(4 << 20);
+    let args = serde_json::json!({"path": "big.txt", "content": content}).to_string();
+    let out = binary().run_with_input(
+        dir.path(),
+        &["tools", "call", "write_file", "-", "--base-path", ".", "--json"],
+        args.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["is_error"], false, "{v}");
+    assert_eq!(std::fs::metadata(dir.path().join("big.txt")).unwrap().len(), 4 << 20);
+
+    // Bad JSON on stdin is the model-facing parse error, exit 1, and nothing written.
+    let out =
+        binary().run_with_input(dir.path(), &["tools", "call", "write_file", "-", "--json"], b"{\"path\": ");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).contains("not valid JSON"), "{}", stdout(&out));
+}
+
+#[test]
+fn run_on_the_test_model_says_so_on_stderr_and_how_to_pick_a_real_one() {
+    let dir = workspace();
+    let out = harnessx(dir.path(), &["run", "hi", "--tools", "list_directory", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("built-in test model"), "{err}");
+    assert!(err.contains("--model openai:MODEL"), "{err}");
+    // stdout stays pure JSON lines.
+    assert!(events(&out).iter().all(|e| e["type"].is_string()));
+}
+
+#[test]
+fn run_without_file_tools_needs_no_base_path_and_an_unused_base_path_is_a_usage_error() {
+    let dir = workspace();
+    // The default base path (the current directory) is simply unused by ask-free tools...
+    let out = harnessx(dir.path(), &["run", "hi", "--tools", "list_directory", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // ...while an explicit --base-path that nothing uses is a mistake worth reporting.
+    let out =
+        harnessx(dir.path(), &["tools", "call", "ask_user", "{}", "--tools", "ask_user", "--base-path", "."]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[cfg(unix)]
+#[test]
+fn run_in_a_non_utf8_directory_fails_clearly_instead_of_dropping_the_file_tools() {
+    // Regression: `run` used to swallow this error (matched by its text) and run without
+    // the file tools.
+    use std::os::unix::ffi::OsStrExt;
+    let dir = workspace();
+    let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::create_dir(&odd).unwrap();
+    let out = harnessx(&odd, &["run", "hi", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not valid UTF-8"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--base-path"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "the run must not start: {}", stdout(&out));
 }

@@ -1,74 +1,19 @@
 //! `harnessx run` against loopback OpenAI-compatible and Anthropic servers: two parallel
 //! tool calls, results sent back in call order, streaming and not.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::thread;
+use std::process::Output;
 
+use harnessx_test_support::bin::{Binary, json_lines};
+use harnessx_test_support::server::{Reply, Server};
+use harnessx_test_support::sse::{anthropic as anthropic_sse, openai as sse};
 use serde_json::{Value, json};
 
-/// A loopback HTTP server answering each request with the next canned reply and
-/// recording request bodies.
-struct Server {
-    url: String,
-    bodies: Arc<Mutex<Vec<Value>>>,
-}
-
-fn serve(replies: Vec<(&'static str, String)>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let bodies = Arc::new(Mutex::new(Vec::new()));
-    let log = bodies.clone();
-    thread::spawn(move || {
-        for (content_type, body) in replies {
-            let Ok((mut stream, _)) = listener.accept() else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut raw = vec![0; length];
-            reader.read_exact(&mut raw).unwrap();
-            log.lock().unwrap().push(serde_json::from_slice(&raw).unwrap_or(Value::Null));
-            let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(body.as_bytes());
-        }
-    });
-    Server { url, bodies }
-}
-
-fn sse(events: &[Value]) -> String {
-    let mut out: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-    out.push_str("data: [DONE]\n\n");
-    out
-}
-
-fn anthropic_sse(events: &[Value]) -> String {
-    events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect()
-}
-
 fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_harnessx"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
+    Binary::new(env!("CARGO_BIN_EXE_harnessx"))
         .env("OPENAI_API_KEY", "test-key")
         .env("ANTHROPIC_API_KEY", "test-key")
-        .output()
-        .unwrap()
+        .run(dir, args)
 }
 
 fn workspace() -> tempfile::TempDir {
@@ -78,8 +23,7 @@ fn workspace() -> tempfile::TempDir {
 }
 
 fn events(out: &Output) -> Vec<Value> {
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+    json_lines(out)
 }
 
 fn assert_two_calls_ran_in_order(events: &[Value]) {
@@ -112,7 +56,8 @@ fn openai_compatible_streaming_run_sends_both_results_back_in_call_order() {
         json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "All "}}]}),
         json!({"choices": [{"index": 0, "delta": {"content": "done."}, "finish_reason": "stop"}]}),
     ]);
-    let server = serve(vec![("text/event-stream", openai_tool_turn()), ("text/event-stream", final_turn)]);
+    let server =
+        Server::start(vec![Reply::event_stream(openai_tool_turn()), Reply::event_stream(final_turn)]);
     let base = format!("{}/v1", server.url);
     let out = run(
         dir.path(),
@@ -120,7 +65,7 @@ fn openai_compatible_streaming_run_sends_both_results_back_in_call_order() {
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_two_calls_ran_in_order(&events(&out));
-    let bodies = server.bodies.lock().unwrap();
+    let bodies = server.bodies();
     assert_eq!(bodies[0]["model"], "gpt-4o");
     assert_eq!(bodies[0]["stream"], true);
     let tool_messages: Vec<&Value> =
@@ -141,9 +86,9 @@ fn openai_compatible_non_streaming_run() {
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
     let final_turn = json!({"id": "y", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",
         "message": {"role": "assistant", "content": "All done."}}]});
-    let server = serve(vec![
-        ("application/json", tool_turn.to_string()),
-        ("application/json", final_turn.to_string()),
+    let server = Server::start(vec![
+        Reply::json(200, tool_turn.to_string()),
+        Reply::json(200, final_turn.to_string()),
     ]);
     let base = format!("{}/v1", server.url);
     let out = run(
@@ -152,7 +97,7 @@ fn openai_compatible_non_streaming_run() {
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_two_calls_ran_in_order(&events(&out));
-    let bodies = server.bodies.lock().unwrap();
+    let bodies = server.bodies();
     assert_ne!(bodies[0]["stream"], true);
     let ids: Vec<&Value> = bodies[1]["messages"]
         .as_array()
@@ -187,7 +132,7 @@ fn anthropic_streaming_run_merges_both_results_into_one_user_turn_in_call_order(
         json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}}),
         json!({"type": "message_stop"}),
     ]);
-    let server = serve(vec![("text/event-stream", tool_turn), ("text/event-stream", final_turn)]);
+    let server = Server::start(vec![Reply::event_stream(tool_turn), Reply::event_stream(final_turn)]);
     let out = run(
         dir.path(),
         &[
@@ -202,7 +147,7 @@ fn anthropic_streaming_run_merges_both_results_into_one_user_turn_in_call_order(
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_two_calls_ran_in_order(&events(&out));
-    let bodies = server.bodies.lock().unwrap();
+    let bodies = server.bodies();
     let messages = bodies[1]["messages"].as_array().unwrap();
     let last = messages.last().unwrap();
     assert_eq!(last["role"], "user");
@@ -219,22 +164,9 @@ fn anthropic_streaming_run_merges_both_results_into_one_user_turn_in_call_order(
 #[test]
 fn a_rejected_key_fails_the_run_with_a_clear_message() {
     let dir = workspace();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    thread::spawn(move || {
-        for stream in listener.incoming().take(3) {
-            let Ok(mut stream) = stream else { return };
-            let mut buf = [0u8; 65536];
-            let _ = stream.read(&mut buf);
-            let body =
-                r#"{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}"#;
-            let _ = write!(
-                stream,
-                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
+    let body = r#"{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}"#;
+    let server = Server::start(vec![Reply::json(401, body); 3]);
+    let url = format!("{}/v1", server.url);
     let out = run(dir.path(), &["run", "hi", "--model", "openai:gpt-4o", "--base-url", &url]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -19,18 +19,36 @@ use crate::engine::serial::SerialQueue;
 use crate::error::ToolError;
 use crate::permission::DenyReason;
 use crate::permission::manager::authorize_without_manager;
-use crate::registry::resolve::resolve;
-use crate::registry::{RegisteredTool, State, ToolRegistry};
 use crate::schema::{canonical_json, kind_of};
 use crate::tool::call::{ToolCall, ToolOutput, ToolResult};
 use crate::tool::handler::{ToolContext, ToolHandler};
 use crate::tool::policy::{EffectivePolicy, duration_from_secs};
+use crate::tool::registered::RegisteredTool;
 
 /// The text of every permission refusal.
 pub const PERMISSION_DENIED: &str = "Permission denied";
 
+/// What the registry hands the engine for one call: the tool the call's name resolved to
+/// (or the error text for the model), the policy values in force, and the queue serial
+/// tools take turns on. The engine never looks inside a registry.
+pub(crate) struct CallTarget {
+    tool: Result<Arc<RegisteredTool>, String>,
+    policy: EffectivePolicy,
+    serial: SerialQueue,
+}
+
+impl CallTarget {
+    pub(crate) fn new(
+        tool: Result<Arc<RegisteredTool>, String>,
+        policy: EffectivePolicy,
+        serial: SerialQueue,
+    ) -> Self {
+        Self { tool, policy, serial }
+    }
+}
+
 /// A call that passed the checks that need no waiting (name, arguments, schema).
-pub(crate) struct ReadyCall {
+struct ReadyCall {
     tool: Arc<RegisteredTool>,
     args: Value,
     policy: EffectivePolicy,
@@ -38,7 +56,7 @@ pub(crate) struct ReadyCall {
     serial: Option<SerialQueue>,
 }
 
-pub(crate) enum Prepared {
+enum Prepared {
     Done(ToolResult),
     Ready(ReadyCall),
 }
@@ -47,7 +65,7 @@ impl Prepared {
     fn tool_name(&self) -> Option<&str> {
         match self {
             Prepared::Done(_) => None,
-            Prepared::Ready(c) => Some(&c.tool.name),
+            Prepared::Ready(c) => Some(c.tool.name()),
         }
     }
 }
@@ -76,24 +94,26 @@ pub(crate) fn parse_arguments(tool: &str, raw: &str) -> Result<Value, String> {
     }
 }
 
-fn prepare(state: &State, call: &ToolCall) -> Prepared {
-    let tool = match resolve(state, &call.name) {
+fn prepare(target: CallTarget, call: &ToolCall) -> Prepared {
+    let CallTarget { tool, policy, serial } = target;
+    let tool = match tool {
         Ok(t) => t,
-        Err(unknown) => return Prepared::Done(ToolResult::error(&call.id, &call.name, unknown.to_string())),
+        Err(unknown) => return Prepared::Done(ToolResult::error(&call.id, &call.name, unknown)),
     };
-    let args = match parse_arguments(&tool.name, &call.arguments) {
+    let args = match parse_arguments(tool.name(), &call.arguments) {
         Ok(a) => a,
-        Err(msg) => return Prepared::Done(ToolResult::error(&call.id, &*tool.name, msg)),
+        Err(msg) => return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg)),
     };
-    if let Some(msg) = tool.schema.check(&tool.name, &args) {
-        return Prepared::Done(ToolResult::error(&call.id, &*tool.name, msg));
+    if let Some(msg) = tool.check(&args) {
+        return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg));
     }
-    let serial = (!tool.def.concurrent).then(|| state.serial.clone());
-    Prepared::Ready(ReadyCall { tool, args, policy: state.effective, serial })
+    let serial = (!tool.definition().concurrent).then_some(serial);
+    Prepared::Ready(ReadyCall { tool, args, policy, serial })
 }
 
-pub(crate) async fn execute_one(registry: &ToolRegistry, call: &ToolCall, ctx: &RunContext) -> ToolResult {
-    let prepared = prepare(&registry.read(), call);
+/// Runs one call through the whole pipeline.
+pub(crate) async fn execute_one(target: CallTarget, call: &ToolCall, ctx: &RunContext) -> ToolResult {
+    let prepared = prepare(target, call);
     ctx.emit(ToolEvent::CallStart { index: 0, call, tool: prepared.tool_name() });
     let result = match prepared {
         Prepared::Done(r) => r,
@@ -103,15 +123,13 @@ pub(crate) async fn execute_one(registry: &ToolRegistry, call: &ToolCall, ctx: &
     result
 }
 
+/// Runs the calls of one model turn (`targets[i]` is the target of `calls[i]`).
 pub(crate) async fn execute_batch(
-    registry: &ToolRegistry,
+    targets: Vec<CallTarget>,
     calls: &[ToolCall],
     ctx: &RunContext,
 ) -> Vec<ToolResult> {
-    let prepared: Vec<Prepared> = {
-        let state = registry.read();
-        calls.iter().map(|c| prepare(&state, c)).collect()
-    };
+    let prepared: Vec<Prepared> = targets.into_iter().zip(calls).map(|(t, c)| prepare(t, c)).collect();
     for (index, (call, p)) in calls.iter().zip(&prepared).enumerate() {
         ctx.emit(ToolEvent::CallStart { index, call, tool: p.tool_name() });
     }
@@ -156,19 +174,18 @@ async fn run_indexed(
 }
 
 async fn run_ready(ready: ReadyCall, call: &ToolCall, ctx: &RunContext) -> ToolResult {
-    let name = &ready.tool.name;
+    let name = ready.tool.name();
+    let permission = ready.tool.definition().permission;
     let allowed = match ctx.permissions() {
         // A panicking approval callback or store denies the call (fail closed).
-        Some(manager) => {
-            AssertUnwindSafe(manager.authorize(name, ready.tool.def.permission, &call.id, &ready.args))
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|payload| {
-                    log_panic(name, &*payload);
-                    Err(DenyReason::Rejected)
-                })
-        }
-        None => authorize_without_manager(ready.tool.def.permission),
+        Some(manager) => AssertUnwindSafe(manager.authorize(name, permission, &call.id, &ready.args))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|payload| {
+                log_panic(name, &*payload);
+                Err(DenyReason::Rejected)
+            }),
+        None => authorize_without_manager(permission),
     };
     if let Err(reason) = allowed {
         tracing::info!(tool = &**name, call_id = %call.id, ?reason, "tool call denied");
@@ -198,12 +215,13 @@ async fn invoke(ready: ReadyCall, call_id: &str) -> ToolResult {
         Some(queue) => Some(queue.acquire().await),
         None => None,
     };
-    let def = &tool.def;
+    let def = tool.definition();
+    let name = tool.name();
     let timeout_secs = def.timeout_seconds.unwrap_or(policy.default_timeout_seconds);
     let timeout = duration_from_secs(timeout_secs);
     let retry = def.retry.unwrap_or(policy.retry);
     let max_attempts = if def.replay_policy.allows_retry() { retry.max_attempts.max(1) } else { 1 };
-    let ctx = ToolContext::new(call_id, tool.name.clone());
+    let ctx = ToolContext::new(call_id, name.clone());
     let mut args = Some(args);
     let mut attempt = 1;
     loop {
@@ -221,7 +239,7 @@ async fn invoke(ready: ReadyCall, call_id: &str) -> ToolResult {
             };
         if retry_wanted {
             attempt += 1;
-            tracing::debug!(tool = &*tool.name, call_id, attempt, "retrying tool call");
+            tracing::debug!(tool = &**name, call_id, attempt, "retrying tool call");
             let delay = retry.delay_before(attempt);
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
@@ -229,22 +247,18 @@ async fn invoke(ready: ReadyCall, call_id: &str) -> ToolResult {
             continue;
         }
         return match outcome {
-            Outcome::Done(Ok(out)) => ToolResult::success(call_id, &*tool.name, out),
-            Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => ToolResult::error(
-                call_id,
-                &*tool.name,
-                format!("{} (failed {attempt} attempts)", e.message()),
-            ),
-            Outcome::Done(Err(e)) => ToolResult::error(call_id, &*tool.name, e.message()),
-            Outcome::TimedOut => {
-                ToolResult::error(call_id, &*tool.name, timeout_message(&tool.name, timeout_secs))
+            Outcome::Done(Ok(out)) => ToolResult::success(call_id, &**name, out),
+            Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => {
+                ToolResult::error(call_id, &**name, format!("{} (failed {attempt} attempts)", e.message()))
             }
+            Outcome::Done(Err(e)) => ToolResult::error(call_id, &**name, e.message()),
+            Outcome::TimedOut => ToolResult::error(call_id, &**name, timeout_message(name, timeout_secs)),
             Outcome::Panicked => ToolResult::error(
                 call_id,
-                &*tool.name,
+                &**name,
                 format!(
                     "tool {} failed with an internal error; the details were logged for the operator",
-                    tool.name
+                    name
                 ),
             ),
         };

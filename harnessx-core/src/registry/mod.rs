@@ -13,35 +13,39 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::context::RunContext;
-use crate::engine::pipeline;
+use crate::engine::pipeline::{self, CallTarget};
 use crate::engine::serial::SerialQueue;
 use crate::error::RegistryError;
 use crate::permission::PermissionManager;
-use crate::schema::{CompiledSchema, canonical_schema};
+use crate::schema::canonical_schema;
 use crate::tool::call::{ToolCall, ToolResult};
 use crate::tool::definition::{IntoToolDefinition, ToolDefinition, ToolOptions};
 use crate::tool::handler::ToolHandler;
-use crate::tool::name::{is_valid_tool_name, repair_key};
+use crate::tool::name::repair_key;
 use crate::tool::policy::{EffectivePolicy, ToolPolicy};
+use crate::tool::registered::RegisteredTool;
 
 pub use resolve::NameResolution;
 pub use source::ToolSource;
 
-/// A tool as stored: its definition plus what the engine precomputes for it.
-pub(crate) struct RegisteredTool {
-    pub(crate) def: ToolDefinition,
-    pub(crate) name: Arc<str>,
-    pub(crate) schema: CompiledSchema,
-}
-
-pub(crate) struct State {
-    pub(crate) tools: IndexMap<String, Arc<RegisteredTool>>,
+/// What a registry holds. Only `registry/` sees it; the engine gets [`CallTarget`]s.
+struct State {
+    tools: IndexMap<String, Arc<RegisteredTool>>,
     /// Formatting-insensitive key -> registered names with that key.
-    pub(crate) keys: HashMap<String, Vec<Arc<str>>>,
+    keys: HashMap<String, Vec<Arc<str>>>,
     explicit: ToolPolicy,
     inherited: ToolPolicy,
-    pub(crate) effective: EffectivePolicy,
-    pub(crate) serial: SerialQueue,
+    effective: EffectivePolicy,
+    serial: SerialQueue,
+}
+
+impl State {
+    /// What the engine needs to run a call of `name`: the tool it resolves to (or the
+    /// error text for the model), the policy and the serial queue.
+    fn target(&self, name: &str) -> CallTarget {
+        let tool = resolve::resolve(&self.tools, &self.keys, name).map_err(|unknown| unknown.to_string());
+        CallTarget::new(tool, self.effective, self.serial.clone())
+    }
 }
 
 /// The registered tools, shared: cloning a registry gives another handle to the same
@@ -121,7 +125,7 @@ impl ToolRegistry {
         }
     }
 
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, State> {
+    fn read(&self) -> RwLockReadGuard<'_, State> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -197,20 +201,8 @@ impl ToolRegistry {
     }
 
     fn insert(&self, def: ToolDefinition, replace: bool) -> Result<ToolDefinition, RegistryError> {
-        if !is_valid_tool_name(&def.name) {
-            return Err(RegistryError::InvalidName { name: def.name });
-        }
-        if let Some(t) = def.timeout_seconds
-            && (t.is_nan() || t <= 0.0)
-        {
-            return Err(RegistryError::InvalidOption(format!(
-                "timeout_seconds for tool \"{}\" must be a positive number of seconds, got {t}",
-                def.name
-            )));
-        }
-        let schema = CompiledSchema::compile(&def.name, &def.input_schema)?;
-        let name: Arc<str> = Arc::from(def.name.as_str());
-        let tool = Arc::new(RegisteredTool { def: def.clone(), name: name.clone(), schema });
+        let tool = Arc::new(RegisteredTool::new(def.clone())?);
+        let name = tool.name().clone();
         let mut state = self.write();
         if state.tools.contains_key(&def.name) {
             if !replace {
@@ -234,12 +226,12 @@ impl ToolRegistry {
                 state.keys.remove(&key);
             }
         }
-        Some(removed.def.clone())
+        Some(removed.definition().clone())
     }
 
     /// The definition registered under exactly this name.
     pub fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
-        self.read().tools.get(name).map(|t| t.def.clone())
+        self.read().tools.get(name).map(|t| t.definition().clone())
     }
 
     /// Whether a tool of exactly this name is registered.
@@ -249,7 +241,7 @@ impl ToolRegistry {
 
     /// All definitions, in registration order.
     pub fn list_tools(&self) -> Vec<ToolDefinition> {
-        self.read().tools.values().map(|t| t.def.clone()).collect()
+        self.read().tools.values().map(|t| t.definition().clone()).collect()
     }
 
     /// All tool names, in registration order.
@@ -272,10 +264,13 @@ impl ToolRegistry {
         self.read()
             .tools
             .values()
-            .map(|t| ToolSpec {
-                name: t.def.name.clone(),
-                description: t.def.description.clone(),
-                input_schema: canonical_schema(&t.def.input_schema),
+            .map(|t| {
+                let def = t.definition();
+                ToolSpec {
+                    name: def.name.clone(),
+                    description: def.description.clone(),
+                    input_schema: canonical_schema(&def.input_schema),
+                }
             })
             .collect()
     }
@@ -284,13 +279,14 @@ impl ToolRegistry {
     pub fn effective_timeout_seconds(&self, name: &str) -> Option<f64> {
         let state = self.read();
         let tool = state.tools.get(name)?;
-        Some(tool.def.timeout_seconds.unwrap_or(state.effective.default_timeout_seconds))
+        Some(tool.definition().timeout_seconds.unwrap_or(state.effective.default_timeout_seconds))
     }
 
     /// Resolves a name as the model wrote it: exact match, else a formatting-only repair
     /// when exactly one tool matches (see [`crate::tool::name`]).
     pub fn resolve_name(&self, requested: &str) -> NameResolution {
-        resolve::resolve(&self.read(), requested).map(|t| t.name.to_string())
+        let state = self.read();
+        resolve::resolve(&state.tools, &state.keys, requested).map(|t| t.name().to_string())
     }
 
     /// Executes one call through the whole pipeline: name resolution, argument parsing,
@@ -306,13 +302,18 @@ impl ToolRegistry {
 
     /// Executes one call within a run (sharing its permissions, events and dedupe).
     pub async fn execute_in(&self, call: &ToolCall, ctx: &RunContext) -> ToolResult {
-        pipeline::execute_one(self, call, ctx).await
+        let target = self.read().target(&call.name);
+        pipeline::execute_one(target, call, ctx).await
     }
 
     /// Executes the calls of one model turn: concurrent tools run together, the others one
     /// at a time in call order alongside them. Results come back in call order;
     /// `CallStart` events are emitted in call order; a failure cancels nothing.
     pub async fn execute_batch(&self, calls: &[ToolCall], ctx: &RunContext) -> Vec<ToolResult> {
-        pipeline::execute_batch(self, calls, ctx).await
+        let targets: Vec<CallTarget> = {
+            let state = self.read();
+            calls.iter().map(|c| state.target(&c.name)).collect()
+        };
+        pipeline::execute_batch(targets, calls, ctx).await
     }
 }

@@ -1,10 +1,13 @@
 //! Name resolution: exact match, formatting-only repair, or an error that suggests.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::registry::{RegisteredTool, State};
+use indexmap::IndexMap;
+
 use crate::tool::name::{repair_key, strip_known_prefixes, suggestions};
+use crate::tool::registered::RegisteredTool;
 
 /// Result of resolving a requested name: the registered name, or why none was chosen.
 pub type NameResolution = Result<String, UnknownTool>;
@@ -47,8 +50,13 @@ impl fmt::Display for UnknownTool {
 
 impl std::error::Error for UnknownTool {}
 
-pub(crate) fn resolve(state: &State, requested: &str) -> Result<Arc<RegisteredTool>, UnknownTool> {
-    if let Some(tool) = state.tools.get(requested) {
+/// Resolves `requested` among `tools`, whose formatting-insensitive keys are `keys`.
+pub(super) fn resolve(
+    tools: &IndexMap<String, Arc<RegisteredTool>>,
+    keys: &HashMap<String, Vec<Arc<str>>>,
+    requested: &str,
+) -> Result<Arc<RegisteredTool>, UnknownTool> {
+    if let Some(tool) = tools.get(requested) {
         return Ok(tool.clone());
     }
     // Every tool the name could mean by formatting alone: the name without a known
@@ -57,27 +65,27 @@ pub(crate) fn resolve(state: &State, requested: &str) -> Result<Arc<RegisteredTo
     let stripped = strip_known_prefixes(requested);
     let mut matches: Vec<Arc<str>> = Vec::new();
     if stripped.len() != requested.len()
-        && let Some(tool) = state.tools.get(stripped)
+        && let Some(tool) = tools.get(stripped)
     {
-        matches.push(tool.name.clone());
+        matches.push(tool.name().clone());
     }
     let stripped_key = repair_key(stripped);
     let requested_key = repair_key(requested);
-    let keys =
+    let candidates =
         if stripped_key == requested_key { vec![stripped_key] } else { vec![stripped_key, requested_key] };
-    for key in &keys {
-        for name in state.keys.get(key).map(Vec::as_slice).unwrap_or_default() {
+    for key in &candidates {
+        for name in keys.get(key).map(Vec::as_slice).unwrap_or_default() {
             if !matches.contains(name) {
                 matches.push(name.clone());
             }
         }
     }
     if let [only] = matches.as_slice()
-        && let Some(tool) = state.tools.get(&**only)
+        && let Some(tool) = tools.get(&**only)
     {
         return Ok(tool.clone());
     }
-    let mut available: Vec<String> = state.tools.keys().cloned().collect();
+    let mut available: Vec<String> = tools.keys().cloned().collect();
     available.sort();
     let (suggested, ambiguous) = if matches.len() > 1 {
         (matches.iter().take(3).map(|n| n.to_string()).collect(), true)

@@ -5,3 +5,4 @@ pub mod definition;
 pub mod handler;
 pub mod name;
 pub mod policy;
+pub(crate) mod registered;
