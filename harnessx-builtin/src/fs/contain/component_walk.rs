@@ -7,12 +7,12 @@
 use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{AtFlags, Mode};
 use rustix::io::Errno;
 
 use super::entries::{Kind, kind_of};
 use super::error::{FsError, quoted, refused_symlink};
-use super::flags::DIR_FLAGS;
+use super::flags::{DIR_FLAGS, LOOKUP_ONLY};
 use super::lexical::{cstring, join};
 
 /// Opens the directory `comps` under `root`, component by component.
@@ -44,7 +44,7 @@ pub(super) fn walk_beneath(root: &OwnedFd, comps: &[&str], create: bool) -> Resu
 }
 
 fn open_child_dir_path(dir: BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd, Errno> {
-    rustix::fs::openat(dir, name, DIR_FLAGS | OFlags::PATH, Mode::empty())
+    rustix::fs::openat(dir, name, DIR_FLAGS | LOOKUP_ONLY, Mode::empty())
 }
 
 /// Says why `name` under `dir` could not be opened as a directory.

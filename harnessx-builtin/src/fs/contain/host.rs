@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rustix::fs::{Mode, OFlags};
 
 use super::error::{FsError, quoted};
+use super::flags::LOOKUP_ONLY;
 use super::scope::Target;
 
 /// Splits a host path into its parent directory (opened) and final name.
@@ -34,7 +35,7 @@ pub(super) fn locate_host(path: &str, create: bool) -> Result<Target, FsError> {
         })?;
     }
     let parent =
-        rustix::fs::open(&parent_path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        rustix::fs::open(&parent_path, LOOKUP_ONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| FsError::os(&display, "open the parent directory of", e))?;
     let name = name
         .map(|n| CString::new(n.into_vec()))

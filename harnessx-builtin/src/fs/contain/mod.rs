@@ -21,6 +21,25 @@
 //! Error messages name only the path as the model wrote it (normalized, relative to the
 //! root), never a host path.
 //!
+//! # Platforms
+//!
+//! - **Linux** (and Android): `openat2` resolves beneath the root (Linux 5.6 and later);
+//!   on older kernels, or where a seccomp filter refuses `openat2`, the component walk
+//!   takes over. Looked-up directories are opened `O_PATH`; a write that must not replace
+//!   publishes with `RENAME_NOREPLACE`, or an exclusive `linkat` where the filesystem
+//!   lacks it. This is the platform the test suite runs on, under both resolvers.
+//! - **Other Unix systems** (macOS, the BSDs, …): the component walk always
+//!   (`Resolver::Openat2` fails with "openat2 is not available on this platform").
+//!   Without `O_PATH`, directories are opened read-only, so every directory on a path
+//!   must be readable, not only searchable. Exclusive publishing uses
+//!   `renameatx_np(RENAME_EXCL)` on Apple systems and `linkat` elsewhere. The Linux-only
+//!   calls are behind `cfg`s and the rest is portable `rustix`, but this project builds
+//!   and tests on Linux only: these targets are not compiled or tested by its CI.
+//! - **Not Unix** (Windows, WASI, …): the crate does not compile. Every operation here is
+//!   a descriptor-relative `*at` call, which those platforms lack, so a `compile_error!`
+//!   says so rather than a cascade of unresolved imports. Nothing falls back to
+//!   unconfined path access.
+//!
 //! # Layout
 //!
 //! A path goes through the files in this order:
@@ -35,6 +54,14 @@
 //! - `entries.rs`: directory entries and single-child opens, shared with `fs::walk`;
 //!   `flags.rs`: the open flags;
 //! - `error.rs`: what the model is told.
+
+// The module is built on descriptor-relative `*at` calls; refusing the build is the honest
+// answer where they do not exist (no path-based fallback that would follow symlinks).
+#[cfg(not(unix))]
+compile_error!(
+    "harnessx-builtin's filesystem tools need a Unix target: their containment under `base_path` \
+     is built on descriptor-relative `openat`-family calls (see harnessx-builtin/src/fs/contain/mod.rs, \"Platforms\")"
+);
 
 mod component_walk;
 mod delete;

@@ -6,9 +6,10 @@
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::entries::Kind;
@@ -69,27 +70,47 @@ impl Target {
 
     fn publish(&self, tmp: &CStr, name: &CStr, overwrite: bool) -> Result<(), FsError> {
         let parent = &*self.parent;
-        if overwrite {
-            return rustix::fs::renameat(parent, tmp, parent, name)
-                .map_err(|e| FsError::os(&self.display, "write", e));
-        }
-        match rustix::fs::renameat_with(parent, tmp, parent, name, RenameFlags::NOREPLACE) {
+        let published = if overwrite {
+            rustix::fs::renameat(parent, tmp, parent, name)
+        } else {
+            rename_noreplace(parent, tmp, name)
+        };
+        match published {
             Ok(()) => Ok(()),
-            Err(Errno::EXIST) => Err(exists_error(&self.display)),
-            // The filesystem has no RENAME_NOREPLACE: a hard link is just as exclusive.
-            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
-                match rustix::fs::linkat(parent, tmp, parent, name, AtFlags::empty()) {
-                    Ok(()) => {
-                        let _ = rustix::fs::unlinkat(parent, tmp, AtFlags::empty());
-                        Ok(())
-                    }
-                    Err(Errno::EXIST) => Err(exists_error(&self.display)),
-                    Err(e) => Err(FsError::os(&self.display, "write", e)),
-                }
-            }
+            Err(Errno::EXIST) if !overwrite => Err(exists_error(&self.display)),
             Err(e) => Err(FsError::os(&self.display, "write", e)),
         }
     }
+}
+
+/// Renames `tmp` to `name` in `parent` unless `name` exists (`EEXIST` then). Where the
+/// platform or the filesystem has no exclusive rename, a hard link is just as exclusive:
+/// `linkat` the new name, then unlink the temporary one.
+fn rename_noreplace(parent: &OwnedFd, tmp: &CStr, name: &CStr) -> Result<(), Errno> {
+    if let Some(renamed) = rename_exclusive(parent, tmp, name) {
+        return renamed;
+    }
+    rustix::fs::linkat(parent, tmp, parent, name, AtFlags::empty())?;
+    let _ = rustix::fs::unlinkat(parent, tmp, AtFlags::empty());
+    Ok(())
+}
+
+/// `renameat2(RENAME_NOREPLACE)` on Linux, `renameatx_np(RENAME_EXCL)` on Apple systems;
+/// `None` when the filesystem does not support it.
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+fn rename_exclusive(parent: &OwnedFd, tmp: &CStr, name: &CStr) -> Option<Result<(), Errno>> {
+    use rustix::fs::RenameFlags;
+    match rustix::fs::renameat_with(parent, tmp, parent, name, RenameFlags::NOREPLACE) {
+        // `ENOTSUP` and `EOPNOTSUPP` are one value on Linux, two on Apple systems.
+        Err(e) if [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP, Errno::NOTSUP].contains(&e) => None,
+        renamed => Some(renamed),
+    }
+}
+
+/// Other Unix systems have no exclusive rename call.
+#[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
+fn rename_exclusive(_parent: &OwnedFd, _tmp: &CStr, _name: &CStr) -> Option<Result<(), Errno>> {
+    None
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
