@@ -27,7 +27,8 @@
 //!   on older kernels, or where a seccomp filter refuses `openat2`, the component walk
 //!   takes over. Looked-up directories are opened `O_PATH`; a write that must not replace
 //!   publishes with `RENAME_NOREPLACE`, or an exclusive `linkat` where the filesystem
-//!   lacks it. This is the platform the test suite runs on, under both resolvers.
+//!   lacks it. Linux is the platform the test suite runs on, under both resolvers;
+//!   Android takes the same code paths but is not tested.
 //! - **Other Unix systems** (macOS, the BSDs, …): the component walk always
 //!   (`Resolver::Openat2` fails with "openat2 is not available on this platform").
 //!   Without `O_PATH`, directories are opened read-only, so every directory on a path
