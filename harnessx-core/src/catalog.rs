@@ -3,9 +3,86 @@
 //!
 //! A crate that ships bundles submits one [`BuiltinBundle`] per bundle with
 //! [`inventory::submit!`]; [`ToolRegistry::load_builtin`] looks names up in what was
-//! submitted. The names a bundle accepts as options, and the four every bundle shares
-//! (`include`, `exclude`, `permission`, `replace`), are checked here, so every bundle
-//! rejects unknown keys the same way.
+//! submitted. The options are data: the four every bundle shares (`include`, `exclude`,
+//! `permission`, `replace`) are the struct [`CommonOptions`], decoded here, and each
+//! bundle's own are its options struct (a [`BundleOptions`]), from whose `Deserialize`
+//! impl the valid keys are read. So every bundle rejects unknown keys and wrong types the
+//! same way, and no list of keys is kept by hand.
+//!
+//! # Adding a bundle
+//!
+//! One options struct and one register function: the struct derives `Deserialize` over
+//! the bundle's own keys (`deny_unknown_fields`, `default`) and holds the common options
+//! in a `#[serde(skip)]` field; the function is the bundle's `register_*_tools` helper,
+//! and `load_builtin` ends up in it with the same struct.
+//!
+//! ```
+//! use harnessx_core::catalog::{BuiltinBundle, BundleOptions, CommonOptions, select_tools};
+//! use harnessx_core::{RegistryError, ToolRegistry};
+//! use serde::Deserialize;
+//!
+//! /// The bundle's tools, in registration order.
+//! pub const CLOCK_TOOLS: [&str; 2] = ["now", "sleep"];
+//!
+//! /// Options of [`register_clock_tools`]: the common ones, and the bundle's own keys.
+//! #[derive(Debug, Clone, PartialEq, Deserialize)]
+//! #[serde(default, deny_unknown_fields)]
+//! pub struct ClockOptions {
+//!     /// `include`, `exclude`, `permission`, `replace` (decoded by the catalog).
+//!     #[serde(skip)]
+//!     pub common: CommonOptions,
+//!     /// The time zone `now` answers in.
+//!     pub zone: String,
+//!     /// The longest `sleep`, in seconds.
+//!     #[serde(deserialize_with = "harnessx_core::catalog::positive")]
+//!     pub max_sleep_seconds: u64,
+//! }
+//!
+//! impl Default for ClockOptions {
+//!     fn default() -> Self {
+//!         Self { common: CommonOptions::default(), zone: "UTC".into(), max_sleep_seconds: 60 }
+//!     }
+//! }
+//!
+//! impl BundleOptions for ClockOptions {
+//!     fn set_common(&mut self, common: CommonOptions) {
+//!         self.common = common;
+//!     }
+//!     fn register(self, registry: &ToolRegistry) -> Result<Vec<String>, RegistryError> {
+//!         register_clock_tools(registry, self)
+//!     }
+//! }
+//!
+//! /// Registers the selected clock tools; returns their names.
+//! pub fn register_clock_tools(registry: &ToolRegistry, options: ClockOptions) -> Result<Vec<String>, RegistryError> {
+//!     let common = &options.common;
+//!     let selected = select_tools("clock tool", &CLOCK_TOOLS, common.include.as_deref(), &common.exclude)?;
+//!     // A real bundle builds each selected tool from `options` and registers it with
+//!     // `registry.register_tool_with(definition, ToolOptions::new().replace(common.replace))`.
+//!     let _ = registry;
+//!     Ok(selected.into_iter().map(str::to_owned).collect())
+//! }
+//!
+//! inventory::submit! { BuiltinBundle::new::<ClockOptions>("clock", &CLOCK_TOOLS) }
+//!
+//! // Both ways in take the same struct.
+//! let registry = ToolRegistry::new();
+//! let typed = ClockOptions { zone: "Europe/Paris".into(), ..Default::default() };
+//! assert_eq!(register_clock_tools(&registry, typed).unwrap(), ["now", "sleep"]);
+//! let by_name = registry.load_builtin("clock", serde_json::json!({"zone": "Europe/Paris", "exclude": ["sleep"]}));
+//! assert_eq!(by_name.unwrap(), ["now"]);
+//!
+//! // The keys come from the struct; a wrong value names the option and the expected type.
+//! let err = registry.load_builtin("clock", serde_json::json!({"zone": 1})).unwrap_err();
+//! assert_eq!(err.to_string(), "option `zone` of the clock bundle must be a string, got 1");
+//! let err = registry.load_builtin("sleep", serde_json::json!({"max_sleep_seconds": 0})).unwrap_err();
+//! assert_eq!(err.to_string(), "option `max_sleep_seconds` of the clock bundle must be a positive integer, got 0");
+//! let err = registry.load_builtin("sleep", serde_json::json!({"exclude": ["now"]})).unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "unknown option `exclude` for built-in \"sleep\"; valid options: permission, replace, zone, max_sleep_seconds"
+//! );
+//! ```
 //!
 //! # Linking
 //!
@@ -14,10 +91,14 @@
 //! Depend on the `harnessx` facade (which refers to it), or call `harnessx_builtin::link()`
 //! once at start-up. An empty catalog says so in its error message.
 
+mod decode;
+mod options;
+
 use std::fmt;
 
 use serde_json::{Map, Value};
 
+pub use self::options::{BuiltinOptions, BundleOptions, CommonOptions, OptionKeys, option_keys, positive};
 use crate::error::RegistryError;
 use crate::permission::PermissionLevel;
 use crate::registry::ToolRegistry;
@@ -25,23 +106,33 @@ use crate::registry::ToolRegistry;
 /// The bundle name that stands for every submitted bundle.
 pub const ALL_BUNDLE: &str = "all";
 
-/// The option keys every bundle accepts, checked by the catalog itself.
-pub const COMMON_OPTIONS: [&str; 4] = ["include", "exclude", "permission", "replace"];
-
-/// One bundle of built-in tools, as a crate submits it to the catalog.
+/// One bundle of built-in tools, as a crate submits it to the catalog: its name, its
+/// tools, and its options struct, from which both the option keys and the register
+/// function come (see the [module documentation](crate::catalog) for a whole bundle).
 ///
 /// ```
-/// use harnessx_core::catalog::{BuiltinBundle, BundleRequest};
+/// use harnessx_core::catalog::{BuiltinBundle, BundleOptions, CommonOptions};
 /// use harnessx_core::{RegistryError, ToolRegistry};
 ///
-/// fn register(_registry: &ToolRegistry, request: &BundleRequest<'_>) -> Result<Vec<String>, RegistryError> {
-///     // A real bundle checks `request.options` and registers `request.tools` here.
-///     Ok(request.tools.iter().map(|t| t.to_string()).collect())
+/// #[derive(Default, serde::Deserialize)]
+/// #[serde(default, deny_unknown_fields)]
+/// struct DemoOptions {
+///     #[serde(skip)]
+///     common: CommonOptions,
+///     level: u32,
 /// }
 ///
-/// inventory::submit! {
-///     BuiltinBundle { name: "demo", tools: &["demo_a", "demo_b"], options: &["level"], register }
+/// impl BundleOptions for DemoOptions {
+///     fn set_common(&mut self, common: CommonOptions) {
+///         self.common = common;
+///     }
+///     fn register(self, _registry: &ToolRegistry) -> Result<Vec<String>, RegistryError> {
+///         // A real bundle registers the tools `self.common.include` names.
+///         Ok(self.common.include.unwrap_or_default())
+///     }
 /// }
+///
+/// inventory::submit! { BuiltinBundle::new::<DemoOptions>("demo", &["demo_a", "demo_b"]) }
 ///
 /// let registry = ToolRegistry::new();
 /// let loaded = registry.load_builtin("demo", serde_json::json!({"level": 3, "exclude": ["demo_a"]}));
@@ -54,17 +145,35 @@ pub const COMMON_OPTIONS: [&str; 4] = ["include", "exclude", "permission", "repl
 /// );
 /// ```
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct BuiltinBundle {
     /// The bundle name (`"filesystem"`).
     pub name: &'static str,
     /// The tools it holds, in registration order.
     pub tools: &'static [&'static str],
-    /// The bundle's own option keys (beyond [`COMMON_OPTIONS`]).
-    pub options: &'static [&'static str],
+    /// The bundle's own option keys (beyond the [`CommonOptions`]), read from its options
+    /// struct.
+    pub options: OptionKeys,
     /// Registers the selected tools. The catalog has already checked the selection
     /// (names in `tools`, not empty) and the option keys (only this bundle's own are in
-    /// [`BundleRequest::options`]); the function checks the option values.
+    /// [`BundleRequest::options`]); the function decodes the option values.
     pub register: fn(&ToolRegistry, &BundleRequest<'_>) -> Result<Vec<String>, RegistryError>,
+}
+
+impl BuiltinBundle {
+    /// The bundle `name` holding `tools`, whose options are `T`: its keys are
+    /// `T`'s fields, and loading it decodes a `T` and calls [`BundleOptions::register`].
+    pub const fn new<T: BundleOptions>(name: &'static str, tools: &'static [&'static str]) -> Self {
+        Self { name, tools, options: OptionKeys::of::<T>(), register: register_with::<T> }
+    }
+}
+
+/// The catalog's entry point of a bundle whose options are `T`.
+fn register_with<T: BundleOptions>(
+    registry: &ToolRegistry,
+    request: &BundleRequest<'_>,
+) -> Result<Vec<String>, RegistryError> {
+    request.decode::<T>()?.register(registry)
 }
 
 inventory::collect!(BuiltinBundle);
@@ -73,6 +182,8 @@ inventory::collect!(BuiltinBundle);
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct BundleRequest<'a> {
+    /// The bundle's name.
+    pub bundle: &'static str,
     /// The tools to register (a non-empty subset of the bundle's, in bundle order).
     pub tools: Vec<&'static str>,
     /// Explicit permission for every tool registered, or `None` to inherit the manager's.
@@ -83,68 +194,20 @@ pub struct BundleRequest<'a> {
     pub options: &'a Map<String, Value>,
 }
 
-/// Options for [`ToolRegistry::load_builtin`] in dynamic form: a JSON (or TOML-like) map
-/// with the same keys as the bundle helper's options struct.
-///
-/// ```
-/// use harnessx_core::catalog::BuiltinOptions;
-/// use serde_json::json;
-///
-/// let options = BuiltinOptions::from(json!({"base_path": ".", "max_read_bytes": 100_000}));
-/// let same = BuiltinOptions::new().set("base_path", ".").set("max_read_bytes", 100_000);
-/// assert_eq!(options, same);
-/// ```
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct BuiltinOptions {
-    value: Value,
-}
-
-impl BuiltinOptions {
-    /// No options: every default.
-    pub fn new() -> Self {
-        Self { value: Value::Object(Map::new()) }
-    }
-
-    /// Sets one option.
-    pub fn set(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
-        if !self.value.is_object() {
-            self.value = Value::Object(Map::new());
-        }
-        if let Value::Object(map) = &mut self.value {
-            map.insert(key.into(), value.into());
-        }
-        self
-    }
-
-    fn into_map(self) -> Result<Map<String, Value>, RegistryError> {
-        match self.value {
-            Value::Object(map) => Ok(map),
-            Value::Null => Ok(Map::new()),
-            other => Err(RegistryError::InvalidOption(format!(
-                "built-in options must be a map of option names to values, got {}",
-                crate::schema::kind_of(&other)
-            ))),
-        }
-    }
-}
-
-impl From<Map<String, Value>> for BuiltinOptions {
-    fn from(map: Map<String, Value>) -> Self {
-        Self { value: Value::Object(map) }
-    }
-}
-
-impl From<&Map<String, Value>> for BuiltinOptions {
-    fn from(map: &Map<String, Value>) -> Self {
-        Self::from(map.clone())
-    }
-}
-
-/// A JSON value; anything but an object (or `null`, meaning no options) is refused when
-/// it is loaded.
-impl From<Value> for BuiltinOptions {
-    fn from(value: Value) -> Self {
-        Self { value }
+impl BundleRequest<'_> {
+    /// The bundle's options struct: decoded from [`options`](Self::options), with the
+    /// common options set (`include` being [`tools`](Self::tools)). A value of the wrong
+    /// type fails with a message naming the option and the type expected.
+    pub fn decode<T: BundleOptions>(&self) -> Result<T, RegistryError> {
+        let mut options: T =
+            decode::from_map(self.options).map_err(|e| e.into_registry_error(Some(self.bundle)))?;
+        options.set_common(CommonOptions {
+            include: Some(self.tools.iter().map(|t| (*t).to_owned()).collect()),
+            exclude: Vec::new(),
+            permission: self.permission,
+            replace: self.replace,
+        });
+        Ok(options)
     }
 }
 
@@ -223,51 +286,6 @@ fn unknown(kind: &'static str, name: &str, known: &[&str]) -> RegistryError {
     RegistryError::Unknown { kind, name: name.to_owned(), known }
 }
 
-/// The common options, parsed.
-#[derive(Debug)]
-struct Common {
-    include: Option<Vec<String>>,
-    exclude: Vec<String>,
-    permission: Option<PermissionLevel>,
-    replace: bool,
-}
-
-fn string_list(key: &str, value: &Value) -> Result<Vec<String>, RegistryError> {
-    let bad =
-        || RegistryError::InvalidOption(format!("option `{key}` must be a list of tool names, got {value}"));
-    match value {
-        Value::Array(items) => items.iter().map(|v| v.as_str().map(str::to_owned).ok_or_else(bad)).collect(),
-        _ => Err(bad()),
-    }
-}
-
-fn take_common(map: &mut Map<String, Value>) -> Result<Common, RegistryError> {
-    let include = map.remove("include").map(|v| string_list("include", &v)).transpose()?;
-    let exclude = map.remove("exclude").map(|v| string_list("exclude", &v)).transpose()?.unwrap_or_default();
-    let permission = match map.remove("permission") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(
-            s.parse::<PermissionLevel>()
-                .map_err(|e| RegistryError::InvalidOption(format!("option `permission`: {e}")))?,
-        ),
-        Some(other) => {
-            return Err(RegistryError::InvalidOption(format!(
-                "option `permission` must be one of \"allow\", \"ask\", \"deny\", got {other}"
-            )));
-        }
-    };
-    let replace = match map.remove("replace") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => b,
-        Some(other) => {
-            return Err(RegistryError::InvalidOption(format!(
-                "option `replace` must be true or false, got {other}"
-            )));
-        }
-    };
-    Ok(Common { include, exclude, permission, replace })
-}
-
 /// Selects tools from `available` by `include` (all when `None`) then `exclude`; every
 /// name in either must exist, and the selection must not end up empty. `kind` names the
 /// tools in messages (`"filesystem tool"`).
@@ -299,20 +317,25 @@ pub fn select_tools(
     Ok(selected)
 }
 
-fn valid_keys(bundles: &[&BuiltinBundle], with_filters: bool) -> String {
-    let mut keys: Vec<&str> = COMMON_OPTIONS
-        .iter()
-        .copied()
-        .filter(|k| with_filters || !matches!(*k, "include" | "exclude"))
-        .collect();
+/// The option keys valid for `bundles`: the common ones (without the filters for a single
+/// tool), then each bundle's own, in field order.
+fn valid_keys(bundles: &[&BuiltinBundle], with_filters: bool) -> Vec<&'static str> {
+    let mut keys: Vec<&'static str> =
+        option_keys::<CommonOptions>().iter().copied().filter(|k| with_filters || !is_filter(k)).collect();
     for b in bundles {
-        for k in b.options {
+        for k in b.options.iter() {
             if !keys.contains(k) {
                 keys.push(k);
             }
         }
     }
-    keys.join(", ")
+    keys
+}
+
+/// `include` and `exclude` select among a bundle's tools, so a single tool does not take
+/// them.
+fn is_filter(key: &str) -> bool {
+    matches!(key, "include" | "exclude")
 }
 
 impl ToolRegistry {
@@ -327,7 +350,8 @@ impl ToolRegistry {
     /// and the message names what is valid. Nothing is registered when loading fails
     /// before registration starts; see the bundle helpers for what they check up front.
     ///
-    /// See [`BuiltinBundle`] for an example; `harnessx-builtin`'s bundles load the same way:
+    /// See the [module documentation](crate::catalog) for an example; `harnessx-builtin`'s
+    /// bundles load the same way:
     /// `registry.load_builtin("read_file", json!({"base_path": "."}))`.
     pub fn load_builtin(
         &self,
@@ -335,23 +359,23 @@ impl ToolRegistry {
         options: impl Into<BuiltinOptions>,
     ) -> Result<Vec<String>, RegistryError> {
         let item = resolve(name_or_bundle)?;
-        let mut map = options.into().into_map()?;
+        let map = options.into().into_map()?;
         let targets: Vec<&'static BuiltinBundle> = match item {
             BuiltinItem::Tool { bundle, .. } | BuiltinItem::Bundle(bundle) => vec![bundle],
             BuiltinItem::All => bundles(),
         };
         let single_tool = matches!(item, BuiltinItem::Tool { .. });
-        for key in map.keys() {
-            let known = COMMON_OPTIONS.contains(&key.as_str())
-                || targets.iter().any(|b| b.options.contains(&key.as_str()));
-            if !known || (single_tool && matches!(key.as_str(), "include" | "exclude")) {
-                return Err(RegistryError::InvalidOption(format!(
-                    "unknown option `{key}` for built-in \"{name_or_bundle}\"; valid options: {}",
-                    valid_keys(&targets, !single_tool)
-                )));
-            }
+        let valid = valid_keys(&targets, !single_tool);
+        if let Some(key) = map.keys().find(|k| !valid.contains(&k.as_str())) {
+            return Err(RegistryError::InvalidOption(format!(
+                "unknown option `{key}` for built-in \"{name_or_bundle}\"; valid options: {}",
+                valid.join(", ")
+            )));
         }
-        let common = take_common(&mut map)?;
+        let common_keys = option_keys::<CommonOptions>();
+        let (common, bundles_own): (Map<String, Value>, Map<String, Value>) =
+            map.into_iter().partition(|(k, _)| common_keys.contains(&k.as_str()));
+        let common: CommonOptions = decode::from_map(&common).map_err(|e| e.into_registry_error(None))?;
         let all_tools: Vec<&'static str> = match item {
             BuiltinItem::Tool { name, .. } => vec![name],
             _ => targets.iter().flat_map(|b| b.tools.iter().copied()).collect(),
@@ -370,12 +394,13 @@ impl ToolRegistry {
             if tools.is_empty() {
                 continue;
             }
-            let own: Map<String, Value> = map
+            let own: Map<String, Value> = bundles_own
                 .iter()
                 .filter(|(k, _)| bundle.options.contains(&k.as_str()))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             let request = BundleRequest {
+                bundle: bundle.name,
                 tools,
                 permission: common.permission,
                 replace: common.replace,
@@ -405,25 +430,35 @@ mod tests {
     }
 
     #[test]
-    fn common_options_are_parsed_and_typed() {
-        let mut map = serde_json::json!({"include": ["a"], "permission": "ASK", "replace": true, "x": 1})
-            .as_object()
-            .unwrap()
-            .clone();
-        let c = take_common(&mut map).unwrap();
+    fn common_options_are_decoded_and_typed() {
+        let map = serde_json::json!({"include": ["a"], "permission": "ASK", "replace": true});
+        let c: CommonOptions = decode::from_map(map.as_object().unwrap()).unwrap();
         assert_eq!(c.include.unwrap(), ["a"]);
         assert_eq!(c.permission, Some(PermissionLevel::Ask));
         assert!(c.replace);
-        assert_eq!(map.keys().collect::<Vec<_>>(), ["x"]);
-        let mut bad = serde_json::json!({"replace": "yes"}).as_object().unwrap().clone();
-        assert!(take_common(&mut bad).is_err());
-        let mut bad = serde_json::json!({"include": "a"}).as_object().unwrap().clone();
-        assert!(take_common(&mut bad).unwrap_err().to_string().contains("list of tool names"));
+        let bad = |v: Value| {
+            decode::from_map::<CommonOptions>(v.as_object().unwrap())
+                .unwrap_err()
+                .into_registry_error(None)
+                .to_string()
+        };
+        assert_eq!(
+            bad(serde_json::json!({"replace": "yes"})),
+            "option `replace` must be a boolean, got \"yes\""
+        );
+        assert_eq!(
+            bad(serde_json::json!({"include": "a"})),
+            "option `include` must be a sequence, got \"a\""
+        );
+        assert_eq!(
+            bad(serde_json::json!({"permission": "maybe"})),
+            "option `permission`: invalid permission \"maybe\": expected one of allow, ask, deny"
+        );
     }
 
     #[test]
-    fn options_must_be_a_map() {
-        assert!(BuiltinOptions::from(serde_json::json!([1])).into_map().is_err());
-        assert!(BuiltinOptions::from(Value::Null).into_map().unwrap().is_empty());
+    fn the_common_keys_come_from_the_struct_filters_first() {
+        assert_eq!(option_keys::<CommonOptions>(), ["include", "exclude", "permission", "replace"]);
+        assert_eq!(valid_keys(&[], false), ["permission", "replace"]);
     }
 }

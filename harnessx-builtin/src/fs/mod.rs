@@ -33,9 +33,9 @@ pub(crate) mod walk;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use harnessx_core::catalog::{BuiltinBundle, BundleRequest, select_tools};
+use harnessx_core::catalog::{BuiltinBundle, BundleOptions, CommonOptions, select_tools};
 use harnessx_core::{PermissionLevel, RegistryError, ToolDefinition, ToolOptions, ToolRegistry};
-use serde_json::Value;
+use serde::Deserialize;
 
 pub use contain::Resolver;
 use contain::Scope;
@@ -49,10 +49,6 @@ pub const BUNDLE: &str = "filesystem";
 pub const FILESYSTEM_TOOLS: [&str; 8] =
     ["read_file", "write_file", "edit_file", "delete", "glob", "grep", "list_directory", "generate_file"];
 
-/// The bundle's own option keys (beyond `include`, `exclude`, `permission`, `replace`).
-pub const FILESYSTEM_OPTIONS: [&str; 4] =
-    ["base_path", "max_read_bytes", "max_directory_entries", "output_dir"];
-
 /// Default [`FilesystemOptions::max_read_bytes`]: 256 KiB.
 pub const DEFAULT_MAX_READ_BYTES: u64 = 256 * 1024;
 
@@ -62,31 +58,48 @@ pub const DEFAULT_MAX_DIRECTORY_ENTRIES: usize = 1_000;
 /// The environment variable `generate_file` falls back to when `output_dir` is not set.
 pub const OUTPUT_DIR_ENV: &str = "AGENT_OUTPUT_DIR";
 
-/// Options of [`register_filesystem_tools`]. The model sees none of them.
+/// Options of [`register_filesystem_tools`], and of `load_builtin("filesystem", ..)`,
+/// which decodes this struct from its map. The model sees none of them.
 ///
 /// Build with struct-update syntax: `FilesystemOptions { base_path: Some(dir), ..Default::default() }`.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// The map keys are the fields serde decodes: `base_path`, `max_read_bytes`,
+/// `max_directory_entries`, `output_dir`, plus the common `include`, `exclude`,
+/// `permission` and `replace`, which the catalog decodes as
+/// [`CommonOptions`] and hands over through [`BundleOptions::set_common`]. Those four are
+/// plain fields here (not one `common` field) so that struct literals can set them
+/// directly, as they always could; they are `#[serde(skip)]` so that only
+/// `CommonOptions` decodes them.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct FilesystemOptions {
     /// Register only these tools (all when `None`). Unknown names fail.
+    #[serde(skip)]
     pub include: Option<Vec<String>>,
     /// Leave these tools out. Unknown names fail.
+    #[serde(skip)]
     pub exclude: Vec<String>,
     /// Explicit permission for every tool, or `None` to inherit the manager's default.
+    #[serde(skip)]
     pub permission: Option<PermissionLevel>,
     /// Replace tools of the same names instead of failing.
+    #[serde(skip)]
     pub replace: bool,
     /// The root every path is confined to. It must exist. `None`: host paths under the
     /// process's permissions.
     pub base_path: Option<PathBuf>,
     /// Most bytes of file content `read_file` returns in one call, and of `grep` output.
+    #[serde(deserialize_with = "harnessx_core::catalog::positive")]
     pub max_read_bytes: u64,
     /// Most entries `list_directory` shows, and most lines `glob` and `grep` return.
+    #[serde(deserialize_with = "harnessx_core::catalog::positive")]
     pub max_directory_entries: usize,
     /// Where `generate_file` writes; `None`: `$AGENT_OUTPUT_DIR`, else `./output` (read at
     /// registration, created on first use).
     pub output_dir: Option<PathBuf>,
     /// How paths under `base_path` are resolved (both ways are descriptor-relative and
     /// follow no symlink). Not a `load_builtin` key: the default is right outside tests.
+    #[serde(skip)]
     pub resolver: Resolver,
 }
 
@@ -180,66 +193,49 @@ pub fn tool(name: &str) -> Option<ToolDefinition> {
     tools::definition(name, cfg, false)
 }
 
-fn option_error(key: &str, expected: &str, got: &Value) -> RegistryError {
-    RegistryError::InvalidOption(format!(
-        "option `{key}` of the filesystem bundle must be {expected}, got {got}"
-    ))
-}
-
-/// The catalog's entry point: the same helper, options from a map.
-fn register_from_catalog(
-    registry: &ToolRegistry,
-    request: &BundleRequest<'_>,
-) -> Result<Vec<String>, RegistryError> {
-    let mut options = FilesystemOptions {
-        include: Some(request.tools.iter().map(|t| (*t).to_owned()).collect()),
-        permission: request.permission,
-        replace: request.replace,
-        ..Default::default()
-    };
-    for (key, value) in request.options {
-        if value.is_null() {
-            continue;
-        }
-        match key.as_str() {
-            "base_path" | "output_dir" => {
-                let path = value.as_str().ok_or_else(|| option_error(key, "a path string", value))?;
-                let path = Some(PathBuf::from(path));
-                if key == "base_path" {
-                    options.base_path = path;
-                } else {
-                    options.output_dir = path;
-                }
-            }
-            "max_read_bytes" => {
-                options.max_read_bytes = value
-                    .as_u64()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| option_error(key, "a positive integer", value))?;
-            }
-            "max_directory_entries" => {
-                options.max_directory_entries = value
-                    .as_u64()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| option_error(key, "a positive integer", value))?;
-            }
-            other => {
-                return Err(RegistryError::InvalidOption(format!(
-                    "unknown option `{other}` for the filesystem bundle; valid options: include, exclude, permission, replace, {}",
-                    FILESYSTEM_OPTIONS.join(", ")
-                )));
-            }
-        }
+/// How the catalog reaches [`register_filesystem_tools`]: `load_builtin` decodes a
+/// `FilesystemOptions` and calls the same helper.
+impl BundleOptions for FilesystemOptions {
+    fn set_common(&mut self, common: CommonOptions) {
+        let CommonOptions { include, exclude, permission, replace } = common;
+        self.include = include;
+        self.exclude = exclude;
+        self.permission = permission;
+        self.replace = replace;
     }
-    register_filesystem_tools(registry, options)
+
+    fn register(self, registry: &ToolRegistry) -> Result<Vec<String>, RegistryError> {
+        register_filesystem_tools(registry, self)
+    }
 }
 
 inventory::submit! {
-    BuiltinBundle {
-        name: BUNDLE,
-        tools: &FILESYSTEM_TOOLS,
-        options: &FILESYSTEM_OPTIONS,
-        register: register_from_catalog,
+    BuiltinBundle::new::<FilesystemOptions>(BUNDLE, &FILESYSTEM_TOOLS)
+}
+
+#[cfg(test)]
+mod tests {
+    use harnessx_core::catalog::option_keys;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_map_keys_are_the_decoded_fields() {
+        assert_eq!(
+            option_keys::<FilesystemOptions>(),
+            ["base_path", "max_read_bytes", "max_directory_entries", "output_dir"]
+        );
+    }
+
+    #[test]
+    fn a_map_decodes_to_the_struct_the_helper_takes() {
+        let map = json!({"base_path": "/srv", "max_read_bytes": 10, "output_dir": null});
+        let decoded: FilesystemOptions = serde_json::from_value(map).unwrap();
+        let typed =
+            FilesystemOptions { base_path: Some("/srv".into()), max_read_bytes: 10, ..Default::default() };
+        assert_eq!(decoded, typed);
+        let err = serde_json::from_value::<FilesystemOptions>(json!({"include": ["read_file"]})).unwrap_err();
+        assert!(err.to_string().contains("unknown field `include`"), "{err}");
     }
 }
