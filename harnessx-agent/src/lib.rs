@@ -22,12 +22,13 @@ pub use run::RunStream;
 pub use specialist::SubAgent;
 
 use crate::model::{FinishReason, Message, Model, ModelError, Usage};
+use harnessx_builtin::planning::{PlanningOptions, planning_state, register_planning_tools};
 use harnessx_core::PermissionManager;
 use harnessx_core::RegistryError;
-use harnessx_core::ToolHandler;
 use harnessx_core::ToolRegistry;
-use harnessx_core::ToolSource;
 use harnessx_core::catalog::BuiltinOptions;
+use harnessx_core::catalog::CommonOptions;
+use harnessx_core::{PermissionLevel, ToolSource};
 
 /// Why a run (or building an agent) failed. Tool failures never appear here: they are
 /// error results the model reads.
@@ -182,16 +183,15 @@ impl AgentBuilder {
                 specialist.into_definition(self.model.clone(), permissions.clone(), registry.serial_queue());
             registry.register_tool(def)?;
         }
-        let mut planning = None;
         if self.config.planning && !registry.contains("write_todos") {
-            let state = Arc::new(PlanningState::default());
-            let (write, read) = planning::planning_tools(&state);
-            let handler = write.handler.clone();
-            registry.register_tool(write)?;
-            if !registry.contains("read_todos") {
-                registry.register_tool(read)?;
+            // The built-in bundle, with an explicit ALLOW: the tools only touch the
+            // agent's own list. A `read_todos` of the user's own is kept.
+            let mut common =
+                CommonOptions { permission: Some(PermissionLevel::Allow), ..CommonOptions::default() };
+            if registry.contains("read_todos") {
+                common.include = Some(vec!["write_todos".to_owned()]);
             }
-            planning = Some((state, handler));
+            register_planning_tools(&registry, PlanningOptions { common, ..PlanningOptions::default() })?;
         }
         Ok(Agent {
             model: self.model,
@@ -199,7 +199,6 @@ impl AgentBuilder {
             permissions,
             system_prompt: self.system_prompt,
             config: self.config,
-            planning,
             closed: AtomicBool::new(false),
         })
     }
@@ -223,7 +222,6 @@ pub struct Agent {
     permissions: PermissionManager,
     system_prompt: Option<String>,
     config: AgentConfig,
-    planning: Option<(Arc<PlanningState>, ToolHandler)>,
     closed: AtomicBool,
 }
 
@@ -259,21 +257,17 @@ impl Agent {
         &self.config
     }
 
-    /// The planning state, while the built-in `write_todos` is installed.
-    pub fn planning(&self) -> Option<&Arc<PlanningState>> {
-        self.active_planning()
-    }
-
-    fn active_planning(&self) -> Option<&Arc<PlanningState>> {
-        let (state, handler) = self.planning.as_ref()?;
-        let installed = self.registry.get_tool("write_todos")?;
-        installed.handler.same_handler(handler).then_some(state)
+    /// The todo list, while the built-in `write_todos` is installed: installed by the agent
+    /// (`AgentConfig::planning`), or loaded by name (`.tool("planning")`, `"all"`). `None`
+    /// when no `write_todos` is registered or it is a tool of the user's own.
+    pub fn planning(&self) -> Option<Arc<PlanningState>> {
+        planning_state(&self.registry.get_tool("write_todos")?)
     }
 
     /// The system prompt of the next request: the configured prompt plus the planning
     /// line while the built-in `write_todos` is installed.
     pub fn effective_system_prompt(&self) -> Option<String> {
-        match (&self.system_prompt, self.active_planning().is_some()) {
+        match (&self.system_prompt, self.planning().is_some()) {
             (Some(p), true) => Some(format!("{p}\n\n{PLANNING_PROMPT_LINE}")),
             (None, true) => Some(PLANNING_PROMPT_LINE.to_owned()),
             (p, false) => p.clone(),

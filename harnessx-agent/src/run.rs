@@ -56,7 +56,7 @@ impl Agent {
             return Err(AgentError::Closed);
         }
         let model = self.model.clone().ok_or(AgentError::NoModel)?;
-        let planning = self.active_planning().cloned();
+        let planning = self.planning();
         if let Some(p) = &planning
             && history.is_empty()
         {
@@ -81,7 +81,7 @@ impl Agent {
         let mut usage = Usage::default();
         for turn in 1..=self.config.max_turns {
             if let Some(p) = &planning {
-                p.attach(&mut request.messages);
+                crate::planning::attach(p, &mut request.messages);
             }
             if let Some(tx) = &events {
                 let _ = tx.send(AgentEvent::ModelRequest { turn, model: model.name() });

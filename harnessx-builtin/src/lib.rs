@@ -4,8 +4,10 @@
 #![forbid(unsafe_code)]
 
 pub mod fs;
+pub mod planning;
 
 pub use fs::{FilesystemOptions, register_filesystem_tools};
+pub use planning::{PlanningOptions, register_planning_tools};
 
 /// Makes sure this crate's bundles are linked into the program, so that
 /// `ToolRegistry::load_builtin` can find them by name.
@@ -23,7 +25,7 @@ pub use fs::{FilesystemOptions, register_filesystem_tools};
 #[inline(never)]
 pub fn link() {
     // Referring to a bundle's submission keeps its object code in the link.
-    std::hint::black_box(&fs::FILESYSTEM_TOOLS);
+    std::hint::black_box((&fs::FILESYSTEM_TOOLS, &planning::PLANNING_TOOLS));
 }
 
 pub mod ask_user;

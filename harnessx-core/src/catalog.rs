@@ -338,78 +338,64 @@ fn is_filter(key: &str) -> bool {
     matches!(key, "include" | "exclude")
 }
 
-impl ToolRegistry {
-    /// Loads a built-in tool (`"read_file"`) or bundle (`"filesystem"`, `"all"`) by name,
-    /// with the options its registration helper takes, in dynamic form. Returns the names
-    /// registered.
-    ///
-    /// Options: `include` and `exclude` (lists of tool names; bundles only), `permission`
-    /// (`"allow"`, `"ask"`, `"deny"`), `replace` (bool), plus the bundle's own
-    /// (e.g. `base_path` for the filesystem bundle). For `"all"`, each bundle receives
-    /// its own keys. An unknown name, an unknown key or a value of the wrong type fails,
-    /// and the message names what is valid. Nothing is registered when loading fails
-    /// before registration starts; see the bundle helpers for what they check up front.
-    ///
-    /// See the [module documentation](crate::catalog) for an example; `harnessx-builtin`'s
-    /// bundles load the same way:
-    /// `registry.load_builtin("read_file", json!({"base_path": "."}))`.
-    pub fn load_builtin(
-        &self,
-        name_or_bundle: &str,
-        options: impl Into<BuiltinOptions>,
-    ) -> Result<Vec<String>, RegistryError> {
-        let item = resolve(name_or_bundle)?;
-        let map = options.into().into_map()?;
-        let targets: Vec<&'static BuiltinBundle> = match item {
-            BuiltinItem::Tool { bundle, .. } | BuiltinItem::Bundle(bundle) => vec![bundle],
-            BuiltinItem::All => bundles(),
-        };
-        let single_tool = matches!(item, BuiltinItem::Tool { .. });
-        let valid = valid_keys(&targets, !single_tool);
-        if let Some(key) = map.keys().find(|k| !valid.contains(&k.as_str())) {
-            return Err(RegistryError::InvalidOption(format!(
-                "unknown option `{key}` for built-in \"{name_or_bundle}\"; valid options: {}",
-                valid.join(", ")
-            )));
-        }
-        let common_keys = option_keys::<CommonOptions>();
-        let (common, bundles_own): (Map<String, Value>, Map<String, Value>) =
-            map.into_iter().partition(|(k, _)| common_keys.contains(&k.as_str()));
-        let common: CommonOptions = decode::from_map(&common).map_err(|e| e.into_registry_error(None))?;
-        let all_tools: Vec<&'static str> = match item {
-            BuiltinItem::Tool { name, .. } => vec![name],
-            _ => targets.iter().flat_map(|b| b.tools.iter().copied()).collect(),
-        };
-        let selected = select_tools("built-in tool", &all_tools, common.include.as_deref(), &common.exclude)?;
-        // Check every name is free before registering any, so a clash leaves nothing half-loaded.
-        if !common.replace
-            && let Some(taken) = selected.iter().find(|t| self.contains(t))
-        {
-            return Err(RegistryError::DuplicateTool { name: (*taken).to_owned() });
-        }
-        let mut registered = Vec::new();
-        for bundle in targets {
-            let tools: Vec<&'static str> =
-                bundle.tools.iter().copied().filter(|t| selected.contains(t)).collect();
-            if tools.is_empty() {
-                continue;
-            }
-            let own: Map<String, Value> = bundles_own
-                .iter()
-                .filter(|(k, _)| bundle.options.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            let request = BundleRequest {
-                bundle: bundle.name,
-                tools,
-                permission: common.permission,
-                replace: common.replace,
-                options: &own,
-            };
-            registered.extend((bundle.register)(self, &request)?);
-        }
-        Ok(registered)
+/// Loads a built-in tool or bundle into `registry` (the body of
+/// [`ToolRegistry::load_builtin`]).
+pub(crate) fn load(
+    registry: &ToolRegistry,
+    name_or_bundle: &str,
+    options: BuiltinOptions,
+) -> Result<Vec<String>, RegistryError> {
+    let item = resolve(name_or_bundle)?;
+    let map = options.into_map()?;
+    let targets: Vec<&'static BuiltinBundle> = match item {
+        BuiltinItem::Tool { bundle, .. } | BuiltinItem::Bundle(bundle) => vec![bundle],
+        BuiltinItem::All => bundles(),
+    };
+    let single_tool = matches!(item, BuiltinItem::Tool { .. });
+    let valid = valid_keys(&targets, !single_tool);
+    if let Some(key) = map.keys().find(|k| !valid.contains(&k.as_str())) {
+        return Err(RegistryError::InvalidOption(format!(
+            "unknown option `{key}` for built-in \"{name_or_bundle}\"; valid options: {}",
+            valid.join(", ")
+        )));
     }
+    let common_keys = option_keys::<CommonOptions>();
+    let (common, bundles_own): (Map<String, Value>, Map<String, Value>) =
+        map.into_iter().partition(|(k, _)| common_keys.contains(&k.as_str()));
+    let common: CommonOptions = decode::from_map(&common).map_err(|e| e.into_registry_error(None))?;
+    let all_tools: Vec<&'static str> = match item {
+        BuiltinItem::Tool { name, .. } => vec![name],
+        _ => targets.iter().flat_map(|b| b.tools.iter().copied()).collect(),
+    };
+    let selected = select_tools("built-in tool", &all_tools, common.include.as_deref(), &common.exclude)?;
+    // Check every name is free before registering any, so a clash leaves nothing half-loaded.
+    if !common.replace
+        && let Some(taken) = selected.iter().find(|t| registry.contains(t))
+    {
+        return Err(RegistryError::DuplicateTool { name: (*taken).to_owned() });
+    }
+    let mut registered = Vec::new();
+    for bundle in targets {
+        let tools: Vec<&'static str> =
+            bundle.tools.iter().copied().filter(|t| selected.contains(t)).collect();
+        if tools.is_empty() {
+            continue;
+        }
+        let own: Map<String, Value> = bundles_own
+            .iter()
+            .filter(|(k, _)| bundle.options.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let request = BundleRequest {
+            bundle: bundle.name,
+            tools,
+            permission: common.permission,
+            replace: common.replace,
+            options: &own,
+        };
+        registered.extend((bundle.register)(registry, &request)?);
+    }
+    Ok(registered)
 }
 
 #[cfg(test)]

@@ -1,14 +1,12 @@
-//! The global collection `#[tool(collect)]` submits to, and registering toolboxes.
+//! The global collection `#[tool(collect)]` submits to, and the `#[toolbox]` trait.
 
 use std::sync::Arc;
 
-use crate::error::RegistryError;
-use crate::registry::ToolRegistry;
 use crate::tool::definition::ToolDefinition;
 
 /// A tool submitted to the global collection by `#[tool(collect)]`.
 ///
-/// [`ToolRegistry::register_collected`] registers every submitted tool. Submission
+/// [`ToolRegistry::register_collected`](crate::ToolRegistry::register_collected) registers every submitted tool. Submission
 /// happens at link time (the `inventory` crate): a tool defined in a library crate is only
 /// collected if that crate is linked into the final binary, i.e. something from it is
 /// used; a library nothing refers to is dropped by the linker and its tools go missing.
@@ -44,25 +42,4 @@ inventory::collect!(CollectedTool);
 pub trait Toolbox: Send + Sync + 'static {
     /// The definitions of the toolbox's tools, each calling into `self`, in declaration order.
     fn tool_definitions(self: Arc<Self>) -> Vec<ToolDefinition>;
-}
-
-impl ToolRegistry {
-    /// Registers every tool submitted with `#[tool(collect)]`, sorted by name, and returns
-    /// their names. Stops at the first failure (e.g. a duplicate name).
-    ///
-    /// Collected tools live in the object code of the crate that defines them: a binary
-    /// that never refers to that crate may have them dropped by the linker.
-    pub fn register_collected(&self) -> Result<Vec<String>, RegistryError> {
-        register_all(self, CollectedTool::all())
-    }
-
-    /// Registers the tools of a shared `#[toolbox]` instance and returns their names.
-    /// Keep a clone of the `Arc` to reach the same state from elsewhere.
-    pub fn register_toolbox<T: Toolbox>(&self, toolbox: Arc<T>) -> Result<Vec<String>, RegistryError> {
-        register_all(self, toolbox.tool_definitions())
-    }
-}
-
-fn register_all(registry: &ToolRegistry, defs: Vec<ToolDefinition>) -> Result<Vec<String>, RegistryError> {
-    defs.into_iter().map(|def| registry.register_tool(def).map(|d| d.name)).collect()
 }

@@ -1,6 +1,7 @@
 //! [`ToolRegistry`]: the tools an agent can call, their policy, and the entry points of
 //! the execution engine.
 
+mod loading;
 pub mod resolve;
 mod source;
 

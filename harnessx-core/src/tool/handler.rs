@@ -1,5 +1,6 @@
 //! Handlers: the code behind a tool, async or blocking.
 
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -44,14 +45,19 @@ impl ToolContext {
 
 /// An async handler. Its future runs on the async runtime; it is dropped (cancelled) when
 /// the call times out.
-pub trait AsyncToolHandler: Send + Sync + 'static {
+///
+/// `Any` is a supertrait so that a crate can recognise its own handler type in a
+/// registered definition (`&*arc as &dyn Any`, then `downcast_ref`), as the agent
+/// recognises the built-in `write_todos`.
+pub trait AsyncToolHandler: Any + Send + Sync {
     /// Runs the tool on validated arguments.
     fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult>;
 }
 
 /// A blocking (synchronous) handler. It runs on a blocking thread, off the async runtime;
-/// a timeout stops waiting for it but cannot stop the thread.
-pub trait BlockingToolHandler: Send + Sync + 'static {
+/// a timeout stops waiting for it but cannot stop the thread. `Any` is a supertrait for
+/// the same reason as [`AsyncToolHandler`]'s.
+pub trait BlockingToolHandler: Any + Send + Sync {
     /// Runs the tool on validated arguments.
     fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult;
 }
@@ -170,6 +176,15 @@ impl ToolHandler {
             (Self::Async(a), Self::Async(b)) => Arc::ptr_eq(a, b),
             (Self::Blocking(a), Self::Blocking(b)) => Arc::ptr_eq(a, b),
             _ => false,
+        }
+    }
+
+    /// The handler as `Any`, to recognise a handler type of one's own
+    /// (`handler.as_any().downcast_ref::<MyHandler>()`).
+    pub fn as_any(&self) -> &dyn Any {
+        match self {
+            Self::Async(h) => &**h as &dyn Any,
+            Self::Blocking(h) => &**h as &dyn Any,
         }
     }
 
