@@ -212,6 +212,18 @@ fn policy(tool: &ToolFn) -> Option<TokenStream> {
         });
         setters.push(quote!(.retry(#p::retry(#a, #b, #c, #d))));
     }
+    let hints = [
+        (tool.policy.read_only, "read_only"),
+        (tool.policy.destructive, "destructive"),
+        (tool.policy.idempotent, "idempotent"),
+        (tool.policy.open_world, "open_world"),
+    ];
+    for (value, setter) in hints {
+        if let Some(v) = value {
+            let setter = format_ident!("{}", setter);
+            setters.push(quote!(.#setter(#v)));
+        }
+    }
     if setters.is_empty() {
         return None;
     }

@@ -35,8 +35,10 @@ use crate::model::{Errors, Site};
 /// Options: `name = ".."`, `description = ".."`, `permission = "allow" | "ask" | "deny"`,
 /// `concurrent = bool`, `replay_policy = "safe" | "idempotent" | "manual"`,
 /// `timeout_seconds = number`, `retry` or `retry(max_attempts = .., initial_delay_seconds = ..,
-/// backoff_multiplier = .., max_delay_seconds = ..)`, `collect` (submit to the global
-/// collection), `crate = path` (where the runtime is; default `::harnessx`).
+/// backoff_multiplier = .., max_delay_seconds = ..)`, the annotation hints `read_only`,
+/// `destructive`, `idempotent`, `open_world` (flags, or `= true`/`= false`; `read_only`
+/// with `destructive` is an error), `collect` (submit to the global collection),
+/// `crate = path` (where the runtime is; default `::harnessx`).
 ///
 /// On a parameter: `/// text` or `#[arg(description = "..", default, default = expr,
 /// one_of = [..])]`.
