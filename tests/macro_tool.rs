@@ -322,3 +322,30 @@ fn toolbox_methods_take_annotation_flags() {
     let def = registry.get_tool("shelf_size").unwrap();
     assert_eq!(def.annotations, ToolAnnotations::new().read_only(true).idempotent(true));
 }
+
+/// Add two numbers.
+///
+/// Args:
+///     a: First number.
+///     b: Second number.
+///
+/// Examples:
+///     ```text
+///     Args:
+///         a: 1
+///         c: 2
+///     ```
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+// An `Args:` block inside a fenced example used to redefine `a` (as "1") and fail the build
+// on `c`, which is not a parameter.
+#[test]
+fn args_inside_a_fenced_example_are_not_parameter_docs() {
+    let def = harnessx::IntoToolDefinition::into_tool_definition(Add);
+    assert_eq!(def.description, "Add two numbers.");
+    assert_eq!(def.input_schema["properties"]["a"]["description"], "First number.");
+    assert_eq!(def.input_schema["properties"]["b"]["description"], "Second number.");
+}
