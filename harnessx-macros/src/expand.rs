@@ -398,7 +398,10 @@ pub(crate) fn placeholder_tool(
 ) -> TokenStream {
     let name = &tool.name;
     let p = quote!(_harnessx::__private);
+    // Documented as in `free_tool`, so a crate denying `missing_docs` adds no error.
+    let doc = format!("The tool [`{}`] (its `#[tool]` attribute has errors).", tool.fn_ident);
     quote! {
+        #[doc = #doc]
         #vis struct #struct_ident;
 
         #[doc(hidden)]
@@ -406,6 +409,7 @@ pub(crate) fn placeholder_tool(
             use #krate as _harnessx;
 
             impl #struct_ident {
+                /// The name the model calls this tool by.
                 #vis const NAME: &'static str = #name;
             }
 
