@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use harnessx::builtin::ask_user::{
     ASK_USER_TIMEOUT_SECONDS, AskUserOptions, NO_ANSWER, register_ask_user_tool,
 };
-use harnessx::{PermissionLevel, PermissionManager, ReplayPolicy, ToolCall, ToolRegistry};
+use harnessx::{PermissionLevel, PermissionManager, ReplayPolicy, ToolAnnotations, ToolCall, ToolRegistry};
 
 #[tokio::test]
 async fn registered_with_allow_serial_safe_and_one_hour() {
@@ -16,6 +16,9 @@ async fn registered_with_allow_serial_safe_and_one_hour() {
     assert!(!def.concurrent);
     assert_eq!(def.replay_policy, ReplayPolicy::Safe);
     assert_eq!(def.timeout_seconds, Some(ASK_USER_TIMEOUT_SECONDS));
+    // It changes nothing on the host, and reaches a person.
+    assert_eq!(def.annotations, ToolAnnotations::new().read_only(true).open_world(true));
+    assert!(!def.annotations.may_modify());
     // Explicit ALLOW: a manager defaulting to DENY still lets the model ask.
     let manager = PermissionManager::new(PermissionLevel::Deny);
     let r = registry

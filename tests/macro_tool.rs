@@ -1,11 +1,11 @@
 //! `#[tool]` on free functions: the spec's `calculate` example, descriptions, schemas,
-//! policies, return values and errors, executed through the registry.
+//! policies, annotations, return values and errors, executed through the registry.
 
 use std::collections::HashMap;
 
 use harnessx::{
-    PermissionLevel, ReplayPolicy, ToolCall, ToolContext, ToolError, ToolRegistry, ToolRetry,
-    TransientToolError, tool,
+    PermissionLevel, ReplayPolicy, ToolAnnotations, ToolCall, ToolContext, ToolError, ToolOptions,
+    ToolRegistry, ToolRetry, TransientToolError, tool, toolbox,
 };
 use serde_json::json;
 
@@ -267,4 +267,85 @@ async fn one_of_on_an_option_still_admits_null() {
     let r = registry.execute(&ToolCall::new("c", "pick", r#"{"size": "medium"}"#), None).await;
     assert!(r.is_error);
     assert!(r.content.starts_with("invalid arguments for pick: size: "), "{}", r.content);
+}
+
+/// Look a word up.
+#[tool(read_only)]
+fn lookup(word: String) -> String {
+    word
+}
+
+/// Replace a stored value.
+#[tool(read_only = false, destructive = true, idempotent, open_world = false)]
+fn store(value: String) -> String {
+    value
+}
+
+#[test]
+fn annotation_flags_land_in_the_definition() {
+    let registry = ToolRegistry::new();
+    let lookup = registry.register_tool(Lookup).unwrap();
+    assert_eq!(lookup.annotations, ToolAnnotations::new().read_only(true));
+    assert!(!lookup.annotations.may_modify());
+    let store = registry.register_tool(Store).unwrap();
+    assert_eq!(
+        store.annotations,
+        ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false)
+    );
+    assert!(store.annotations.may_modify());
+    // A tool without hints has none, and so may change things.
+    let calculate = registry.register_tool(Calculate).unwrap();
+    assert!(calculate.annotations.is_empty());
+    assert!(calculate.annotations.may_modify());
+    // Registration options override only the hints they set.
+    let lookup =
+        registry.register_tool_with(Lookup, ToolOptions::new().open_world(true).replace(true)).unwrap();
+    assert_eq!(lookup.annotations, ToolAnnotations::new().read_only(true).open_world(true));
+}
+
+/// A shelf of words.
+struct Shelf;
+
+#[toolbox]
+impl Shelf {
+    /// Count the words on the shelf.
+    #[tool(read_only, idempotent)]
+    fn shelf_size(&self) -> usize {
+        0
+    }
+}
+
+#[test]
+fn toolbox_methods_take_annotation_flags() {
+    let registry = ToolRegistry::new();
+    registry.register_toolbox(std::sync::Arc::new(Shelf)).unwrap();
+    let def = registry.get_tool("shelf_size").unwrap();
+    assert_eq!(def.annotations, ToolAnnotations::new().read_only(true).idempotent(true));
+}
+
+/// Add two numbers.
+///
+/// Args:
+///     a: First number.
+///     b: Second number.
+///
+/// Examples:
+///     ```text
+///     Args:
+///         a: 1
+///         c: 2
+///     ```
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+// An `Args:` block inside a fenced example used to redefine `a` (as "1") and fail the build
+// on `c`, which is not a parameter.
+#[test]
+fn args_inside_a_fenced_example_are_not_parameter_docs() {
+    let def = harnessx::IntoToolDefinition::into_tool_definition(Add);
+    assert_eq!(def.description, "Add two numbers.");
+    assert_eq!(def.input_schema["properties"]["a"]["description"], "First number.");
+    assert_eq!(def.input_schema["properties"]["b"]["description"], "Second number.");
 }

@@ -38,8 +38,9 @@ pub struct AskUserOptions {
 }
 
 /// Registers `ask_user` with ALLOW, `concurrent = false`, a `safe` replay policy and a
-/// one-hour timeout (`options` change the permission, timeout and replacement). It is not
-/// part of any bundle.
+/// one-hour timeout (`options` change the permission, timeout and replacement), annotated
+/// read-only and open world (it changes nothing on the host, and reaches a person). It is
+/// not part of any bundle.
 ///
 /// ```
 /// use harnessx_builtin::ask_user::{AskUserOptions, register_ask_user_tool};
@@ -95,13 +96,19 @@ impl AskUser {
     /// Args:
     ///     question: One focused question.
     ///     choices: Suggested answers; empty for a free-text question.
+    // Annotations: asking changes nothing on the host (`read_only`, so nothing to confirm
+    // before it), but it reaches a person, outside the closed world of the workspace
+    // (`open_world`). `destructive` and `idempotent` only describe tools that change
+    // things, so they stay unset.
     #[tool(
         name = "ask_user",
         description = "Ask the user one focused question when the request is ambiguous, before doing the work. Offer likely answers in choices when there are a few; leave it empty for a free-text question.",
         permission = "allow",
         concurrent = false,
         replay_policy = "safe",
-        timeout_seconds = 3600
+        timeout_seconds = 3600,
+        read_only,
+        open_world
     )]
     async fn ask_user(&self, question: Question, #[arg(default)] choices: Vec<String>) -> String {
         match (self.ask)(question.0, choices).await {

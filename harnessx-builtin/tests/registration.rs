@@ -3,7 +3,7 @@
 use harnessx_builtin::fs::{FILESYSTEM_TOOLS, FilesystemOptions, register_filesystem_tools};
 use harnessx_builtin::planning::PLANNING_TOOLS;
 use harnessx_core::catalog::{BuiltinOptions, known_names};
-use harnessx_core::{PermissionLevel, RegistryError, ToolRegistry};
+use harnessx_core::{PermissionLevel, RegistryError, ToolAnnotations, ToolRegistry};
 use serde_json::json;
 
 fn root() -> tempfile::TempDir {
@@ -120,6 +120,32 @@ fn direct_definitions_use_ordinary_metadata() {
     let def = harnessx_builtin::fs::tool("write_file").unwrap();
     assert!(def.concurrent, "direct definitions keep the ordinary default");
     assert!(harnessx_builtin::fs::tool("nope").is_none());
+}
+
+#[test]
+fn each_tool_carries_its_annotations() {
+    let reads = ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false);
+    let writes = ToolAnnotations::new().read_only(false).destructive(true).open_world(false);
+    let expected = [
+        ("read_file", reads),
+        ("write_file", writes.idempotent(true)),
+        ("edit_file", writes.idempotent(false)),
+        ("delete", writes.idempotent(true)),
+        ("glob", reads),
+        ("grep", reads),
+        ("list_directory", reads),
+        ("generate_file", writes.idempotent(true)),
+    ];
+    assert_eq!(expected.map(|(name, _)| name), FILESYSTEM_TOOLS);
+    let registry = ToolRegistry::new();
+    register_filesystem_tools(&registry, FilesystemOptions::default()).unwrap();
+    for (name, annotations) in expected {
+        // Through the bundle helper and as a direct definition alike.
+        assert_eq!(registry.get_tool(name).unwrap().annotations, annotations, "{name}");
+        assert_eq!(harnessx_builtin::fs::tool(name).unwrap().annotations, annotations, "{name}");
+        // The tools that may change things are exactly the serial ones.
+        assert_eq!(annotations.may_modify(), !registry.get_tool(name).unwrap().concurrent, "{name}");
+    }
 }
 
 #[test]

@@ -30,6 +30,7 @@ pub use registry::{NameResolution, ToolRegistry, ToolSource, ToolSpec};
 pub use schema::canonical_schema;
 /// The `schemars` crate, for `#[derive(JsonSchema)]` on tool parameter types.
 pub use schemars;
+pub use tool::annotations::ToolAnnotations;
 pub use tool::call::{ToolCall, ToolOutput, ToolResult};
 pub use tool::definition::{IntoToolDefinition, RetryIfResult, ToolDefinition, ToolOptions};
 pub use tool::handler::{

@@ -7,7 +7,8 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 
 /// `#[tool(name = "..", description = "..", permission = "..", concurrent = ..,
-/// replay_policy = "..", timeout_seconds = .., retry(..), crate = path, collect)]`.
+/// replay_policy = "..", timeout_seconds = .., retry(..), read_only, destructive, idempotent,
+/// open_world, crate = path, collect)]`.
 #[derive(Debug, Default, FromMeta)]
 pub(crate) struct ToolAttr {
     pub(crate) name: Option<SpannedValue<String>>,
@@ -17,6 +18,10 @@ pub(crate) struct ToolAttr {
     pub(crate) replay_policy: Option<SpannedValue<String>>,
     pub(crate) timeout_seconds: Option<Seconds>,
     pub(crate) retry: Option<Override<RetryAttr>>,
+    pub(crate) read_only: Option<Hint>,
+    pub(crate) destructive: Option<Hint>,
+    pub(crate) idempotent: Option<Hint>,
+    pub(crate) open_world: Option<Hint>,
     #[darling(rename = "crate")]
     pub(crate) krate: Option<SpannedValue<syn::Path>>,
     pub(crate) collect: Flag,
@@ -44,6 +49,36 @@ pub(crate) struct ArgAttr {
     pub(crate) description: Option<String>,
     pub(crate) default: Option<Override<PreservedStrExpr>>,
     pub(crate) one_of: Option<syn::ExprArray>,
+}
+
+/// An annotation hint: `read_only` (true), `read_only = true` or `read_only = false`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hint {
+    pub(crate) value: bool,
+    /// The whole `key` or `key = value`.
+    pub(crate) span: Span,
+}
+
+impl FromMeta for Hint {
+    fn from_meta(item: &syn::Meta) -> darling::Result<Self> {
+        let span = item.span();
+        match item {
+            syn::Meta::Path(_) => Ok(Self { value: true, span }),
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. }) => {
+                    Ok(Self { value: b.value, span })
+                }
+                other => Err(hint_error(item.path(), other.span())),
+            },
+            syn::Meta::List(l) => Err(hint_error(item.path(), l.delimiter.span().join())),
+        }
+    }
+}
+
+fn hint_error(path: &syn::Path, span: Span) -> darling::Error {
+    let key = path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+    let message = format!("`{key}` is a flag: write `{key}`, `{key} = true` or `{key} = false`");
+    syn::Error::new(span, message).into()
 }
 
 /// A number of seconds (or a factor), written as an integer or a float; `model.rs` checks

@@ -1,5 +1,9 @@
 //! Doc-comment parsing: the tool description and the per-parameter texts of an `Args:`
 //! (or rustdoc `# Arguments`) section. Pure logic over lines; unit-tested below.
+//!
+//! A fenced code block (```` ``` ```` or `~~~`, any info string, indented or not) is
+//! opaque: nothing inside it starts a section or a parameter entry. In the description it
+//! is kept as written; in an `Args:` section it is left out of the parameter text.
 
 use proc_macro2::Span;
 
@@ -85,12 +89,53 @@ fn indent(line: &str) -> usize {
     line.len() - line.trim_start().len()
 }
 
+/// An opening code fence: three or more backticks or tildes (a backtick fence's info
+/// string has no backtick, so ```` ```x``` ```` is inline code). Returns the fence
+/// character and length.
+fn fence_open(line: &str) -> Option<(char, usize)> {
+    let t = line.trim_start();
+    let c = t.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let len = t.len() - t.trim_start_matches(c).len();
+    let info = &t[len..];
+    (len >= 3 && !(c == '`' && info.contains('`'))).then_some((c, len))
+}
+
+/// Whether `line` closes a fence opened with `len` times `c`: at least as many of the
+/// same character and nothing else.
+fn fence_close(line: &str, (c, len): (char, usize)) -> bool {
+    let t = line.trim();
+    t.len() >= len && t.chars().all(|x| x == c)
+}
+
+/// For each line, whether it belongs to a fenced code block (the fences included). An
+/// unclosed fence runs to the end, as in Markdown.
+fn fenced(lines: &[(String, Span)]) -> Vec<bool> {
+    let mut open = None;
+    lines
+        .iter()
+        .map(|(line, _)| match open {
+            Some(fence) => {
+                if fence_close(line, fence) {
+                    open = None;
+                }
+                true
+            }
+            None => {
+                open = fence_open(line);
+                open.is_some()
+            }
+        })
+        .collect()
+}
+
 /// Splits doc lines (one per `///` line, leading space removed, with its span).
 pub(crate) fn parse(lines: &[(String, Span)]) -> ParsedDoc {
     let mut doc = ParsedDoc::default();
+    let fenced = fenced(lines);
+    let is_header = |i: usize| !fenced[i] && header(&lines[i].0).is_some();
     let mut description: Vec<&str> = Vec::new();
     let mut i = 0;
-    while i < lines.len() && header(&lines[i].0).is_none() {
+    while i < lines.len() && !is_header(i) {
         description.push(lines[i].0.trim_end());
         i += 1;
     }
@@ -102,7 +147,10 @@ pub(crate) fn parse(lines: &[(String, Span)]) -> ParsedDoc {
 
     let mut in_args = false;
     let mut entry_indent: Option<usize> = None;
-    for (line, span) in &lines[i..] {
+    for ((line, span), fenced) in lines[i..].iter().zip(&fenced[i..]) {
+        if *fenced {
+            continue;
+        }
         if let Some(h) = header(line) {
             in_args = h == Header::Args;
             entry_indent = None;
@@ -180,6 +228,52 @@ mod tests {
         ));
         assert_eq!(doc.description, "Fetch a page.");
         assert_eq!(args(&doc), [("url", "The address. Must be https."), ("max_length", "Cut-off.")]);
+    }
+
+    #[test]
+    fn fences_open_and_close() {
+        assert_eq!(fence_open("```"), Some(('`', 3)));
+        assert_eq!(fence_open("    ```rust,ignore"), Some(('`', 3)));
+        assert_eq!(fence_open("~~~~ python"), Some(('~', 4)));
+        assert_eq!(fence_open("``"), None);
+        assert_eq!(fence_open("```inline``` code"), None);
+        assert_eq!(fence_open("~~~ a`b"), Some(('~', 3)));
+        assert!(fence_close("  ```  ", ('`', 3)));
+        assert!(fence_close("`````", ('`', 3)));
+        assert!(!fence_close("```", ('`', 4)));
+        assert!(!fence_close("~~~", ('`', 3)));
+        assert!(!fence_close("``` rust", ('`', 3)));
+    }
+
+    #[test]
+    fn fenced_blocks_are_opaque_anywhere() {
+        // In the description: kept as written, and an `Args:` inside does not end it.
+        let doc = parse(&lines("Run a script.\n\n```python\nArgs:\n    a: no\n```\n\nArgs:\n    a: Yes."));
+        assert_eq!(doc.description, "Run a script.\n\n```python\nArgs:\n    a: no\n```");
+        assert_eq!(args(&doc), [("a", "Yes.")]);
+        // In `Args:`: indented, tilde fences with an info string are skipped, and an entry
+        // after the fence is still an entry.
+        let doc = parse(&lines(
+            "D.\nArgs:\n    a: First.\n    ~~~text\n    b: not an entry\n    # Errors\n    ~~~\n    b: Second.",
+        ));
+        assert_eq!(args(&doc), [("a", "First."), ("b", "Second.")]);
+        // An unclosed fence runs to the end.
+        let doc = parse(&lines("D.\nExamples:\n```\nArgs:\n  a: no"));
+        assert!(doc.args.is_empty());
+        // A longer closing fence closes; a shorter one does not.
+        let doc = parse(&lines("D.\nArgs:\n  a: A.\n````\n```\nb: no\n`````\n  b: B."));
+        assert_eq!(args(&doc), [("a", "A."), ("b", "B.")]);
+    }
+
+    // An `Args:` block inside a fenced example in `Examples:` used to start a section and
+    // redefine `a` with the example's text.
+    #[test]
+    fn args_inside_a_fenced_example_does_not_redefine_a_parameter() {
+        let doc = parse(&lines(
+            "Multiply.\n\nArgs:\n    a: First number.\n\nExamples:\n    ```\n    Args:\n        a: 6\n    ```\n",
+        ));
+        assert_eq!(doc.description, "Multiply.");
+        assert_eq!(args(&doc), [("a", "First number.")]);
     }
 
     #[test]

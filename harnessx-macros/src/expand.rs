@@ -212,6 +212,18 @@ fn policy(tool: &ToolFn) -> Option<TokenStream> {
         });
         setters.push(quote!(.retry(#p::retry(#a, #b, #c, #d))));
     }
+    let hints = [
+        (tool.policy.read_only, "read_only"),
+        (tool.policy.destructive, "destructive"),
+        (tool.policy.idempotent, "idempotent"),
+        (tool.policy.open_world, "open_world"),
+    ];
+    for (value, setter) in hints {
+        if let Some(v) = value {
+            let setter = format_ident!("{}", setter);
+            setters.push(quote!(.#setter(#v)));
+        }
+    }
     if setters.is_empty() {
         return None;
     }
@@ -369,6 +381,63 @@ pub(crate) fn free_tool(tool: &ToolFn, vis: &Visibility, struct_ident: &Ident, k
             }
 
             #collect
+        };
+    }
+}
+
+/// What a free `#[tool]` fn gets beside its errors: the unit struct, its `NAME` and an
+/// `IntoToolDefinition` impl, so the code that registers it still compiles and the user
+/// sees the attribute's errors alone, not "cannot find type" wherever the tool is used.
+/// The build fails anyway, so the definition is never built; it is a minimal one that
+/// cannot panic.
+pub(crate) fn placeholder_tool(
+    tool: &ToolFn,
+    vis: &Visibility,
+    struct_ident: &Ident,
+    krate: &Path,
+) -> TokenStream {
+    let name = &tool.name;
+    let p = quote!(_harnessx::__private);
+    // Documented as in `free_tool`, so a crate denying `missing_docs` adds no error.
+    let doc = format!("The tool [`{}`] (its `#[tool]` attribute has errors).", tool.fn_ident);
+    quote! {
+        #[doc = #doc]
+        #vis struct #struct_ident;
+
+        #[doc(hidden)]
+        const _: () = {
+            use #krate as _harnessx;
+
+            impl #struct_ident {
+                /// The name the model calls this tool by.
+                #vis const NAME: &'static str = #name;
+            }
+
+            impl #p::IntoToolDefinition for #struct_ident {
+                fn into_tool_definition(self) -> #p::ToolDefinition {
+                    let handler = #p::ToolHandler::from_blocking(|_, _| #p::output(()));
+                    #p::definition(#name, "", #p::Value::Null, handler)
+                }
+            }
+        };
+    }
+}
+
+/// What a `#[toolbox]` impl block gets beside its errors: a `Toolbox` impl with no tools,
+/// so `register_toolbox` calls still compile (see [`placeholder_tool`]).
+pub(crate) fn placeholder_toolbox(self_ty: &syn::Type, krate: &Path) -> TokenStream {
+    quote! {
+        #[doc(hidden)]
+        const _: () = {
+            use #krate as _harnessx;
+
+            impl _harnessx::__private::Toolbox for #self_ty {
+                fn tool_definitions(
+                    self: ::std::sync::Arc<Self>,
+                ) -> ::std::vec::Vec<_harnessx::__private::ToolDefinition> {
+                    ::std::vec::Vec::new()
+                }
+            }
         };
     }
 }

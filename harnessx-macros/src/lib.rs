@@ -35,8 +35,10 @@ use crate::model::{Errors, Site};
 /// Options: `name = ".."`, `description = ".."`, `permission = "allow" | "ask" | "deny"`,
 /// `concurrent = bool`, `replay_policy = "safe" | "idempotent" | "manual"`,
 /// `timeout_seconds = number`, `retry` or `retry(max_attempts = .., initial_delay_seconds = ..,
-/// backoff_multiplier = .., max_delay_seconds = ..)`, `collect` (submit to the global
-/// collection), `crate = path` (where the runtime is; default `::harnessx`).
+/// backoff_multiplier = .., max_delay_seconds = ..)`, the annotation hints `read_only`,
+/// `destructive`, `idempotent`, `open_world` (flags, or `= true`/`= false`; `read_only`
+/// with `destructive` is an error), `collect` (submit to the global collection),
+/// `crate = path` (where the runtime is; default `::harnessx`).
 ///
 /// On a parameter: `/// text` or `#[arg(description = "..", default, default = expr,
 /// one_of = [..])]`.
@@ -93,12 +95,19 @@ fn tool_impl(args: TokenStream2, input: TokenStream2) -> TokenStream2 {
     let param_attrs = model::strip_param_attrs(&mut item.sig, &mut errors);
     let krate = attr.krate.as_ref().map(|k| (**k).clone()).unwrap_or_else(default_krate);
     let tool = model::tool_fn(attr, &item.attrs, &item.sig, param_attrs, Site::Free, &mut errors);
+    let struct_name = model::pascal_case(tool.fn_ident.to_string().trim_start_matches("r#"));
     match errors.finish(()) {
         Ok(()) => {
-            let struct_ident =
-                format_ident!("{}", model::pascal_case(tool.fn_ident.to_string().trim_start_matches("r#")));
+            let struct_ident = format_ident!("{}", struct_name);
             let generated = expand::free_tool(&tool, &item.vis, &struct_ident, &krate);
             quote!(#item #generated)
+        }
+        // Still emit the struct, so its uses compile and only the attribute's errors show;
+        // not for a method (`self` outside `#[toolbox]`), where a struct cannot go.
+        Err(e) if !struct_name.is_empty() && item.sig.receiver().is_none() => {
+            let struct_ident = format_ident!("{}", struct_name);
+            let placeholder = expand::placeholder_tool(&tool, &item.vis, &struct_ident, &krate);
+            with_errors(quote!(#item #placeholder), e)
         }
         Err(e) => with_errors(item, e),
     }
@@ -173,6 +182,12 @@ fn toolbox_impl(args: TokenStream2, input: TokenStream2) -> TokenStream2 {
         Ok(()) => {
             let generated = expand::toolbox(&item.self_ty, &tools, &krate);
             quote!(#item #generated)
+        }
+        // Still implement `Toolbox` (without tools), so `register_toolbox` calls compile
+        // and only the attributes' errors show; not where the impl block itself is wrong.
+        Err(e) if item.trait_.is_none() && item.generics.params.is_empty() => {
+            let placeholder = expand::placeholder_toolbox(&item.self_ty, &krate);
+            with_errors(quote!(#item #placeholder), e)
         }
         Err(e) => with_errors(item, e),
     }

@@ -60,6 +60,10 @@ pub(crate) struct Policy {
     pub(crate) concurrent: Option<bool>,
     pub(crate) timeout_seconds: Option<f64>,
     pub(crate) retry: Option<RetryAttr>,
+    pub(crate) read_only: Option<bool>,
+    pub(crate) destructive: Option<bool>,
+    pub(crate) idempotent: Option<bool>,
+    pub(crate) open_world: Option<bool>,
 }
 
 /// One parameter of the function, in declaration order.
@@ -396,6 +400,16 @@ pub(crate) fn tool_fn(
     if let Some(RetryAttr { max_attempts: Some(0), .. }) = &retry {
         errors.push(syn::Error::new(Span::call_site(), "`retry(max_attempts = ..)` must be at least 1"));
     }
+    if let (Some(r), Some(d)) = (attr.read_only, attr.destructive)
+        && r.value
+        && d.value
+    {
+        errors.push(syn::Error::new(
+            d.span,
+            "a tool cannot be both `read_only` and `destructive`: a read-only tool changes nothing; \
+             remove one of them",
+        ));
+    }
     let returns_result = match &sig.output {
         syn::ReturnType::Type(_, t) => ty::is_result(t),
         syn::ReturnType::Default => false,
@@ -413,6 +427,10 @@ pub(crate) fn tool_fn(
             concurrent: attr.concurrent,
             timeout_seconds: attr.timeout_seconds.map(|t| t.value),
             retry,
+            read_only: attr.read_only.map(|h| h.value),
+            destructive: attr.destructive.map(|h| h.value),
+            idempotent: attr.idempotent.map(|h| h.value),
+            open_world: attr.open_world.map(|h| h.value),
         },
         collect: attr.collect.is_present(),
         sig_span: sig.ident.span(),

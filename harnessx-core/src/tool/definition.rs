@@ -1,5 +1,6 @@
-//! [`ToolDefinition`]: a name, a description, an input schema, a handler and an
-//! execution policy. Registration options ([`ToolOptions`]) override only what they set.
+//! [`ToolDefinition`]: a name, a description, an input schema, a handler, an execution
+//! policy and annotations. Registration options ([`ToolOptions`]) override only what they
+//! set.
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::permission::PermissionLevel;
+use crate::tool::annotations::ToolAnnotations;
 use crate::tool::call::ToolOutput;
 use crate::tool::handler::ToolHandler;
 use crate::tool::policy::{ReplayPolicy, ToolRetry};
@@ -41,6 +43,8 @@ pub struct ToolDefinition {
     pub retry: Option<ToolRetry>,
     /// Retry when a successful output matches (for `safe`/`idempotent` tools).
     pub retry_if_result: Option<RetryIfResult>,
+    /// Hints about the tool's effects (read-only, destructive, ..); none set by default.
+    pub annotations: ToolAnnotations,
 }
 
 impl fmt::Debug for ToolDefinition {
@@ -56,13 +60,14 @@ impl fmt::Debug for ToolDefinition {
             .field("timeout_seconds", &self.timeout_seconds)
             .field("retry", &self.retry)
             .field("retry_if_result", &self.retry_if_result.as_ref().map(|_| ".."))
+            .field("annotations", &self.annotations)
             .finish()
     }
 }
 
 impl ToolDefinition {
     /// A definition with the default policy: inherited permission, concurrent, `manual`,
-    /// registry timeout and retry.
+    /// registry timeout and retry, no annotations.
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -80,10 +85,12 @@ impl ToolDefinition {
             timeout_seconds: None,
             retry: None,
             retry_if_result: None,
+            annotations: ToolAnnotations::new(),
         }
     }
 
-    /// Applies the options that are set; leaves the rest as they are.
+    /// Applies the options that are set, and each annotation hint that is set; leaves the
+    /// rest as they are.
     pub fn apply(mut self, options: &ToolOptions) -> Self {
         if let Some(p) = options.permission {
             self.permission = Some(p);
@@ -103,6 +110,7 @@ impl ToolDefinition {
         if let Some(p) = &options.retry_if_result {
             self.retry_if_result = Some(p.clone());
         }
+        self.annotations = options.annotations.or(self.annotations);
         self
     }
 
@@ -144,6 +152,12 @@ impl ToolDefinition {
         self.retry_if_result = Some(Arc::new(predicate));
         self
     }
+
+    /// Sets the annotations (all four hints, set or not).
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
 }
 
 /// Keyword-style registration options (the spec's keyword-only parameters of
@@ -163,6 +177,8 @@ pub struct ToolOptions {
     pub retry: Option<ToolRetry>,
     /// Retry predicate over successful outputs.
     pub retry_if_result: Option<RetryIfResult>,
+    /// Annotation hints; each one set overrides the definition's.
+    pub annotations: ToolAnnotations,
     /// Replace an existing tool of the same name instead of failing.
     pub replace: bool,
 }
@@ -176,6 +192,7 @@ impl fmt::Debug for ToolOptions {
             .field("timeout_seconds", &self.timeout_seconds)
             .field("retry", &self.retry)
             .field("retry_if_result", &self.retry_if_result.as_ref().map(|_| ".."))
+            .field("annotations", &self.annotations)
             .field("replace", &self.replace)
             .finish()
     }
@@ -197,6 +214,7 @@ impl ToolOptions {
             timeout_seconds: None,
             retry: None,
             retry_if_result: None,
+            annotations: ToolAnnotations::new(),
             replace: false,
         }
     }
@@ -228,6 +246,37 @@ impl ToolOptions {
     /// Sets the tool's own retry policy.
     pub const fn retry(mut self, retry: ToolRetry) -> Self {
         self.retry = Some(retry);
+        self
+    }
+
+    /// Sets the annotation hints; when applied, only the hints set here override the
+    /// definition's.
+    pub const fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Sets the `read_only` hint (see [`ToolAnnotations`]).
+    pub const fn read_only(mut self, read_only: bool) -> Self {
+        self.annotations = self.annotations.read_only(read_only);
+        self
+    }
+
+    /// Sets the `destructive` hint (see [`ToolAnnotations`]).
+    pub const fn destructive(mut self, destructive: bool) -> Self {
+        self.annotations = self.annotations.destructive(destructive);
+        self
+    }
+
+    /// Sets the `idempotent` hint (see [`ToolAnnotations`]).
+    pub const fn idempotent(mut self, idempotent: bool) -> Self {
+        self.annotations = self.annotations.idempotent(idempotent);
+        self
+    }
+
+    /// Sets the `open_world` hint (see [`ToolAnnotations`]).
+    pub const fn open_world(mut self, open_world: bool) -> Self {
+        self.annotations = self.annotations.open_world(open_world);
         self
     }
 
@@ -264,5 +313,54 @@ impl IntoToolDefinition for ToolDefinition {
 impl IntoToolDefinition for &ToolDefinition {
     fn into_tool_definition(self) -> ToolDefinition {
         self.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn definition() -> ToolDefinition {
+        let handler = ToolHandler::from_blocking(|_, _| Ok(ToolOutput::text("")));
+        ToolDefinition::new("t", "d", json!({"type": "object"}), handler)
+    }
+
+    #[test]
+    fn new_definitions_carry_no_annotations() {
+        assert!(definition().annotations.is_empty());
+        assert!(definition().apply(&ToolOptions::new()).annotations.is_empty());
+    }
+
+    #[test]
+    fn apply_overrides_only_the_hints_that_are_set() {
+        let own = ToolAnnotations::new().read_only(true).idempotent(true).open_world(false);
+        let def = definition().with_annotations(own);
+        // Unset hints in the options leave the definition's alone.
+        assert_eq!(def.clone().apply(&ToolOptions::new().permission(PermissionLevel::Ask)).annotations, own);
+        // A set hint overrides, whichever way it points; the others are kept.
+        let applied = def.apply(&ToolOptions::new().read_only(false).destructive(true));
+        assert_eq!(
+            applied.annotations,
+            ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false)
+        );
+        assert!(applied.annotations.may_modify());
+    }
+
+    #[test]
+    fn option_setters_compose_in_a_constant() {
+        const OPTIONS: ToolOptions = ToolOptions::new()
+            .read_only(true)
+            .open_world(true)
+            .annotations(ToolAnnotations::new().idempotent(true));
+        // `annotations(..)` sets all four hints at once, so it replaces the earlier setters'.
+        assert_eq!(OPTIONS.annotations, ToolAnnotations::new().idempotent(true));
+        const HINTS: ToolOptions = ToolOptions::new().read_only(true).destructive(false).idempotent(true);
+        assert_eq!(
+            HINTS.annotations,
+            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true)
+        );
+        assert!(!definition().apply(&HINTS).annotations.may_modify());
     }
 }

@@ -1,5 +1,6 @@
-//! The tool model: definitions, handlers, calls and results, policies, names.
+//! The tool model: definitions, handlers, calls and results, policies, annotations, names.
 
+pub mod annotations;
 pub mod call;
 pub mod definition;
 pub mod handler;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use harnessx::{ToolContext, ToolRegistry, TransientToolError, tool, toolbox};
+use harnessx::{ToolAnnotations, ToolContext, ToolRegistry, TransientToolError, tool, toolbox};
 
 /// Multiply two numbers.
 ///
@@ -19,6 +19,10 @@ use harnessx::{ToolContext, ToolRegistry, TransientToolError, tool, toolbox};
     replay_policy = "idempotent",
     timeout_seconds = 2.5,
     retry(max_attempts = 4, initial_delay_seconds = 1, backoff_multiplier = 3.0, max_delay_seconds = 9),
+    read_only = false,
+    destructive = false,
+    idempotent,
+    open_world = false,
     crate = ::harnessx,
     collect
 )]
@@ -57,7 +61,7 @@ impl Counter {
     }
 
     /// Read it later.
-    #[tool(name = "read_later")]
+    #[tool(name = "read_later", read_only, open_world = true)]
     async fn read(&self, ctx: &ToolContext) -> String {
         format!("{} {}", self.start, ctx.tool_name())
     }
@@ -79,4 +83,8 @@ fn main() {
     assert_eq!(calculate(2, 3), 6);
     assert_eq!(r#type("x".into()), "x");
     assert_eq!(registry.len(), 5);
+    let hints = ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false);
+    assert_eq!(registry.get_tool("multiply").unwrap().annotations, hints);
+    let hints = ToolAnnotations::new().read_only(true).open_world(true);
+    assert_eq!(registry.get_tool("read_later").unwrap().annotations, hints);
 }

@@ -1,6 +1,6 @@
 //! `delete`: a file, an empty directory, or with `recursive` a whole tree; never the root.
 
-use harnessx_core::{ToolError, ToolOutput};
+use harnessx_core::{ToolAnnotations, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -9,6 +9,11 @@ use crate::fs::contain::quoted;
 
 pub(super) const DESCRIPTION: &str = "Delete a file or a directory. A directory that is not empty \
 needs recursive=true. The root directory itself cannot be deleted.";
+
+/// Annotations: it removes files (not read-only, destructive). The same call again finds
+/// nothing left to remove (idempotent). Local files only (not open world).
+pub(super) const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false);
 
 pub(super) fn schema() -> Value {
     object(

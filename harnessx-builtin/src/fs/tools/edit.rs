@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use harnessx_core::{ToolError, ToolOutput};
+use harnessx_core::{ToolAnnotations, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -12,6 +12,12 @@ use crate::fs::contain::{FsError, quoted};
 pub(super) const DESCRIPTION: &str = "Replace an exact string in a text file. old_string must match \
 exactly once (include enough surrounding lines to make it unique), or set replace_all=true to \
 replace every occurrence. Use it to grow or fix a file without rewriting it whole.";
+
+/// Annotations: it writes (not read-only) and replaces text (destructive). Not idempotent:
+/// when `new_string` contains `old_string`, the same call again edits again. Local files only
+/// (not open world).
+pub(super) const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations::new().read_only(false).destructive(true).idempotent(false).open_world(false);
 
 /// Largest file `edit_file` loads.
 const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;

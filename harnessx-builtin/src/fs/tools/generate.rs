@@ -1,6 +1,6 @@
 //! `generate_file`: a downloadable file, written to the application's output directory.
 
-use harnessx_core::{ToolError, ToolOutput};
+use harnessx_core::{ToolAnnotations, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
 use super::{FsConfig, object};
@@ -10,6 +10,13 @@ use crate::fs::text::human_size;
 pub(super) const DESCRIPTION: &str = "Create a file for the user to download, such as a report or \
 an export. path is the file name (subdirectories allowed) inside the download area, not a \
 workspace path. An existing file is replaced only with overwrite=true.";
+
+/// Annotations: it writes (not read-only) and with `overwrite` replaces an earlier file
+/// (destructive). The same call again leaves the same file (idempotent, as `write_file`).
+/// It writes to the application's own output directory, a closed domain: the download
+/// reaches a person only through the application (not open world).
+pub(super) const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false);
 
 pub(super) fn schema() -> Value {
     object(

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use harnessx_core::{ToolError, ToolOutput};
+use harnessx_core::{ToolAnnotations, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -15,6 +15,11 @@ pub(super) const DESCRIPTION: &str = "Find files by glob pattern, e.g. '*.rs' or
 A pattern without '/' matches file names at any depth; with '/', paths relative to the directory \
 searched. Hidden files and what .gitignore/.ignore files exclude are skipped. Paths come back sorted, \
 one per line.";
+
+/// Annotations: listing matches changes nothing (read-only, so not destructive), repeats
+/// safely (idempotent), and stays inside the filesystem it is given (not open world).
+pub(super) const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false);
 
 /// Matches collected before the walk stops (the output shows far fewer).
 const HARD_CAP: usize = 1_000_000;

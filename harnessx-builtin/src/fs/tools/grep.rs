@@ -5,7 +5,7 @@ use std::fs::File;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use harnessx_core::{ToolError, ToolOutput};
+use harnessx_core::{ToolAnnotations, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -20,6 +20,11 @@ syntax), or for a plain string with literal=true. output_mode 'content' (default
 lines as path:line:text, with context lines as path-line-text; 'files_with_matches' lists the \
 files; 'count' gives path:count of matching lines. Hidden files, binary files and what \
 .gitignore/.ignore files exclude are skipped.";
+
+/// Annotations: searching changes nothing (read-only, so not destructive), repeats safely
+/// (idempotent), and stays inside the filesystem it is given (not open world).
+pub(super) const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false);
 
 /// Longest line shown, in characters.
 const MAX_LINE_CHARS: usize = 500;

@@ -4,7 +4,7 @@ use std::collections::BinaryHeap;
 use std::ffi::CString;
 use std::fmt::Write as _;
 
-use harnessx_core::{ToolError, ToolOutput};
+use harnessx_core::{ToolAnnotations, ToolError, ToolOutput};
 use rustix::fs::{AtFlags, FileType};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -16,6 +16,11 @@ use crate::fs::text::{escape_path, human_size};
 pub(super) const DESCRIPTION: &str = "List the entries of a directory, sorted by name: \
 directories end with '/', files show their size, and other kinds are marked in brackets. \
 Names with unusual characters are shown quoted and escaped.";
+
+/// Annotations: listing a directory changes nothing (read-only, so not destructive),
+/// repeats safely (idempotent), and stays inside the filesystem it is given (not open world).
+pub(super) const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false);
 
 pub(super) fn schema() -> Value {
     object(json!({"path": optional_path("The directory to list")}), &[])

@@ -33,20 +33,23 @@ pub(crate) struct FsConfig {
     pub(crate) walk: WalkConfig,
 }
 
-/// The tool's definition with this configuration. `serial` marks the writing tools
-/// non-concurrent (what the bundle helper does); direct definitions keep the ordinary
+/// The tool's definition with this configuration, annotated (each tool's `ANNOTATIONS`
+/// says why). `serial` marks the tools that may change things non-concurrent (what the
+/// bundle helper does), decided on their annotations; direct definitions keep the ordinary
 /// default.
 pub(crate) fn definition(name: &str, cfg: Arc<FsConfig>, serial: bool) -> Option<ToolDefinition> {
     let contained = cfg.scope.is_contained();
-    let (description, schema, handler, writes) = match name {
-        "read_file" => (read::DESCRIPTION, read::schema(), handler(cfg, read::run), false),
-        "write_file" => (write::DESCRIPTION, write::schema(), handler(cfg, write::run), true),
-        "edit_file" => (edit::DESCRIPTION, edit::schema(), handler(cfg, edit::run), true),
-        "delete" => (delete::DESCRIPTION, delete::schema(), handler(cfg, delete::run), true),
-        "glob" => (glob::DESCRIPTION, glob::schema(), handler(cfg, glob::run), false),
-        "grep" => (grep::DESCRIPTION, grep::schema(), handler(cfg, grep::run), false),
-        "list_directory" => (list::DESCRIPTION, list::schema(), handler(cfg, list::run), false),
-        "generate_file" => (generate::DESCRIPTION, generate::schema(), handler(cfg, generate::run), true),
+    let (description, schema, handler, annotations) = match name {
+        "read_file" => (read::DESCRIPTION, read::schema(), handler(cfg, read::run), read::ANNOTATIONS),
+        "write_file" => (write::DESCRIPTION, write::schema(), handler(cfg, write::run), write::ANNOTATIONS),
+        "edit_file" => (edit::DESCRIPTION, edit::schema(), handler(cfg, edit::run), edit::ANNOTATIONS),
+        "delete" => (delete::DESCRIPTION, delete::schema(), handler(cfg, delete::run), delete::ANNOTATIONS),
+        "glob" => (glob::DESCRIPTION, glob::schema(), handler(cfg, glob::run), glob::ANNOTATIONS),
+        "grep" => (grep::DESCRIPTION, grep::schema(), handler(cfg, grep::run), grep::ANNOTATIONS),
+        "list_directory" => (list::DESCRIPTION, list::schema(), handler(cfg, list::run), list::ANNOTATIONS),
+        "generate_file" => {
+            (generate::DESCRIPTION, generate::schema(), handler(cfg, generate::run), generate::ANNOTATIONS)
+        }
         _ => return None,
     };
     let paths = if name == "generate_file" {
@@ -56,8 +59,9 @@ pub(crate) fn definition(name: &str, cfg: Arc<FsConfig>, serial: bool) -> Option
     } else {
         " Paths are host paths, relative to the current directory unless absolute."
     };
-    let def = ToolDefinition::new(name, format!("{description}{paths}"), schema, handler);
-    Some(if serial && writes { def.with_concurrent(false) } else { def })
+    let def = ToolDefinition::new(name, format!("{description}{paths}"), schema, handler)
+        .with_annotations(annotations);
+    Some(if serial && annotations.may_modify() { def.with_concurrent(false) } else { def })
 }
 
 /// A blocking handler (filesystem I/O runs off the async runtime) decoding its arguments.

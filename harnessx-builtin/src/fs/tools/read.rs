@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read};
 
-use harnessx_core::{ToolError, ToolOutput};
+use harnessx_core::{ToolAnnotations, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -13,6 +13,12 @@ use crate::fs::text::human_size;
 
 pub(super) const DESCRIPTION: &str = "Read a text file. Lines come back numbered (number, tab, text); \
 use offset and limit to read a long file a window at a time. Binary files are not shown.";
+
+/// Annotations: reading changes nothing (read-only, so not destructive), a repeated read
+/// has no further effect (idempotent), and the tool stays inside the filesystem it is given,
+/// a closed domain (not open world).
+pub(super) const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false);
 
 /// Lines returned when `limit` is not given.
 pub(crate) const DEFAULT_LIMIT: u64 = 2000;

@@ -1,6 +1,6 @@
 //! `write_file`: create a file, or replace one when `overwrite` is set; published atomically.
 
-use harnessx_core::{ToolError, ToolOutput};
+use harnessx_core::{ToolAnnotations, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -11,6 +11,12 @@ use crate::fs::text::human_size;
 pub(super) const DESCRIPTION: &str = "Write a text file, creating missing parent directories. \
 An existing file is replaced only with overwrite=true. Readers never see a partly written file. \
 To change part of a file, prefer edit_file.";
+
+/// Annotations: it writes (not read-only) and with `overwrite` replaces what was there
+/// (destructive). The same call again leaves the same file (idempotent: without `overwrite`
+/// it is refused, with it the content is the same). Local files only (not open world).
+pub(super) const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false);
 
 pub(super) fn schema() -> Value {
     object(
