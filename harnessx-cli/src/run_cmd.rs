@@ -15,10 +15,6 @@ use crate::CliError;
 use crate::approve;
 use crate::setup::{BasePath, PermissionArgs, load_tools};
 
-/// Tools that change things: ASK by default under `harnessx run`.
-pub(crate) const MUTATING_TOOLS: [&str; 5] =
-    ["write_file", "edit_file", "delete", "generate_file", "run_bash"];
-
 /// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
 /// answers for a real model's.
 pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls each tool once and reports what came back. Pick a real model with --model openai:MODEL or --model anthropic:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
@@ -99,9 +95,11 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     load_tools(&registry, &args.tools, &["filesystem"], &base_path)?;
     let mut manager = args.permissions.manager(PermissionLevel::Allow);
-    for name in MUTATING_TOOLS {
-        if manager.override_for(name).is_none() {
-            manager.set_override(name, PermissionLevel::Ask);
+    // Tools that may change things (destructive, or not read-only, by their annotations)
+    // ask first, unless a flag named them.
+    for def in registry.list_tools() {
+        if def.annotations.may_modify() && manager.override_for(&def.name).is_none() {
+            manager.set_override(def.name, PermissionLevel::Ask);
         }
     }
     manager = if args.yes {

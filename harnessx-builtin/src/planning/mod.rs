@@ -16,7 +16,9 @@ mod tools;
 use std::sync::Arc;
 
 use harnessx_core::catalog::{BuiltinBundle, BundleOptions, CommonOptions, select_tools};
-use harnessx_core::{RegistryError, ReplayPolicy, ToolDefinition, ToolHandler, ToolOptions, ToolRegistry};
+use harnessx_core::{
+    RegistryError, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolHandler, ToolOptions, ToolRegistry,
+};
 use serde::Deserialize;
 
 pub use state::{PlanningState, TODO_STATUSES};
@@ -27,6 +29,13 @@ pub const BUNDLE: &str = "planning";
 
 /// The planning tools, in registration order.
 pub const PLANNING_TOOLS: [&str; 2] = ["write_todos", "read_todos"];
+
+/// Both tools change nothing outside the agent (the list is the agent's own state), so
+/// they are read-only for the environment — `harnessx run` never asks about them;
+/// writing the same list twice leaves the same list (idempotent); they reach nothing
+/// outside the process (not open-world).
+const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false);
 
 /// Options of [`register_planning_tools`] and of `load_builtin("planning", ..)`.
 ///
@@ -85,7 +94,7 @@ fn definition(name: &str, state: &Arc<PlanningState>) -> Option<ToolDefinition> 
         ),
         _ => return None,
     };
-    Some(def.with_replay_policy(ReplayPolicy::Safe))
+    Some(def.with_replay_policy(ReplayPolicy::Safe).with_annotations(ANNOTATIONS))
 }
 
 /// Registers the selected planning tools over one list; returns their names.
@@ -178,6 +187,7 @@ mod tests {
         assert_eq!(def.permission, Some(PermissionLevel::Ask));
         assert!(!def.concurrent);
         assert_eq!(def.replay_policy, ReplayPolicy::Safe);
+        assert!(!def.annotations.may_modify(), "the list is the agent's own: never asked about");
         let err = registry.load_builtin("read_todos", json!({"base_path": "."})).unwrap_err();
         assert_eq!(
             err.to_string(),
