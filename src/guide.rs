@@ -4,12 +4,15 @@
 #[doc = include_str!("../docs/execution.md")]
 pub mod execution {}
 
+#[cfg(feature = "agent")]
 #[doc = include_str!("../docs/agent.md")]
 pub mod agent {}
 
+#[cfg(feature = "agent")]
 #[doc = include_str!("../docs/planning.md")]
 pub mod planning {}
 
+#[cfg(all(feature = "openai", feature = "anthropic"))]
 #[doc = include_str!("../docs/models.md")]
 pub mod models {}
 
@@ -18,3 +21,6 @@ pub mod builtin_filesystem {}
 
 #[doc = include_str!("../docs/tools.md")]
 pub mod tools {}
+
+#[doc = include_str!("../docs/workspace.md")]
+pub mod workspace {}
