@@ -72,7 +72,7 @@ impl Prepared {
 
 /// Parses raw argument text: empty text and `null` count as `{}`; anything that is not a
 /// JSON object is refused with the parse error.
-pub(crate) fn parse_arguments(tool: &str, raw: &str) -> Result<Value, String> {
+fn parse_arguments(tool: &str, raw: &str) -> Result<Value, String> {
     let trimmed = raw.trim();
     if trimmed.is_empty() || trimmed == "null" {
         return Ok(Value::Object(Default::default()));
