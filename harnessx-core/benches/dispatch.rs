@@ -4,6 +4,7 @@
 //! `cargo bench -p harnessx-core --bench dispatch`
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use harnessx_core::__private::{Plain, required, shared, sync2};
 use harnessx_core::{PermissionManager, RunContext, ToolCall, ToolHandler, ToolOptions, ToolRegistry};
 use serde::Deserialize;
 use serde_json::json;
@@ -43,6 +44,19 @@ fn registry() -> ToolRegistry {
             ToolOptions::new(),
         )
         .unwrap();
+    // What `#[tool] fn add(a: i64, b: i64) -> i64` registers: the shared handler.
+    fn add(a: i64, b: i64) -> i64 {
+        a + b
+    }
+    registry
+        .register_with_schema(
+            "add_tool",
+            "Add two numbers.",
+            add_schema(),
+            shared(const { &sync2::<_, _, _, Plain>(&["a", "b"], add, required(), required()) }),
+            ToolOptions::new(),
+        )
+        .unwrap();
     registry
 }
 
@@ -65,6 +79,15 @@ fn dispatch(c: &mut Criterion) {
     group.bench_function("sync_add", |b| {
         b.to_async(&rt).iter(|| async {
             let r = registry.execute(&sync_call, Some(&manager)).await;
+            assert!(!r.is_error);
+            r
+        })
+    });
+
+    let tool_call = ToolCall::new("call_1", "add_tool", r#"{"a": 2, "b": 3}"#);
+    group.bench_function("tool_add", |b| {
+        b.to_async(&rt).iter(|| async {
+            let r = registry.execute(&tool_call, Some(&manager)).await;
             assert!(!r.is_error);
             r
         })
