@@ -4,9 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::RegistryError;
-
-/// Longest error line sent to the model; longer ones are cut with an ellipsis.
-const MAX_ERROR_LINE: usize = 400;
+use crate::tool::decode::error_line;
 
 /// A compiled input schema (JSON Schema 2020-12 unless the schema says otherwise).
 pub(crate) struct CompiledSchema {
@@ -29,21 +27,16 @@ impl CompiledSchema {
                 )));
             }
         }
-        let validator = jsonschema::validator_for(schema).map_err(|e| invalid(one_line(&e.to_string())))?;
+        let validator = jsonschema::validator_for(schema)
+            .map_err(|e| invalid(e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")))?;
         Ok(Self { validator })
     }
 
     /// `None` when `args` conform; otherwise one line naming the first wrong field.
     pub(crate) fn check(&self, tool: &str, args: &Value) -> Option<String> {
         let error = self.validator.validate(args).err()?;
-        let path = display_path(error.instance_path().as_str());
-        let message = one_line(&error.to_string());
-        let line = if path.is_empty() {
-            format!("invalid arguments for {tool}: {message}")
-        } else {
-            format!("invalid arguments for {tool}: {path}: {message}")
-        };
-        Some(truncate(line))
+        // The same line as a decoding error (see `tool::decode`).
+        Some(error_line(tool, &display_path(error.instance_path().as_str()), &error.to_string()))
     }
 }
 
@@ -68,22 +61,6 @@ fn display_path(pointer: &str) -> String {
         }
     }
     out
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn truncate(mut line: String) -> String {
-    if line.len() > MAX_ERROR_LINE {
-        let mut cut = MAX_ERROR_LINE;
-        while !line.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        line.truncate(cut);
-        line.push('…');
-    }
-    line
 }
 
 /// A short name for a JSON value's type, for messages.
@@ -247,7 +224,7 @@ mod tests {
         let s = CompiledSchema::compile("t", &json!({"type":"object","properties":{"v":{"type":"integer"}}}))
             .unwrap();
         let line = s.check("t", &json!({"v": "x".repeat(10_000)})).unwrap();
-        assert!(line.chars().count() <= MAX_ERROR_LINE + 1, "{}", line.len());
+        assert!(line.chars().count() <= crate::tool::decode::MAX_ERROR_LINE + 1, "{}", line.len());
         assert!(line.starts_with("invalid arguments for t: v: "));
         assert!(!line.contains('\n'));
     }
