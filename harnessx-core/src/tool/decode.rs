@@ -129,11 +129,7 @@ pub fn decode_value<T: DeserializeOwned>(
 /// assert_eq!(err.message(), r#"invalid arguments for add: "b" is a required property"#);
 /// ```
 pub fn decode_args<A: DeserializeOwned>(args: Value, ctx: &ToolContext) -> Result<A, ToolError> {
-    let map = match object(args, ctx) {
-        Ok(map) => map,
-        Err(e) => return Err(e),
-    };
-    match A::deserialize(Fields(map)) {
+    match A::deserialize(Fields(object(args, ctx)?)) {
         Ok(value) => Ok(value),
         Err(e) => Err(e.into_tool_error(ctx)),
     }
