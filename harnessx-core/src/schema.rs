@@ -43,7 +43,7 @@ impl CompiledSchema {
     pub(crate) fn check(&self, tool: &str, args: &Value) -> Option<String> {
         let error = self.validator.validate(args).err()?;
         // The same line as a decoding error (see `tool::decode`).
-        Some(error_line(tool, &display_path(error.instance_path().as_str()), &error.to_string()))
+        Some(error_line(tool, &display_path(error.instance_path().as_str()), &error))
     }
 }
 

@@ -13,7 +13,7 @@
 //! | the arguments are not an object | `invalid arguments for calc: expected a JSON object, got an array` |
 //!
 //! That is also the form of a schema validation error (the engine builds both with
-//! [`error_line`]): the model gets one kind of line for "the arguments do not fit",
+//! `error_line`): the model gets one kind of line for "the arguments do not fit",
 //! whether the schema or the decoder noticed. The decoder only sees what the schema let
 //! through, so it matters where the schema is looser than the Rust type (a hand-written
 //! schema, a recursive type's recursion point, serde attributes the schema cannot say).
@@ -26,7 +26,7 @@
 //! [`ToolHandler::typed_async`]: crate::ToolHandler::typed_async
 //! [`ToolHandler::typed_blocking`]: crate::ToolHandler::typed_blocking
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde::de::value::StrDeserializer;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
@@ -42,18 +42,23 @@ pub(crate) const MAX_ERROR_LINE: usize = 400;
 /// The one line of every argument error: `invalid arguments for {tool}: {path}: {message}`
 /// (without `{path}: ` when the path is empty), on one line, at most
 /// [`MAX_ERROR_LINE`] bytes (a huge value quoted by the message is cut).
-pub(crate) fn error_line(tool: &str, path: &str, message: &str) -> String {
-    let message = one_line(message);
-    let line = if path.is_empty() {
-        format!("invalid arguments for {tool}: {message}")
-    } else {
-        format!("invalid arguments for {tool}: {path}: {message}")
-    };
+pub(crate) fn error_line(tool: &str, path: &str, message: &dyn fmt::Display) -> String {
+    let mut line = String::with_capacity(96);
+    let _ = write!(line, "invalid arguments for {tool}: ");
+    if !path.is_empty() {
+        line.push_str(path);
+        line.push_str(": ");
+    }
+    let start = line.len();
+    let _ = write!(line, "{message}");
+    let text = &line[start..];
+    // Most messages are one line already; only the others are rewritten.
+    if text.contains(|c: char| c.is_whitespace() && c != ' ') || text.contains("  ") || text.trim() != text {
+        let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        line.truncate(start);
+        line.push_str(&one_line);
+    }
     truncate(line)
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn truncate(mut line: String) -> String {
@@ -71,18 +76,22 @@ fn truncate(mut line: String) -> String {
 /// The error for a required argument that is absent (worded as the schema validator
 /// words it, so the model reads the same line whichever caught it).
 pub fn missing_argument(ctx: &ToolContext, name: &str) -> ToolError {
-    ToolError::new(error_line(ctx.tool_name(), "", &format!("\"{name}\" is a required property")))
+    ToolError::new(error_line(ctx.tool_name(), "", &format_args!("\"{name}\" is a required property")))
 }
 
 /// The error for an argument whose value does not decode (non-generic: one function for
 /// every parameter type).
 pub fn invalid_argument(ctx: &ToolContext, name: &str, error: &dyn fmt::Display) -> ToolError {
-    ToolError::new(error_line(ctx.tool_name(), name, &error.to_string()))
+    ToolError::new(error_line(ctx.tool_name(), name, error))
 }
 
 /// The error for arguments that are not a JSON object.
 fn not_an_object(ctx: &ToolContext, got: &Value) -> ToolError {
-    ToolError::new(error_line(ctx.tool_name(), "", &format!("expected a JSON object, got {}", kind_of(got))))
+    ToolError::new(error_line(
+        ctx.tool_name(),
+        "",
+        &format_args!("expected a JSON object, got {}", kind_of(got)),
+    ))
 }
 
 /// The arguments object (`null` counts as `{}`).
@@ -442,6 +451,8 @@ mod tests {
     #[test]
     fn error_lines_stay_short_and_on_one_line() {
         let line = error_line("t", "v", &format!("bad\n{}", "x".repeat(10_000)));
+        assert_eq!(error_line("t", "", &" two  spaces "), "invalid arguments for t: two spaces");
+        assert_eq!(error_line("t", "a", &"plain text"), "invalid arguments for t: a: plain text");
         assert!(line.starts_with("invalid arguments for t: v: bad x"));
         assert!(line.len() <= MAX_ERROR_LINE + '…'.len_utf8(), "{}", line.len());
         assert!(!line.contains('\n'));
