@@ -119,10 +119,9 @@ impl ToolHandler {
 
     /// An async handler whose arguments deserialize into `A` and whose result serializes
     /// (strings pass through as text; errors go to the model). Decoding and the result
-    /// are those of `#[tool]` functions ([`decode_args`](crate::tool::decode::decode_args),
-    /// [`result_output`](crate::tool::encode::result_output)): the same mistake in the
-    /// arguments gives the same text, and a [`TransientToolError`](crate::TransientToolError)
-    /// asks for a retry.
+    /// are those of `#[tool]` functions ([`decode_args`], [`result_output`]): the same
+    /// mistake in the arguments gives the same text, and a
+    /// [`TransientToolError`](crate::TransientToolError) asks for a retry.
     ///
     /// ```
     /// # use harnessx_core::ToolHandler;
