@@ -4,7 +4,10 @@
 //! `cargo bench -p harnessx-core --bench dispatch`
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use harnessx_core::{PermissionManager, RunContext, ToolCall, ToolHandler, ToolOptions, ToolRegistry};
+use harnessx_core::__private::{Plain, required, shared, sync2};
+use harnessx_core::{
+    PermissionManager, RunContext, ToolCall, ToolContext, ToolHandler, ToolOptions, ToolRegistry,
+};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -21,6 +24,19 @@ fn add_schema() -> serde_json::Value {
         "required": ["a", "b"],
         "additionalProperties": false
     })
+}
+
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// What `#[tool] fn add(a: i64, b: i64) -> i64` registers: the shared handler.
+fn tool_add() -> ToolHandler {
+    shared(const { &sync2::<_, _, _, Plain>(&["a", "b"], add, required(), required()) })
+}
+
+fn typed_add() -> ToolHandler {
+    ToolHandler::typed_blocking(|Add { a, b }| Ok::<_, String>(a + b))
 }
 
 fn registry() -> ToolRegistry {
@@ -44,6 +60,9 @@ fn registry() -> ToolRegistry {
         )
         .unwrap();
     registry
+        .register_with_schema("add_tool", "Add two numbers.", add_schema(), tool_add(), ToolOptions::new())
+        .unwrap();
+    registry
 }
 
 fn dispatch(c: &mut Criterion) {
@@ -65,6 +84,15 @@ fn dispatch(c: &mut Criterion) {
     group.bench_function("sync_add", |b| {
         b.to_async(&rt).iter(|| async {
             let r = registry.execute(&sync_call, Some(&manager)).await;
+            assert!(!r.is_error);
+            r
+        })
+    });
+
+    let tool_call = ToolCall::new("call_1", "add_tool", r#"{"a": 2, "b": 3}"#);
+    group.bench_function("tool_add", |b| {
+        b.to_async(&rt).iter(|| async {
+            let r = registry.execute(&tool_call, Some(&manager)).await;
             assert!(!r.is_error);
             r
         })
@@ -95,5 +123,22 @@ fn dispatch(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, dispatch);
+/// The handler alone, called directly on its thread: decoding the arguments, the call,
+/// the result (or the error text), without the pipeline's threads and spinning.
+fn handler(c: &mut Criterion) {
+    let ctx = ToolContext::new("call_1", "add");
+    let mut group = c.benchmark_group("handler");
+    for (name, handler) in [("tool_add", tool_add()), ("typed_add", typed_add())] {
+        let ToolHandler::Blocking(h) = handler else { unreachable!("both are blocking") };
+        let good = json!({"a": 2, "b": 3});
+        group.bench_function(name, |b| b.iter(|| h.call(good.clone(), &ctx).unwrap()));
+        let bad = json!({"a": 2, "b": "3"});
+        group.bench_function(format!("{name}_bad_argument"), |b| {
+            b.iter(|| h.call(bad.clone(), &ctx).unwrap_err())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, dispatch, handler);
 criterion_main!(benches);

@@ -1,12 +1,17 @@
-//! Input schemas: compiling them once, checking arguments against them, and the one-line
-//! error that names the wrong field.
+//! Input schemas: compiling them once, checking arguments against them (the one-line
+//! error that names the wrong field), their canonical form ([`canonical_schema`], the one
+//! set of rules for every schema a model sees) and the builders `#[tool]` composes
+//! schemas from ([`build`]).
 
-use serde_json::{Map, Value};
+pub mod build;
+mod canonical;
+
+pub use canonical::{canonical_schema, canonical_subschema};
+
+use serde_json::Value;
 
 use crate::error::RegistryError;
-
-/// Longest error line sent to the model; longer ones are cut with an ellipsis.
-const MAX_ERROR_LINE: usize = 400;
+use crate::tool::decode::error_line;
 
 /// A compiled input schema (JSON Schema 2020-12 unless the schema says otherwise).
 pub(crate) struct CompiledSchema {
@@ -29,21 +34,16 @@ impl CompiledSchema {
                 )));
             }
         }
-        let validator = jsonschema::validator_for(schema).map_err(|e| invalid(one_line(&e.to_string())))?;
+        let validator = jsonschema::validator_for(schema)
+            .map_err(|e| invalid(e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")))?;
         Ok(Self { validator })
     }
 
     /// `None` when `args` conform; otherwise one line naming the first wrong field.
     pub(crate) fn check(&self, tool: &str, args: &Value) -> Option<String> {
         let error = self.validator.validate(args).err()?;
-        let path = display_path(error.instance_path().as_str());
-        let message = one_line(&error.to_string());
-        let line = if path.is_empty() {
-            format!("invalid arguments for {tool}: {message}")
-        } else {
-            format!("invalid arguments for {tool}: {path}: {message}")
-        };
-        Some(truncate(line))
+        // The same line as a decoding error (see `tool::decode`).
+        Some(error_line(tool, &display_path(error.instance_path().as_str()), &error))
     }
 }
 
@@ -70,22 +70,6 @@ fn display_path(pointer: &str) -> String {
     out
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn truncate(mut line: String) -> String {
-    if line.len() > MAX_ERROR_LINE {
-        let mut cut = MAX_ERROR_LINE;
-        while !line.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        line.truncate(cut);
-        line.push('…');
-    }
-    line
-}
-
 /// A short name for a JSON value's type, for messages.
 pub(crate) fn kind_of(value: &Value) -> &'static str {
     match value {
@@ -95,81 +79,6 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-/// The canonical, provider-neutral form of an input schema: an object schema with
-/// `properties` present, no `$schema` or top-level `title`, and local references
-/// (`#/$defs/..`, `#/definitions/..`) inlined, so providers that reject `$ref` accept it.
-/// A recursive reference cannot be inlined: it stays, with the definitions it needs.
-/// Everything else is kept.
-pub fn canonical_schema(schema: &Value) -> Value {
-    let empty = Map::new();
-    let obj = schema.as_object().unwrap_or(&empty);
-    let mut defs = Map::new();
-    for key in ["$defs", "definitions"] {
-        if let Some(Value::Object(d)) = obj.get(key) {
-            for (name, def) in d {
-                defs.insert(format!("#/{key}/{}", name.replace('~', "~0").replace('/', "~1")), def.clone());
-            }
-        }
-    }
-    let mut out = Map::new();
-    out.insert("type".into(), Value::String("object".into()));
-    let mut inliner = Inliner { defs: &defs, stack: Vec::new(), kept_ref: false };
-    for (k, v) in obj {
-        if matches!(k.as_str(), "$schema" | "title" | "$defs" | "definitions") {
-            continue;
-        }
-        out.insert(k.clone(), inliner.inline(v));
-    }
-    if inliner.kept_ref {
-        for key in ["$defs", "definitions"] {
-            if let Some(d) = obj.get(key) {
-                out.insert(key.into(), inliner.inline(d));
-            }
-        }
-    }
-    out.entry("properties").or_insert_with(|| Value::Object(Map::new()));
-    Value::Object(out)
-}
-
-struct Inliner<'a> {
-    defs: &'a Map<String, Value>,
-    stack: Vec<String>,
-    kept_ref: bool,
-}
-
-impl Inliner<'_> {
-    fn inline(&mut self, value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                if let Some(Value::String(reference)) = map.get("$ref")
-                    && let Some(target) = self.defs.get(reference)
-                {
-                    if self.stack.contains(reference) {
-                        self.kept_ref = true;
-                        return value.clone();
-                    }
-                    self.stack.push(reference.clone());
-                    let mut resolved = match self.inline(target) {
-                        Value::Object(m) => m,
-                        other => return other, // a boolean schema
-                    };
-                    self.stack.pop();
-                    for (k, v) in map {
-                        if k != "$ref" {
-                            resolved.insert(k.clone(), self.inline(v));
-                        }
-                    }
-                    resolved.remove("title");
-                    return Value::Object(resolved);
-                }
-                Value::Object(map.iter().map(|(k, v)| (k.clone(), self.inline(v))).collect())
-            }
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.inline(v)).collect()),
-            other => other.clone(),
-        }
     }
 }
 
@@ -247,7 +156,7 @@ mod tests {
         let s = CompiledSchema::compile("t", &json!({"type":"object","properties":{"v":{"type":"integer"}}}))
             .unwrap();
         let line = s.check("t", &json!({"v": "x".repeat(10_000)})).unwrap();
-        assert!(line.chars().count() <= MAX_ERROR_LINE + 1, "{}", line.len());
+        assert!(line.chars().count() <= crate::tool::decode::MAX_ERROR_LINE + 1, "{}", line.len());
         assert!(line.starts_with("invalid arguments for t: v: "));
         assert!(!line.contains('\n'));
     }
@@ -264,50 +173,7 @@ mod tests {
     }
 
     #[test]
-    fn local_references_are_inlined_and_recursive_ones_kept() {
-        let schema = json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "Args",
-            "type": "object",
-            "properties": {
-                "point": {"$ref": "#/$defs/Point", "description": "Where."},
-                "old": {"$ref": "#/definitions/Unit"},
-                "tree": {"$ref": "#/$defs/Tree"}
-            },
-            "$defs": {
-                "Point": {"title": "Point", "type": "object", "properties": {"x": {"type": "integer"}}},
-                "Tree": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}
-            },
-            "definitions": {"Unit": {"enum": ["c", "f"]}}
-        });
-        let canon = canonical_schema(&schema);
-        assert_eq!(
-            canon["properties"]["point"],
-            json!({"type": "object", "properties": {"x": {"type": "integer"}}, "description": "Where."})
-        );
-        assert_eq!(canon["properties"]["old"], json!({"enum": ["c", "f"]}));
-        assert_eq!(
-            canon["properties"]["tree"]["properties"]["children"]["items"],
-            json!({"$ref": "#/$defs/Tree"})
-        );
-        assert!(canon.get("$defs").is_some(), "the recursive definition is kept");
-        assert!(canon.get("$schema").is_none() && canon.get("title").is_none());
-        // Without recursion, no definitions remain.
-        let flat = canonical_schema(
-            &json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/P"}}, "$defs": {"P": {"type": "string"}}}),
-        );
-        assert_eq!(flat, json!({"type": "object", "properties": {"p": {"type": "string"}}}));
-        // Instances valid against the original stay valid against the canonical form.
-        let v = json!({"point": {"x": 1}, "old": "c", "tree": {"children": [{"children": []}]}});
-        assert!(jsonschema::is_valid(&schema, &v) && jsonschema::is_valid(&canon, &v));
-    }
-
-    #[test]
-    fn canonical_forms() {
-        assert_eq!(
-            canonical_schema(&json!({"$schema":"x","title":"T"})),
-            json!({"type":"object","properties":{}})
-        );
+    fn canonical_json_sorts_keys() {
         assert_eq!(
             canonical_json(&json!({"b":1,"a":{"d":[1,{"z":0,"y":1}],"c":null}})),
             r#"{"a":{"c":null,"d":[1,{"y":1,"z":0}]},"b":1}"#

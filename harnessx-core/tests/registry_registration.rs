@@ -343,6 +343,51 @@ fn get_tool_params_returns_canonical_provider_neutral_schemas() {
     );
 }
 
+// The model sees one self-contained schema (no `$ref`, `$defs` or `title` anywhere), while
+// the registered schema, recursion included, is still what validates the arguments.
+#[tokio::test]
+async fn get_tool_params_inlines_references_and_validation_keeps_the_original() {
+    let registry = ToolRegistry::new();
+    let schema = json!({
+        "title": "Args",
+        "type": "object",
+        "properties": {
+            "title": {"title": "Title", "type": "string"},
+            "tree": {"$ref": "#/$defs/Tree", "description": "The tree."}
+        },
+        "required": ["tree"],
+        "$defs": {
+            "Tree": {"title": "Tree", "type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}
+            }}
+        }
+    });
+    registry
+        .register_with_schema("plant", "Plant a tree.", schema, label_handler(), ToolOptions::new())
+        .unwrap();
+    let params = registry.get_tool_params();
+    assert_eq!(
+        params[0].input_schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "title": {"type": "string"},
+                "tree": {"type": "object", "required": ["name"], "description": "The tree.", "properties": {
+                    "name": {"type": "string"},
+                    "children": {"type": "array", "items": {}}
+                }}
+            },
+            "required": ["tree"]
+        })
+    );
+    // A child without a name: the canonical form cannot say so, the registered schema does.
+    let bad = r#"{"tree": {"name": "oak", "children": [{"children": []}]}}"#;
+    let r = registry.execute(&harnessx_core::ToolCall::new("c1", "plant", bad), None).await;
+    assert!(r.is_error);
+    assert!(r.content.starts_with("invalid arguments for plant: tree.children[0]: "), "{}", r.content);
+}
+
 #[test]
 fn get_tool_params_is_deterministic() {
     let build = || {

@@ -142,7 +142,7 @@ fn closure_handler(tool: &ToolFn, target: &Target) -> TokenStream {
     };
     let convert = if tool.returns_result { quote!(#p::result_output) } else { quote!(#p::output) };
     let args = if has_values {
-        quote!(let mut __hx_args = #p::Args::new(__hx_args)?;)
+        quote!(let mut __hx_args = #p::Args::new(__hx_args, &__hx_ctx)?;)
     } else {
         quote!(let _ = __hx_args;)
     };

@@ -1,7 +1,11 @@
 //! Compile-time JSON: the schema of a tool whose parameter types are all recognised is
 //! written out as text by the macro, so the generated code only parses one string
-//! (once). Mirrors the runtime builders in `harnessx_core::__private::schema`; the golden
-//! schema tests cover both paths.
+//! (once). A proc macro cannot call the runtime, so this is a twin of the runtime builders
+//! in `harnessx_core::schema::build` for the types recognised by spelling (`ty::known`):
+//! the text written here must equal what the runtime builds for the same parameters.
+//! The facade's `tests/macro_schema_rules.rs` checks that for every recognised type, with
+//! `nullable`, `one_of`, defaults and descriptions, by comparing each tool's compile-time
+//! schema with the same tool's schema built at run time.
 
 use std::fmt::Write;
 
@@ -124,30 +128,48 @@ pub(crate) fn schema(ty: &Type) -> Option<Json> {
     })
 }
 
-/// Same rules as the runtime `schema::nullable`.
+/// The compile-time twin of the runtime `harnessx_core::schema::build::nullable`, rule for
+/// rule: `{}` and `"type": "null"` stay; a `type` name or list gains `"null"` (and an
+/// `enum` beside it `null`); anything else (a `const`, no `type`) becomes `anyOf` with
+/// `{"type": "null"}`. `tests/macro_schema_rules.rs` (in the facade) checks both give the
+/// same text for every type [`schema`] recognises.
 pub(crate) fn nullable(mut inner: Json) -> Json {
-    let simple = match inner.get_mut("type") {
-        Some(Json::Str(t)) => Some(t.clone()),
-        _ => None,
-    };
-    let has_const = inner.get_mut("const").is_some();
-    match simple {
-        Some(t) if t == "null" => inner,
-        Some(t) if !has_const => {
-            inner.insert("type", Json::Arr(vec![Json::Str(t), Json::Str("null".into())]));
-            if let Some(Json::Arr(choices)) = inner.get_mut("enum")
-                && !choices.contains(&Json::Null)
-            {
-                choices.push(Json::Null);
-            }
-            inner
-        }
-        _ => Json::Obj(vec![("anyOf".into(), Json::Arr(vec![inner, Json::ty("null")]))]),
+    match &inner {
+        Json::Obj(pairs) if pairs.is_empty() => return inner,
+        Json::Obj(_) => {}
+        _ => return inner,
     }
+    if inner.get_mut("const").is_some() {
+        return any_of_null(inner);
+    }
+    match inner.get_mut("type") {
+        Some(Json::Str(t)) if t == "null" => return inner,
+        Some(ty @ Json::Str(_)) => {
+            let name = std::mem::replace(ty, Json::Null);
+            *ty = Json::Arr(vec![name, Json::Str("null".into())]);
+        }
+        Some(Json::Arr(types)) if types.iter().all(|t| matches!(t, Json::Str(_))) => {
+            if !types.contains(&Json::Str("null".into())) {
+                types.push(Json::Str("null".into()));
+            }
+        }
+        _ => return any_of_null(inner),
+    }
+    if let Some(Json::Arr(choices)) = inner.get_mut("enum")
+        && !choices.contains(&Json::Null)
+    {
+        choices.push(Json::Null);
+    }
+    inner
+}
+
+fn any_of_null(inner: Json) -> Json {
+    Json::Obj(vec![("anyOf".into(), Json::Arr(vec![inner, Json::ty("null")]))])
 }
 
 /// The `enum` of `#[arg(one_of = [..])]` on `schema`: the choices, plus `null` when the
-/// schema is nullable (an `Option` parameter). Same rule as the runtime `schema::one_of`.
+/// schema is nullable (an `Option` parameter). The twin of the runtime
+/// `harnessx_core::schema::build::one_of`.
 pub(crate) fn one_of(schema: &Json, mut choices: Vec<Json>) -> Vec<Json> {
     let nullable = match schema {
         Json::Obj(pairs) => pairs.iter().any(|(k, v)| {
@@ -208,6 +230,7 @@ mod tests {
             text(&schema(&ty("Option<Vec<u8>>")).unwrap()),
             r#"{"type":["array","null"],"items":{"type":"integer","minimum":0,"maximum":255}}"#
         );
+        assert_eq!(text(&schema(&ty("Option<Option<bool>>")).unwrap()), r#"{"type":["boolean","null"]}"#);
         assert!(schema(&ty("Vec<Point>")).is_none());
         assert_eq!(text(&Json::Str("a\"b\n\u{1}".into())), r#""a\"b\n\u0001""#);
         let e = |s: &str| literal(&syn::parse_str::<Expr>(s).unwrap()).map(|j| text(&j));

@@ -15,13 +15,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::Args;
-use super::args::{invalid, missing};
 use crate::error::ToolError;
+use crate::tool::decode::{Args, decode_value, missing_argument};
 use crate::tool::handler::{BlockingToolHandler, HandlerResult, ToolContext, ToolHandler};
 
 /// How one parameter is obtained: from the arguments by name, or from the context.
-pub struct Take<T>(fn(&mut Args, &'static str, &ToolContext) -> Result<T, ToolError>);
+pub struct Take<T>(fn(&mut Args<'_>, &'static str) -> Result<T, ToolError>);
 
 impl<T> Clone for Take<T> {
     fn clone(&self) -> Self {
@@ -41,34 +40,23 @@ pub const fn or_default<T: DeserializeOwned + Default>() -> Take<T> {
     Take(take_or_default::<T>)
 }
 
-// One small function per parameter type: taking the value out and the error texts are
-// non-generic, and `match` instead of `?`/`map_err` instantiates no `Try`/closure code.
-fn take_required<T: DeserializeOwned>(
-    args: &mut Args,
-    name: &'static str,
-    _: &ToolContext,
-) -> Result<T, ToolError> {
+// One small function per parameter type, plus `decode_value` (the one decoder every
+// handler kind shares): taking the value out and the error texts are non-generic, and
+// `match` instead of `?`/`map_err` instantiates no `Try`/closure code.
+fn take_required<T: DeserializeOwned>(args: &mut Args<'_>, name: &'static str) -> Result<T, ToolError> {
     match args.take(name) {
-        Some(value) => decode(name, value),
-        None => Err(missing(name)),
+        Some(value) => decode_value(args.context(), name, value),
+        None => Err(missing_argument(args.context(), name)),
     }
 }
 
 fn take_or_default<T: DeserializeOwned + Default>(
-    args: &mut Args,
+    args: &mut Args<'_>,
     name: &'static str,
-    _: &ToolContext,
 ) -> Result<T, ToolError> {
     match args.take(name) {
-        Some(value) => decode(name, value),
+        Some(value) => decode_value(args.context(), name, value),
         None => Ok(T::default()),
-    }
-}
-
-fn decode<T: DeserializeOwned>(name: &'static str, value: Value) -> Result<T, ToolError> {
-    match T::deserialize(value) {
-        Ok(value) => Ok(value),
-        Err(e) => Err(invalid(name, e)),
     }
 }
 
@@ -94,7 +82,7 @@ common_takes!(bool, char, String, i8, i16, i32, i64, isize, u8, u16, u32, u64, u
 
 /// The injected `ToolContext`, by value.
 pub const fn context() -> Take<ToolContext> {
-    Take(|_, _, ctx| Ok(ctx.clone()))
+    Take(|args, _| Ok(args.context().clone()))
 }
 
 /// How a return value becomes a handler result: [`Plain`] or [`Fallible`].
@@ -112,14 +100,14 @@ pub struct Fallible;
 impl<T: Serialize> Returns<T> for Plain {
     #[inline]
     fn convert(value: T) -> HandlerResult {
-        super::output(value)
+        crate::tool::encode::output(value)
     }
 }
 
 impl<T: Serialize, E: Display + 'static> Returns<Result<T, E>> for Fallible {
     #[inline]
     fn convert(value: Result<T, E>) -> HandlerResult {
-        super::result_output(value)
+        crate::tool::encode::result_output(value)
     }
 }
 
@@ -178,11 +166,11 @@ macro_rules! sync_handlers {
             fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult {
                 // `match`, not `?`: no `Try` code instantiated per signature; the names
                 // are an array, so indexing them has no bounds check.
-                let mut args = match Args::new(args) {
+                let mut args = match Args::new(args, ctx) {
                     Ok(args) => args,
                     Err(e) => return Err(e),
                 };
-                O::convert((self.f)($(match (self.takes.$i.0)(&mut args, self.names[$i], ctx) {
+                O::convert((self.f)($(match (self.takes.$i.0)(&mut args, self.names[$i]) {
                     Ok(value) => value,
                     Err(e) => return Err(e),
                 }),*))
@@ -235,7 +223,14 @@ mod tests {
         assert_eq!(call(h(), json!({"a": 2, "b": [1]})).unwrap().content, "2 [1] call-1");
         assert_eq!(call(h(), json!({"a": 2})).unwrap().content, "2 [] call-1");
         assert_eq!(call(h(), json!({"a": -1})).unwrap_err().message(), "negative: -1");
-        assert_eq!(call(h(), json!({})).unwrap_err().message(), "missing required argument `a`");
+        assert_eq!(
+            call(h(), json!({})).unwrap_err().message(),
+            r#"invalid arguments for t: "a" is a required property"#
+        );
+        assert_eq!(
+            call(h(), json!({"a": "2"})).unwrap_err().message(),
+            r#"invalid arguments for t: a: invalid type: string "2", expected i64"#
+        );
         assert!(call(h(), json!([1])).is_err());
         let none = shared(const { &sync0::<_, Plain>(|| 7) });
         assert_eq!(call(none, json!("ignored")).unwrap().content, "7");

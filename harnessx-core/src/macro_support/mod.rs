@@ -4,19 +4,18 @@
 //! items meant for users ([`Toolbox`], [`CollectedTool`]) are
 //! re-exported at the crate root. Nothing in this module is a stable API on its own.
 
-mod args;
 mod call;
 mod collect;
 mod generated;
-mod output;
 pub mod schema;
 
-pub use args::Args;
 pub use call::*;
 pub use collect::{CollectedTool, Toolbox};
 pub use generated::*;
-pub use output::{output, result_output, tool_error};
 pub use schema::ParamSchema;
+
+pub use crate::tool::decode::Args;
+pub use crate::tool::encode::{output, result_output, tool_error};
 
 pub use crate::error::{ToolError, TransientToolError};
 pub use crate::permission::PermissionLevel;

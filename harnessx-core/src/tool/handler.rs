@@ -12,6 +12,8 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 use crate::tool::call::ToolOutput;
+use crate::tool::decode::decode_args;
+use crate::tool::encode::result_output;
 
 /// A boxed, sendable future, as returned by [`AsyncToolHandler::call`].
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -103,15 +105,6 @@ where
     }
 }
 
-/// Deserializes validated arguments into a handler's argument type.
-fn decode<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
-    serde_json::from_value(args).map_err(|e| ToolError::new(format!("invalid arguments: {e}")))
-}
-
-fn encode<T: Serialize, E: Into<ToolError>>(result: Result<T, E>) -> HandlerResult {
-    ToolOutput::from_serialize(&result.map_err(Into::into)?)
-}
-
 impl ToolHandler {
     /// An async handler over raw JSON arguments.
     pub fn from_async<F, Fut>(f: F) -> Self
@@ -131,7 +124,10 @@ impl ToolHandler {
     }
 
     /// An async handler whose arguments deserialize into `A` and whose result serializes
-    /// (strings pass through as text; errors go to the model).
+    /// (strings pass through as text; errors go to the model). Decoding and the result
+    /// are those of `#[tool]` functions ([`decode_args`], [`result_output`]): the same
+    /// mistake in the arguments gives the same text, and a
+    /// [`TransientToolError`](crate::TransientToolError) asks for a retry.
     ///
     /// ```
     /// # use harnessx_core::ToolHandler;
@@ -143,16 +139,15 @@ impl ToolHandler {
     where
         A: DeserializeOwned + Send + 'static,
         T: Serialize,
-        E: Into<ToolError>,
+        E: fmt::Display + 'static,
         F: Fn(A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
     {
-        let f = Arc::new(f);
-        Self::from_async(move |args, _ctx| {
-            let decoded = decode::<A>(args).map(|a| f(a));
+        Self::from_async(move |args, ctx| {
+            let decoded = decode_args::<A>(args, &ctx).map(&f);
             async move {
                 match decoded {
-                    Ok(fut) => encode(fut.await),
+                    Ok(fut) => result_output(fut.await),
                     Err(e) => Err(e),
                 }
             }
@@ -164,10 +159,13 @@ impl ToolHandler {
     where
         A: DeserializeOwned,
         T: Serialize,
-        E: Into<ToolError>,
+        E: fmt::Display + 'static,
         F: Fn(A) -> Result<T, E> + Send + Sync + 'static,
     {
-        Self::from_blocking(move |args, _ctx| encode(f(decode::<A>(args)?)))
+        Self::from_blocking(move |args, ctx| match decode_args::<A>(args, ctx) {
+            Ok(a) => result_output(f(a)),
+            Err(e) => Err(e),
+        })
     }
 
     /// Whether two handles share one handler (the same `Arc`).

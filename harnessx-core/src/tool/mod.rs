@@ -2,7 +2,9 @@
 
 pub mod annotations;
 pub mod call;
+pub mod decode;
 pub mod definition;
+pub mod encode;
 pub mod handler;
 pub mod name;
 pub mod policy;

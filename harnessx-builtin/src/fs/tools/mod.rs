@@ -13,6 +13,7 @@ mod write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use harnessx_core::tool::decode::decode_args;
 use harnessx_core::{ToolContext, ToolDefinition, ToolError, ToolHandler, ToolOutput};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -64,16 +65,16 @@ pub(crate) fn definition(name: &str, cfg: Arc<FsConfig>, serial: bool) -> Option
     Some(if serial && annotations.may_modify() { def.with_concurrent(false) } else { def })
 }
 
-/// A blocking handler (filesystem I/O runs off the async runtime) decoding its arguments.
+/// A blocking handler (filesystem I/O runs off the async runtime) decoding its arguments
+/// as every handler does (`decode_args`: the same error texts as `#[tool]` functions).
 fn handler<A, F>(cfg: Arc<FsConfig>, run: F) -> ToolHandler
 where
     A: DeserializeOwned,
     F: Fn(&FsConfig, A) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
 {
-    ToolHandler::from_blocking(move |args: Value, _ctx: &ToolContext| {
-        let args: A =
-            serde_json::from_value(args).map_err(|e| ToolError::new(format!("invalid arguments: {e}")))?;
-        run(&cfg, args)
+    ToolHandler::from_blocking(move |args: Value, ctx: &ToolContext| match decode_args::<A>(args, ctx) {
+        Ok(args) => run(&cfg, args),
+        Err(e) => Err(e),
     })
 }
 

@@ -1,4 +1,13 @@
-//! Turning what a tool function returns into a handler result.
+//! Turning what a tool function returns into a handler result: the one conversion every
+//! handler kind uses (`#[tool]` functions, `#[toolbox]` methods, the typed constructors
+//! [`ToolHandler::typed_async`] and [`ToolHandler::typed_blocking`]).
+//!
+//! A value serializes (strings pass through as text, anything else as compact JSON kept as
+//! structured content); an `Err` becomes a [`ToolError`] carrying its `Display` text, a
+//! [`TransientToolError`] (also inside a boxed error) staying retryable.
+//!
+//! [`ToolHandler::typed_async`]: crate::ToolHandler::typed_async
+//! [`ToolHandler::typed_blocking`]: crate::ToolHandler::typed_blocking
 
 use std::any::Any;
 use std::error::Error;
