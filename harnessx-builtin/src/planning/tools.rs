@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
+use harnessx_core::tool::decode::decode_args;
 use harnessx_core::{BlockingToolHandler, HandlerResult, ToolContext, ToolOutput};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::state::{PlanningState, TODO_STATUSES};
@@ -13,14 +15,15 @@ pub(super) struct WriteTodos {
     pub(super) state: Arc<PlanningState>,
 }
 
+/// The arguments of `write_todos`; the input schema has already checked each item.
+#[derive(Deserialize)]
+struct WriteArgs {
+    todos: Vec<Value>,
+}
+
 impl BlockingToolHandler for WriteTodos {
-    fn call(&self, mut args: Value, _ctx: &ToolContext) -> HandlerResult {
-        // The input schema has been checked: `todos` is an array of items with `content`
-        // and a known `status`.
-        let items = match args.get_mut("todos").map(Value::take) {
-            Some(Value::Array(items)) => items,
-            _ => return Err("invalid arguments for write_todos: todos: expected an array".into()),
-        };
+    fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult {
+        let WriteArgs { todos: items } = decode_args(args, ctx)?;
         let count = |status: &str| items.iter().filter(|i| i["status"] == status).count();
         let summary = format!(
             "Todo list updated: {} items ({} completed, {} in progress, {} pending).",
