@@ -361,6 +361,29 @@ pub(crate) fn free_tool(tool: &ToolFn, vis: &Visibility, struct_ident: &Ident, k
     });
     // No derives: each would be an impl per tool to check and compile (see
     // docs/performance.md); the struct is a name, written wherever it is needed.
+    let body = quote! {
+        #traits
+
+        impl _harnessx::__private::GeneratedTool for #struct_ident {
+            const TOOL: &'static _harnessx::__private::StaticTool = #def;
+        }
+
+        #collect
+    };
+    unit_struct(&doc, vis, struct_ident, krate, name, body)
+}
+
+/// A tool's unit struct with its `NAME`, and `body` (impls naming the runtime through
+/// `_harnessx`) in an anonymous `const` block: what a free `#[tool]` fn gets, with or
+/// without errors.
+fn unit_struct(
+    doc: &str,
+    vis: &Visibility,
+    struct_ident: &Ident,
+    krate: &Path,
+    name: &str,
+    body: TokenStream,
+) -> TokenStream {
     quote! {
         #[doc = #doc]
         #vis struct #struct_ident;
@@ -374,13 +397,7 @@ pub(crate) fn free_tool(tool: &ToolFn, vis: &Visibility, struct_ident: &Ident, k
                 #vis const NAME: &'static str = #name;
             }
 
-            #traits
-
-            impl _harnessx::__private::GeneratedTool for #struct_ident {
-                const TOOL: &'static _harnessx::__private::StaticTool = #def;
-            }
-
-            #collect
+            #body
         };
     }
 }
@@ -400,27 +417,15 @@ pub(crate) fn placeholder_tool(
     let p = quote!(_harnessx::__private);
     // Documented as in `free_tool`, so a crate denying `missing_docs` adds no error.
     let doc = format!("The tool [`{}`] (its `#[tool]` attribute has errors).", tool.fn_ident);
-    quote! {
-        #[doc = #doc]
-        #vis struct #struct_ident;
-
-        #[doc(hidden)]
-        const _: () = {
-            use #krate as _harnessx;
-
-            impl #struct_ident {
-                /// The name the model calls this tool by.
-                #vis const NAME: &'static str = #name;
+    let body = quote! {
+        impl #p::IntoToolDefinition for #struct_ident {
+            fn into_tool_definition(self) -> #p::ToolDefinition {
+                let handler = #p::ToolHandler::from_blocking(|_, _| #p::output(()));
+                #p::definition(#name, "", #p::Value::Null, handler)
             }
-
-            impl #p::IntoToolDefinition for #struct_ident {
-                fn into_tool_definition(self) -> #p::ToolDefinition {
-                    let handler = #p::ToolHandler::from_blocking(|_, _| #p::output(()));
-                    #p::definition(#name, "", #p::Value::Null, handler)
-                }
-            }
-        };
-    }
+        }
+    };
+    unit_struct(&doc, vis, struct_ident, krate, name, body)
 }
 
 /// What a `#[toolbox]` impl block gets beside its errors: a `Toolbox` impl with no tools,
