@@ -234,6 +234,34 @@ async fn own_write_todos_is_used_as_is_without_the_line_and_planning_false_remov
 }
 
 #[tokio::test]
+async fn the_planning_bundle_loaded_by_name_is_recognised_as_the_built_in() {
+    // By name, with the agent's own planning off: the built-in write_todos is recognised
+    // by its handler, so the line and the list follow it.
+    let agent =
+        Agent::builder().model(TestModel::new()).tool("planning").config(no_planning()).build().unwrap();
+    assert_eq!(agent.tools().tool_names(), ["write_todos", "read_todos"]);
+    assert_eq!(agent.effective_system_prompt().as_deref(), Some(PLANNING_PROMPT_LINE));
+    assert!(agent.planning().is_some());
+
+    // Loaded by name with planning on, the agent installs nothing twice.
+    let agent = Agent::builder().model(TestModel::new()).tool("all").build().unwrap();
+    assert_eq!(agent.tools().tool_names().iter().filter(|n| *n == "write_todos").count(), 1);
+    assert!(agent.planning().is_some());
+
+    // Replaced later by a tool of the user's own: the line and the list go with it.
+    let runs = Arc::new(AtomicUsize::new(0));
+    agent
+        .tools()
+        .register_tool_with(
+            echo_tool("write_todos", 0, true, runs),
+            harnessx_core::ToolOptions::new().replace(true),
+        )
+        .unwrap();
+    assert!(agent.planning().is_none());
+    assert_eq!(agent.effective_system_prompt(), None);
+}
+
+#[tokio::test]
 async fn an_attached_registry_is_shared_and_the_policy_is_adopted_below_its_own() {
     let registry = ToolRegistry::with_policy(ToolPolicy { dedupe_calls: Some(true), ..Default::default() });
     let agent = Agent::builder()
