@@ -369,10 +369,8 @@ pub(crate) fn load(
     };
     let selected = select_tools("built-in tool", &all_tools, common.include.as_deref(), &common.exclude)?;
     // Check every name is free before registering any, so a clash leaves nothing half-loaded.
-    if !common.replace
-        && let Some(taken) = selected.iter().find(|t| registry.contains(t))
-    {
-        return Err(RegistryError::DuplicateTool { name: (*taken).to_owned() });
+    if !common.replace {
+        registry.ensure_free(&selected)?;
     }
     let mut registered = Vec::new();
     for bundle in targets {

@@ -159,10 +159,8 @@ pub fn register_filesystem_tools(
     let selected =
         select_tools("filesystem tool", &FILESYSTEM_TOOLS, options.include.as_deref(), &options.exclude)?;
     let cfg = config(&options)?;
-    if !options.replace
-        && let Some(taken) = selected.iter().find(|t| registry.contains(t))
-    {
-        return Err(RegistryError::DuplicateTool { name: (*taken).to_owned() });
+    if !options.replace {
+        registry.ensure_free(&selected)?;
     }
     let mut registered = Vec::with_capacity(selected.len());
     for name in selected {

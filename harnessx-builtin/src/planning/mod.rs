@@ -108,10 +108,8 @@ pub fn register_planning_tools(
     let common = &options.common;
     let selected =
         select_tools("planning tool", &PLANNING_TOOLS, common.include.as_deref(), &common.exclude)?;
-    if !common.replace
-        && let Some(taken) = selected.iter().find(|t| registry.contains(t))
-    {
-        return Err(RegistryError::DuplicateTool { name: (*taken).to_owned() });
+    if !common.replace {
+        registry.ensure_free(&selected)?;
     }
     let state = options.state.clone().unwrap_or_default();
     let mut registration = ToolOptions::new().replace(common.replace);

@@ -216,6 +216,17 @@ impl ToolRegistry {
         Ok(def)
     }
 
+    /// Fails with [`RegistryError::DuplicateTool`] for the first of `names` already
+    /// registered. Bundles check every name before registering any, so that a clash
+    /// leaves nothing half-registered.
+    pub fn ensure_free(&self, names: &[&str]) -> Result<(), RegistryError> {
+        let state = self.read();
+        match names.iter().find(|n| state.tools.contains_key(**n)) {
+            Some(taken) => Err(RegistryError::DuplicateTool { name: (*taken).to_owned() }),
+            None => Ok(()),
+        }
+    }
+
     /// Removes a tool; returns its definition if it was registered.
     pub fn remove_tool(&self, name: &str) -> Option<ToolDefinition> {
         let mut state = self.write();
