@@ -267,7 +267,13 @@ impl Agent {
     /// The system prompt of the next request: the configured prompt plus the planning
     /// line while the built-in `write_todos` is installed.
     pub fn effective_system_prompt(&self) -> Option<String> {
-        match (&self.system_prompt, self.planning().is_some()) {
+        self.system_prompt_with(self.planning().is_some())
+    }
+
+    /// The system prompt, with the planning line when `planning` (the run looks the
+    /// built-in `write_todos` up once and passes what it found).
+    fn system_prompt_with(&self, planning: bool) -> Option<String> {
+        match (&self.system_prompt, planning) {
             (Some(p), true) => Some(format!("{p}\n\n{PLANNING_PROMPT_LINE}")),
             (None, true) => Some(PLANNING_PROMPT_LINE.to_owned()),
             (p, false) => p.clone(),

@@ -63,7 +63,7 @@ impl Agent {
             p.clear();
         }
         let mut request = ModelRequest {
-            system: self.effective_system_prompt(),
+            system: self.system_prompt_with(planning.is_some()),
             messages: history,
             tools: self.registry.get_tool_params(),
             max_tokens: self.config.max_tokens,
