@@ -38,8 +38,8 @@ pub(crate) enum CliError {
     /// The command line or the setup it names is wrong (unknown tool, bad flag value,
     /// a `--base-path` that cannot be used): exit status 2.
     Usage(String),
-    /// The command was right but could not finish (the terminal or standard input failed,
-    /// the runtime could not start): exit status 1.
+    /// The command was right but could not finish (its output could not be written, the
+    /// runtime could not start): exit status 1.
     Failed(String),
 }
 

@@ -81,17 +81,7 @@ pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// The exit code (panics if the process was killed by a signal).
-pub fn code(output: &Output) -> i32 {
-    output.status.code().unwrap_or_else(|| panic!("killed by a signal: {}", stderr(output)))
-}
-
 /// Standard output as JSON lines (one event per line, as `run --json` prints them).
 pub fn json_lines(output: &Output) -> Vec<Value> {
     stdout(output).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
-}
-
-/// The events of `json_lines` whose `type` is `kind`.
-pub fn events_of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
 }
