@@ -28,7 +28,7 @@ use harnessx_core::RegistryError;
 use harnessx_core::ToolRegistry;
 use harnessx_core::catalog::BuiltinOptions;
 use harnessx_core::catalog::CommonOptions;
-use harnessx_core::{PermissionLevel, ToolSource};
+use harnessx_core::{PermissionLevel, Sandbox, ToolSource};
 
 /// Why a run (or building an agent) failed. Tool failures never appear here: they are
 /// error results the model reads.
@@ -89,6 +89,7 @@ pub struct AgentBuilder {
     tools: Vec<ToolSource>,
     specialists: Vec<SubAgent>,
     registry: Option<ToolRegistry>,
+    sandbox: Option<Arc<dyn Sandbox>>,
     permissions: Option<PermissionManager>,
     system_prompt: Option<String>,
     config: AgentConfig,
@@ -146,6 +147,21 @@ impl AgentBuilder {
         self
     }
 
+    /// Binds a caller-owned sandbox as where the `bash` built-in runs commands (bound on
+    /// the registry before any tool is added; `agent.tools().sandbox()` returns it). A
+    /// sandbox that owns a filesystem also takes the file tools, whose `base_path` then
+    /// does not apply. Without one, `bash` uses a `LocalSandbox`.
+    pub fn sandbox(mut self, sandbox: impl Sandbox) -> Self {
+        self.sandbox = Some(Arc::new(sandbox));
+        self
+    }
+
+    /// Like [`sandbox`](Self::sandbox), for a sandbox that is already shared.
+    pub fn sandbox_arc(mut self, sandbox: Arc<dyn Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
     /// Adds a specialist, exposed to the model as a tool.
     pub fn specialist(mut self, specialist: SubAgent) -> Self {
         self.specialists.push(specialist);
@@ -174,6 +190,9 @@ impl AgentBuilder {
     pub fn build(self) -> Result<Agent, AgentError> {
         let registry = self.registry.unwrap_or_default();
         registry.adopt_policy(&self.config.tools);
+        if let Some(sandbox) = self.sandbox {
+            registry.bind_sandbox(sandbox);
+        }
         for tool in self.tools {
             registry.add(tool)?;
         }

@@ -1,11 +1,14 @@
 //! Built-in tool bundles.
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
+pub mod bash;
 pub mod fs;
 pub mod planning;
+pub mod sandbox;
 
+pub use bash::{BashOptions, register_bash_tools};
 pub use fs::{FilesystemOptions, register_filesystem_tools};
 pub use planning::{PlanningOptions, register_planning_tools};
 
@@ -25,7 +28,7 @@ pub use planning::{PlanningOptions, register_planning_tools};
 #[inline(never)]
 pub fn link() {
     // Referring to a bundle's submission keeps its object code in the link.
-    std::hint::black_box((&fs::FILESYSTEM_TOOLS, &planning::PLANNING_TOOLS));
+    std::hint::black_box((&fs::FILESYSTEM_TOOLS, &planning::PLANNING_TOOLS, &bash::BASH_TOOLS));
 }
 
 pub mod ask_user;

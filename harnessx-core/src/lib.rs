@@ -7,6 +7,7 @@ pub mod engine;
 pub mod error;
 pub mod permission;
 pub mod registry;
+pub mod sandbox;
 pub mod schema;
 pub mod tool;
 
@@ -27,6 +28,10 @@ pub use permission::{
 };
 pub use registry::resolve::UnknownTool;
 pub use registry::{NameResolution, ToolRegistry, ToolSource, ToolSpec};
+pub use sandbox::{
+    CommandEnd, CommandOutput, OutputChunk, OutputStream, Sandbox, SandboxCommand, SandboxError,
+    SandboxFilesystem,
+};
 pub use schema::canonical_schema;
 /// The `schemars` crate, for `#[derive(JsonSchema)]` on tool parameter types.
 pub use schemars;

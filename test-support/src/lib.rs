@@ -8,11 +8,13 @@
 //!   in chunks) and records each request;
 //! - [`bin`]: running a built binary in a folder and reading its output, JSON lines
 //!   included;
-//! - [`sse`]: framing provider events as server-sent events.
+//! - [`sse`]: framing provider events as server-sent events;
+//! - [`system`]: Debian packages installed on demand, and which processes are alive.
 
 pub mod bin;
 pub mod server;
 pub mod sse;
+pub mod system;
 
 use std::path::PathBuf;
 

@@ -18,6 +18,7 @@ use crate::engine::pipeline::{self, CallTarget};
 use crate::engine::serial::SerialQueue;
 use crate::error::RegistryError;
 use crate::permission::PermissionManager;
+use crate::sandbox::Sandbox;
 use crate::schema::canonical_schema;
 use crate::tool::call::{ToolCall, ToolResult};
 use crate::tool::definition::{IntoToolDefinition, ToolDefinition, ToolOptions};
@@ -38,6 +39,7 @@ struct State {
     inherited: ToolPolicy,
     effective: EffectivePolicy,
     serial: SerialQueue,
+    sandbox: Option<Arc<dyn Sandbox>>,
 }
 
 impl State {
@@ -89,6 +91,7 @@ impl fmt::Debug for ToolRegistry {
         f.debug_struct("ToolRegistry")
             .field("tools", &state.tools.keys().collect::<Vec<_>>())
             .field("policy", &state.effective)
+            .field("sandbox", &state.sandbox.as_ref().map(|s| s.name().to_owned()))
             .finish()
     }
 }
@@ -122,6 +125,7 @@ impl ToolRegistry {
                 inherited: ToolPolicy::default(),
                 effective,
                 serial: SerialQueue::new(),
+                sandbox: None,
             })),
         }
     }
@@ -161,6 +165,19 @@ impl ToolRegistry {
     /// registries, e.g. an agent's and its specialists').
     pub fn set_serial_queue(&self, queue: SerialQueue) {
         self.write().serial = queue;
+    }
+
+    /// Binds `sandbox` as where this registry's shell commands run (the `bash` built-in)
+    /// and, when it owns a filesystem, where its file tools act. Tools read the binding
+    /// when they are registered, so bind before loading `bash` or the file tools; a later
+    /// bind replaces the binding for tools registered after it.
+    pub fn bind_sandbox(&self, sandbox: Arc<dyn Sandbox>) {
+        self.write().sandbox = Some(sandbox);
+    }
+
+    /// The bound sandbox (`agent.tools().sandbox()`), if any.
+    pub fn sandbox(&self) -> Option<Arc<dyn Sandbox>> {
+        self.read().sandbox.clone()
     }
 
     /// Registers a tool (a `#[tool]` struct or a [`ToolDefinition`]) with its own metadata.

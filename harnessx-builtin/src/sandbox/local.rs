@@ -1,0 +1,105 @@
+//! [`LocalSandbox`]: commands on the host, under this process's user.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use harnessx_core::{BoxFuture, CommandOutput, Sandbox, SandboxCommand, SandboxError};
+use tokio::process::Command;
+
+use super::env::{base_env, merged};
+use super::find_program;
+use super::run::{Ending, run};
+use super::spawn::ProcessLimits;
+
+/// The first process of every command: runs the script in a child bash with empty stdin,
+/// writes its exit status to the status socket (its own stdin), then waits there. It is
+/// the child subreaper of everything the script leaves behind, and stays alive until the
+/// sweep has killed all of it. It runs with `--norc`: Debian's bash otherwise reads
+/// `~/.bashrc` when its stdin is a socket (taking itself to be started by sshd), and would
+/// pass what that exports on to the command.
+const WRAPPER: &str = r#""$BASH" -c "$1" bash </dev/null; printf '%s\n' "$?" >&0; read -r _"#;
+
+/// Commands run on the host as this process's user, in a working directory of your choice;
+/// the file tools stay on the host, under their own `base_path`.
+///
+/// What it stops: a command outliving its call. Each command's first process is a child
+/// subreaper in a new session, so on exit, timeout, output limit or a dropped call, every
+/// process the command started (including `setsid` and double-fork daemons) is found
+/// under it, frozen and killed. What it does not stop: anything the user could do — it
+/// reads and writes what this process can, and reaches the network. Use
+/// [`BubblewrapSandbox`](super::BubblewrapSandbox) to confine commands.
+///
+/// ```no_run
+/// use harnessx_builtin::sandbox::LocalSandbox;
+///
+/// let sandbox = LocalSandbox::new().unwrap().working_dir("/srv/project");
+/// ```
+#[derive(Debug, Clone)]
+pub struct LocalSandbox {
+    bash: PathBuf,
+    working_dir: Option<PathBuf>,
+    limits: ProcessLimits,
+    env: Vec<(String, String)>,
+}
+
+impl LocalSandbox {
+    /// A local sandbox running `bash` from `PATH` in this process's working directory.
+    /// Fails when no `bash` is found.
+    pub fn new() -> Result<Self, SandboxError> {
+        let bash = find_program("bash").ok_or_else(|| {
+            SandboxError(
+                "the local sandbox needs `bash`, which is not on PATH or in /bin; install bash".into(),
+            )
+        })?;
+        Ok(Self { bash, working_dir: None, limits: ProcessLimits::default(), env: base_env() })
+    }
+
+    /// Runs commands in `dir` instead of this process's working directory.
+    pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets resource limits on every command (see [`ProcessLimits`] for what the kernel
+    /// counts).
+    pub fn limits(mut self, limits: ProcessLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The working directory, if one was set.
+    pub fn working_directory(&self) -> Option<&Path> {
+        self.working_dir.as_deref()
+    }
+}
+
+impl Sandbox for LocalSandbox {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    fn run(&self, request: SandboxCommand) -> BoxFuture<Result<CommandOutput, SandboxError>> {
+        let inner = self.clone();
+        Box::pin(async move {
+            let io = |e: std::io::Error| {
+                SandboxError(format!("could not set up the command's status socket: {e}"))
+            };
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(io)?;
+            ours.set_nonblocking(true).map_err(io)?;
+            let ours = tokio::net::UnixStream::from_std(ours).map_err(io)?;
+            let mut command = Command::new(&inner.bash);
+            command
+                .args(["--norc", "--noprofile", "-c", WRAPPER])
+                .arg("harnessx-run")
+                .arg(&request.script)
+                .env_clear()
+                .envs(merged(&inner.env, &request.env))
+                .stdin(Stdio::from(OwnedFd::from(theirs)));
+            if let Some(dir) = &inner.working_dir {
+                command.current_dir(dir);
+            }
+            run(command, Ending::StatusLine(ours), inner.limits, &request).await
+        })
+    }
+}

@@ -1,0 +1,52 @@
+//! The one place this crate uses `unsafe`: what a command's first process does between
+//! `fork` and `exec`.
+
+use rustix::process::{Resource, Rlimit, Signal};
+use tokio::process::Command;
+
+/// Resource limits set on a command's first process (and so inherited by every process it
+/// starts), as `setrlimit` between `fork` and `exec`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessLimits {
+    /// `RLIMIT_AS`: most bytes of address space per process.
+    pub max_memory_bytes: Option<u64>,
+    /// `RLIMIT_NPROC`: most processes of the user. The kernel counts every process of the
+    /// same user (not only the command's) and does not apply it to root.
+    pub max_processes: Option<u64>,
+}
+
+/// Makes the child that `command` spawns:
+///
+/// - the leader of a new session (`setsid`): no controlling terminal, and its own process
+///   group, so a terminal's signals do not reach it and it can be frozen as a group;
+/// - a child subreaper: a process its descendants leave behind (a `setsid`/double-fork
+///   daemon) is re-parented to it instead of to init, so [`super::sweep`] still finds it
+///   under the child while the child lives;
+/// - killed when the thread that spawned it dies (`PR_SET_PDEATHSIG`);
+/// - under `limits`.
+pub(crate) fn prepare_child(command: &mut Command, limits: ProcessLimits) {
+    let hook = move || -> std::io::Result<()> {
+        rustix::process::setsid()?;
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        if let Some(bytes) = limits.max_memory_bytes {
+            rustix::process::setrlimit(Resource::As, Rlimit { current: Some(bytes), maximum: Some(bytes) })?;
+        }
+        if let Some(count) = limits.max_processes {
+            rustix::process::setrlimit(
+                Resource::Nproc,
+                Rlimit { current: Some(count), maximum: Some(count) },
+            )?;
+        }
+        Ok(())
+    };
+    // SAFETY: the hook runs in the child between `fork` and `exec`, where only
+    // async-signal-safe operations are allowed. It makes plain system calls through rustix
+    // (`setsid`, `prctl`, `getpid`, `setrlimit`): no allocation, no lock, no access to
+    // state another thread of the parent could have left inconsistent. Errors are returned
+    // as `io::Error` values built from an errno, which does not allocate.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(hook);
+    }
+}

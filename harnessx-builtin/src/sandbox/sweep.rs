@@ -1,0 +1,111 @@
+//! Killing a command's whole process tree: every process under its first process, which is
+//! a child subreaper (see [`super::spawn`]), so that daemons which left the session or
+//! the process group are still found under it.
+//!
+//! The tree is read from `/proc` (each process's parent), frozen with `SIGSTOP` until a
+//! read finds nothing new (a stopped process cannot fork, so even a fork bomb stops
+//! growing), then killed with `SIGKILL`, first process last.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process, kill_process_group};
+
+/// Rounds of "read the tree, stop what is new" before killing regardless.
+const MAX_FREEZE_ROUNDS: usize = 10_000;
+
+/// How long to wait for killed processes to be gone from `/proc`.
+const GONE_WITHIN: Duration = Duration::from_secs(5);
+
+/// Kills `root` and every process under it. `root` must be a live (not yet reaped) child
+/// of this process, so that its pid cannot have been reused.
+pub(crate) fn kill_tree(root: i32) {
+    let Some(root_pid) = Pid::from_raw(root) else { return };
+    // The root leads its own session and process group: freeze what is still in the group
+    // in one call, before reading the tree.
+    let _ = kill_process_group(root_pid, Signal::STOP);
+    let mut stopped: HashSet<i32> = HashSet::new();
+    for _ in 0..MAX_FREEZE_ROUNDS {
+        let live = descendants(root);
+        let new: Vec<i32> = live.into_iter().filter(|p| !stopped.contains(p)).collect();
+        if new.is_empty() {
+            break;
+        }
+        for pid in new {
+            signal(pid, Signal::STOP);
+            stopped.insert(pid);
+        }
+    }
+    for &pid in &stopped {
+        signal(pid, Signal::KILL);
+    }
+    let _ = kill_process_group(root_pid, Signal::KILL);
+    signal(root, Signal::KILL);
+    // Anything forked between the last read and the kills (there should be nothing: every
+    // process read was stopped) is caught here.
+    let deadline = Instant::now() + GONE_WITHIN;
+    loop {
+        let live = descendants(root);
+        if live.is_empty() || Instant::now() >= deadline {
+            break;
+        }
+        for pid in live {
+            signal(pid, Signal::KILL);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn signal(pid: i32, sig: Signal) {
+    if let Some(pid) = Pid::from_raw(pid) {
+        let _ = kill_process(pid, sig);
+    }
+}
+
+/// The live (not zombie) processes under `root`, read from `/proc`.
+fn descendants(root: i32) -> Vec<i32> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        if let Some((state, ppid)) = stat(pid) {
+            if !matches!(state, 'Z' | 'X' | 'x') {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut queue = vec![root];
+    while let Some(pid) = queue.pop() {
+        if let Some(kids) = children.get(&pid) {
+            for &kid in kids {
+                out.push(kid);
+                queue.push(kid);
+            }
+        }
+    }
+    out
+}
+
+/// A process's state letter and parent pid, from `/proc/PID/stat`: `PID (COMM) S PPID ..`,
+/// where COMM may hold spaces and parentheses, so the fields start after the last `)`.
+fn stat(pid: i32) -> Option<(char, i32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_reads_this_process() {
+        let (state, ppid) = stat(std::process::id() as i32).unwrap();
+        assert!(state.is_ascii_alphabetic());
+        assert_eq!(ppid, rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get()));
+    }
+}

@@ -1,0 +1,5 @@
+//! `run_bash` on the local sandbox: the shared cases.
+
+mod sandbox_cases;
+
+sandbox_cases!(Some(Arc::new(harnessx_builtin::sandbox::LocalSandbox::new().unwrap()) as Arc<dyn Sandbox>));
