@@ -34,7 +34,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use harnessx_core::catalog::{BuiltinBundle, BundleOptions, CommonOptions, select_tools};
-use harnessx_core::{PermissionLevel, RegistryError, ToolDefinition, ToolOptions, ToolRegistry};
+use harnessx_core::{
+    PermissionLevel, RegistryError, SandboxFilesystem, ToolDefinition, ToolOptions, ToolRegistry,
+};
 use serde::Deserialize;
 
 pub use contain::Resolver;
@@ -119,16 +121,27 @@ impl Default for FilesystemOptions {
     }
 }
 
-fn config(options: &FilesystemOptions) -> Result<Arc<FsConfig>, RegistryError> {
+/// The timeout of the file tools when they act on a sandbox's filesystem: the first call
+/// may have to start the sandbox.
+pub const SANDBOX_FILE_TOOL_TIMEOUT_SECONDS: f64 = 300.0;
+
+fn config(
+    options: &FilesystemOptions,
+    sandbox: Option<&SandboxFilesystem>,
+) -> Result<Arc<FsConfig>, RegistryError> {
     if options.max_read_bytes == 0 {
         return Err(RegistryError::InvalidOption("max_read_bytes must be at least 1".into()));
     }
     if options.max_directory_entries == 0 {
         return Err(RegistryError::InvalidOption("max_directory_entries must be at least 1".into()));
     }
-    let scope = match &options.base_path {
-        Some(base) => Scope::contained(base, options.resolver).map_err(RegistryError::InvalidOption)?,
-        None => Scope::host(),
+    let scope = match (sandbox, &options.base_path) {
+        (Some(fs), _) => Scope::contained_as(&fs.root, Some(fs.mount.clone()), options.resolver)
+            .map_err(|e| RegistryError::InvalidOption(format!("the sandbox's workspace: {e}")))?,
+        (None, Some(base)) => {
+            Scope::contained(base, options.resolver).map_err(RegistryError::InvalidOption)?
+        }
+        (None, None) => Scope::host(),
     };
     let output_dir = options
         .output_dir
@@ -148,6 +161,12 @@ fn config(options: &FilesystemOptions) -> Result<Arc<FsConfig>, RegistryError> {
 /// Registers the selected filesystem tools on `registry`; returns their names in bundle
 /// order.
 ///
+/// When the registry's bound sandbox owns a filesystem
+/// ([`ToolRegistry::bind_sandbox`]), the tools act on the sandbox's workspace instead,
+/// contained the same way (its path inside the sandbox, such as `/workspace/notes.md`, is
+/// accepted as well as relative paths); `base_path` does not apply, and their timeout is
+/// [`SANDBOX_FILE_TOOL_TIMEOUT_SECONDS`].
+///
 /// Fails, registering nothing, when a name in `include`/`exclude` is unknown, the filters
 /// select nothing, a limit is zero, `base_path` does not exist or is not a directory, or
 /// (without `replace`) a selected name is already registered. `write_file`, `edit_file`,
@@ -158,7 +177,10 @@ pub fn register_filesystem_tools(
 ) -> Result<Vec<String>, RegistryError> {
     let selected =
         select_tools("filesystem tool", &FILESYSTEM_TOOLS, options.include.as_deref(), &options.exclude)?;
-    let cfg = config(&options)?;
+    // A bound sandbox that owns a filesystem takes the file tools: they act on its
+    // workspace, and `base_path` does not apply.
+    let sandbox_fs = registry.sandbox().and_then(|s| s.filesystem());
+    let cfg = config(&options, sandbox_fs.as_ref())?;
     if !options.replace {
         registry.ensure_free(&selected)?;
     }
@@ -167,6 +189,9 @@ pub fn register_filesystem_tools(
         let def = tools::definition(name, cfg.clone(), true).expect("selected names are bundle tools");
         let mut opts = ToolOptions::new().replace(options.replace);
         opts.permission = options.permission;
+        if sandbox_fs.is_some() {
+            opts.timeout_seconds = Some(SANDBOX_FILE_TOOL_TIMEOUT_SECONDS);
+        }
         registered.push(registry.register_tool_with(def, opts)?.name);
     }
     Ok(registered)
@@ -187,7 +212,7 @@ pub fn register_filesystem_tools(
 ///     .unwrap();
 /// ```
 pub fn tool(name: &str) -> Option<ToolDefinition> {
-    let cfg = config(&FilesystemOptions::default()).expect("the default options are valid");
+    let cfg = config(&FilesystemOptions::default(), None).expect("the default options are valid");
     tools::definition(name, cfg, false)
 }
 

@@ -10,7 +10,7 @@ use tokio::process::{Child, Command};
 
 use super::capture::{Capture, Pump};
 use super::spawn::{ProcessLimits, prepare_child};
-use super::sweep::kill_tree;
+use super::sweep::{kill_namespace, kill_tree};
 
 /// After the end, how long to keep reading what is left in the pipes.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -26,16 +26,28 @@ pub(crate) enum Ending {
     StatusLine(UnixStream),
 }
 
-/// Kills the tree if the run is dropped before it finished (a tool timeout).
+impl Ending {
+    /// How everything the command started is killed: through its PID namespace, or by
+    /// sweeping the tree under the wrapper.
+    fn killer(&self) -> fn(i32) {
+        match self {
+            Self::ChildExit => kill_namespace,
+            Self::StatusLine(_) => kill_tree,
+        }
+    }
+}
+
+/// Kills everything if the run is dropped before it finished (a tool timeout).
 struct TreeGuard {
     pid: i32,
+    kill: fn(i32),
     armed: bool,
 }
 
 impl Drop for TreeGuard {
     fn drop(&mut self) {
         if self.armed {
-            kill_tree(self.pid);
+            (self.kill)(self.pid);
         }
     }
 }
@@ -59,6 +71,7 @@ pub(crate) async fn run(
     // The wrapper's socket lives until the end of this function: the wrapper waits on it,
     // and a write to a closed socket would kill it before the sweep. Declared before the
     // guard, so that a dropped run sweeps before it closes the socket.
+    let kill = ending.killer();
     let mut status_line = match ending {
         Ending::ChildExit => None,
         Ending::StatusLine(socket) => Some(socket),
@@ -74,7 +87,7 @@ pub(crate) async fn run(
     drop(command);
     let pid =
         child.id().and_then(|p| i32::try_from(p).ok()).expect("a child that was just spawned has a pid");
-    let mut guard = TreeGuard { pid, armed: true };
+    let mut guard = TreeGuard { pid, kill, armed: true };
     let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
     let mut capture = Capture::new(stdout, stderr, request.output_limit);
 
@@ -103,7 +116,7 @@ pub(crate) async fn run(
         // The spawned process is gone and its pid may be reused: never signal it again.
         guard.armed = false;
     } else {
-        tokio::task::spawn_blocking(move || kill_tree(pid))
+        tokio::task::spawn_blocking(move || kill(pid))
             .await
             .map_err(|e| SandboxError(format!("stopping the command failed: {e}")))?;
         guard.armed = false;

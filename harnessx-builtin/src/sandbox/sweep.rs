@@ -4,7 +4,11 @@
 //!
 //! The tree is read from `/proc` (each process's parent), frozen with `SIGSTOP` until a
 //! read finds nothing new (a stopped process cannot fork, so even a fork bomb stops
-//! growing), then killed with `SIGKILL`, first process last.
+//! growing; each new process's whole group is stopped in one call, which catches most of
+//! a bomb at once), then killed with `SIGKILL`, first process last.
+//!
+//! A command in its own PID namespace ([`kill_namespace`]) is simpler: killing the
+//! namespace's init makes the kernel kill everything in it.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -25,13 +29,21 @@ pub(crate) fn kill_tree(root: i32) {
     // in one call, before reading the tree.
     let _ = kill_process_group(root_pid, Signal::STOP);
     let mut stopped: HashSet<i32> = HashSet::new();
+    let mut groups: HashSet<i32> = HashSet::from([root]);
     for _ in 0..MAX_FREEZE_ROUNDS {
         let live = descendants(root);
-        let new: Vec<i32> = live.into_iter().filter(|p| !stopped.contains(p)).collect();
+        let new: Vec<(i32, i32)> = live.into_iter().filter(|(p, _)| !stopped.contains(p)).collect();
         if new.is_empty() {
             break;
         }
-        for pid in new {
+        for (pid, group) in new {
+            // Every group here is in the root's session (a process can only join groups
+            // of its own session), never this process's.
+            if groups.insert(group) {
+                if let Some(group) = Pid::from_raw(group) {
+                    let _ = kill_process_group(group, Signal::STOP);
+                }
+            }
             signal(pid, Signal::STOP);
             stopped.insert(pid);
         }
@@ -49,7 +61,7 @@ pub(crate) fn kill_tree(root: i32) {
         if live.is_empty() || Instant::now() >= deadline {
             break;
         }
-        for pid in live {
+        for (pid, _) in live {
             signal(pid, Signal::KILL);
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -62,15 +74,50 @@ fn signal(pid: i32, sig: Signal) {
     }
 }
 
-/// The live (not zombie) processes under `root`, read from `/proc`.
-fn descendants(root: i32) -> Vec<i32> {
-    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+/// Kills `root`, the first process of a command whose other processes all live in a PID
+/// namespace whose init is `root`'s child and dies with it (bubblewrap's
+/// `--die-with-parent`), and waits until the namespace is empty: its init is reaped only
+/// after the kernel has killed and reaped everything else in it. `root` must be a live
+/// (not yet reaped) child of this process.
+pub(crate) fn kill_namespace(root: i32) {
+    let inits: Vec<i32> = descendants(root)
+        .into_iter()
+        .filter(|&(pid, _)| stat(pid).is_some_and(|s| s.1 == root))
+        .map(|p| p.0)
+        .collect();
+    // Killing `root` kills the init too (`--die-with-parent`); killing the init directly
+    // as well starts the namespace's teardown without waiting for that.
+    signal(root, Signal::KILL);
+    for &init in &inits {
+        signal(init, Signal::KILL);
+    }
+    let deadline = Instant::now() + GONE_WITHIN;
+    while Instant::now() < deadline && inits.iter().any(|&pid| stat(pid).is_some_and(|s| !is_dead(s.0))) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Whatever escaped the namespace (nothing should) is under no root any more; the
+    // init's children, if any outlived it, are caught here while they still hang from it.
+    for pid in inits {
+        if stat(pid).is_some_and(|s| !is_dead(s.0)) {
+            signal(pid, Signal::KILL);
+        }
+    }
+}
+
+fn is_dead(state: char) -> bool {
+    matches!(state, 'Z' | 'X' | 'x')
+}
+
+/// The live (not zombie) processes under `root`, with their process groups, read from
+/// `/proc`.
+fn descendants(root: i32) -> Vec<(i32, i32)> {
+    let mut children: HashMap<i32, Vec<(i32, i32)>> = HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     for entry in entries.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        if let Some((state, ppid)) = stat(pid) {
-            if !matches!(state, 'Z' | 'X' | 'x') {
-                children.entry(ppid).or_default().push(pid);
+        if let Some((state, ppid, group)) = stat(pid) {
+            if !is_dead(state) {
+                children.entry(ppid).or_default().push((pid, group));
             }
         }
     }
@@ -80,22 +127,24 @@ fn descendants(root: i32) -> Vec<i32> {
         if let Some(kids) = children.get(&pid) {
             for &kid in kids {
                 out.push(kid);
-                queue.push(kid);
+                queue.push(kid.0);
             }
         }
     }
     out
 }
 
-/// A process's state letter and parent pid, from `/proc/PID/stat`: `PID (COMM) S PPID ..`,
-/// where COMM may hold spaces and parentheses, so the fields start after the last `)`.
-fn stat(pid: i32) -> Option<(char, i32)> {
+/// A process's state letter, parent pid and process group, from `/proc/PID/stat`:
+/// `PID (COMM) S PPID PGRP ..`, where COMM may hold spaces and parentheses, so the fields
+/// start after the last `)`.
+fn stat(pid: i32) -> Option<(char, i32, i32)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &text[text.rfind(')')? + 1..];
     let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
-    Some((state, ppid))
+    let group = fields.next()?.parse().ok()?;
+    Some((state, ppid, group))
 }
 
 #[cfg(test)]
@@ -104,7 +153,7 @@ mod tests {
 
     #[test]
     fn stat_reads_this_process() {
-        let (state, ppid) = stat(std::process::id() as i32).unwrap();
+        let (state, ppid, _) = stat(std::process::id() as i32).unwrap();
         assert!(state.is_ascii_alphabetic());
         assert_eq!(ppid, rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get()));
     }

@@ -9,8 +9,10 @@ use super::error::{FsError, quoted};
 
 /// Normalizes a model-given path to components under the root: `.` and empty components
 /// dropped, `..` may not climb above the root, an absolute path accepted only when it names
-/// the root or a place under it, a NUL byte refused.
-pub(super) fn normalize<'a>(path: &'a str, root_path: &Path) -> Result<Vec<&'a str>, FsError> {
+/// the root or a place under it, a NUL byte refused. `roots` are the root's absolute
+/// names: where it is on the host and, for a sandbox's workspace, where the sandbox's
+/// commands see it.
+pub(super) fn normalize<'a>(path: &'a str, roots: &[&Path]) -> Result<Vec<&'a str>, FsError> {
     if path.contains('\0') {
         return Err(FsError::new("refused: the path contains a NUL byte"));
     }
@@ -18,7 +20,8 @@ pub(super) fn normalize<'a>(path: &'a str, root_path: &Path) -> Result<Vec<&'a s
     if path.starts_with('/') {
         // An absolute path is accepted only when it names the root or a place under it,
         // compared component by component (so `/data-evil` is not under `/data`).
-        let stripped = Path::new(path).strip_prefix(root_path).ok().and_then(|p| p.to_str());
+        let stripped =
+            roots.iter().find_map(|root| Path::new(path).strip_prefix(root).ok()).and_then(|p| p.to_str());
         match stripped {
             Some(p) => rel = p,
             None => {
@@ -63,7 +66,7 @@ mod tests {
 
     #[test]
     fn normalize_keeps_paths_under_the_root() {
-        let root = Path::new("/data");
+        let root = &[Path::new("/data")][..];
         assert_eq!(normalize("a/./b//c", root).unwrap(), ["a", "b", "c"]);
         assert_eq!(normalize("a/../b", root).unwrap(), ["b"]);
         assert_eq!(normalize("", root).unwrap(), Vec::<&str>::new());
@@ -74,5 +77,15 @@ mod tests {
         assert!(normalize("/data-evil/x", root).unwrap_err().to_string().contains("absolute path outside"));
         assert!(normalize("/etc/passwd", root).is_err());
         assert!(normalize("a\0b", root).unwrap_err().to_string().contains("NUL"));
+    }
+
+    #[test]
+    fn a_sandbox_workspace_answers_to_both_of_its_names() {
+        let roots = &[Path::new("/tmp/ws"), Path::new("/workspace")][..];
+        assert_eq!(normalize("/workspace/a/b", roots).unwrap(), ["a", "b"]);
+        assert_eq!(normalize("/tmp/ws/a", roots).unwrap(), ["a"]);
+        assert_eq!(normalize("a", roots).unwrap(), ["a"]);
+        assert!(normalize("/workspace-x/a", roots).is_err());
+        assert!(normalize("/workspace/../etc", roots).unwrap_err().to_string().contains("outside the root"));
     }
 }

@@ -25,7 +25,13 @@ pub(crate) struct Scope {
 
 #[derive(Debug)]
 enum ScopeInner {
-    Contained { root: DirFd, root_path: PathBuf, resolver: Resolver },
+    /// `alias`: where a sandbox's commands see the root, also accepted as its name.
+    Contained {
+        root: DirFd,
+        root_path: PathBuf,
+        alias: Option<PathBuf>,
+        resolver: Resolver,
+    },
     Host,
 }
 
@@ -47,13 +53,23 @@ impl Scope {
     /// A scope rooted at `base_path`, which must exist and be a directory. The root itself
     /// may be reached through symlinks (it is the operator's choice); nothing under it is.
     pub(crate) fn contained(base_path: impl AsRef<Path>, resolver: Resolver) -> Result<Self, String> {
+        Self::contained_as(base_path, None, resolver)
+    }
+
+    /// Like [`contained`](Self::contained), with a second absolute name for the root: the
+    /// path under which a sandbox's commands see it.
+    pub(crate) fn contained_as(
+        base_path: impl AsRef<Path>,
+        alias: Option<PathBuf>,
+        resolver: Resolver,
+    ) -> Result<Self, String> {
         let base = base_path.as_ref();
         let root_path = std::fs::canonicalize(base)
             .map_err(|e| format!("base_path {} cannot be used as a root: {e}", base.display()))?;
         let fd =
             rustix::fs::open(&root_path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
                 .map_err(|e| format!("base_path {} cannot be opened as a directory: {e}", base.display()))?;
-        Ok(Self { inner: Arc::new(ScopeInner::Contained { root: Arc::new(fd), root_path, resolver }) })
+        Ok(Self { inner: Arc::new(ScopeInner::Contained { root: Arc::new(fd), root_path, alias, resolver }) })
     }
 
     /// The host filesystem under the process's permissions.
@@ -79,8 +95,11 @@ impl Scope {
 
     fn locate_inner(&self, path: &str, create: bool) -> Result<Target, FsError> {
         match &*self.inner {
-            ScopeInner::Contained { root, root_path, resolver } => {
-                let comps = normalize(path, root_path)?;
+            ScopeInner::Contained { root, root_path, alias, resolver } => {
+                let comps = match alias {
+                    Some(alias) => normalize(path, &[root_path, alias])?,
+                    None => normalize(path, &[root_path])?,
+                };
                 let display = if comps.is_empty() { ".".to_owned() } else { join(&comps) };
                 let Some((last, parents)) = comps.split_last() else {
                     return Ok(Target { parent: root.clone(), name: None, display, contained: true });
