@@ -2,4 +2,4 @@
 
 mod sandbox_cases;
 
-sandbox_cases!(Some(Arc::new(harnessx_builtin::sandbox::LocalSandbox::new().unwrap()) as Arc<dyn Sandbox>));
+sandbox_cases!(Some(Arc::new(harnessx_builtin::sandbox::LocalSandbox::new()) as Arc<dyn Sandbox>));

@@ -13,7 +13,7 @@ use harnessx::{PermissionLevel, ToolRegistry};
 
 use crate::CliError;
 use crate::approve;
-use crate::setup::{BasePath, PermissionArgs, load_tools};
+use crate::setup::{BasePath, PermissionArgs, SandboxArgs, load_tools};
 
 /// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
 /// answers for a real model's.
@@ -47,6 +47,8 @@ pub(crate) struct RunArgs {
     /// Approve every tool call that would otherwise ask.
     #[arg(long, short = 'y')]
     yes: bool,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
     #[command(flatten)]
     permissions: PermissionArgs,
 }
@@ -93,7 +95,8 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 .into(),
         ));
     }
-    load_tools(&registry, &args.tools, &["filesystem"], &base_path)?;
+    let took_base_path = args.sandbox.bind(&registry, &base_path)?;
+    load_tools(&registry, &args.tools, &["filesystem"], &base_path, took_base_path)?;
     let mut manager = args.permissions.manager(PermissionLevel::Allow);
     // Tools that may change things (destructive, or not read-only, by their annotations)
     // ask first, unless a flag named them.

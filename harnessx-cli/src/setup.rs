@@ -2,10 +2,12 @@
 //! flags.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
+use harnessx::builtin::sandbox::{BubblewrapSandbox, LocalSandbox};
 use harnessx::catalog::{self, BuiltinItem, BuiltinOptions};
-use harnessx::{PermissionLevel, PermissionManager, ToolRegistry};
+use harnessx::{PermissionLevel, PermissionManager, Sandbox, ToolRegistry};
 
 use crate::CliError;
 
@@ -18,6 +20,63 @@ pub(crate) struct ToolArgs {
     /// Contain the filesystem tools under this directory.
     #[arg(long, value_name = "DIR")]
     pub(crate) base_path: Option<PathBuf>,
+}
+
+/// Where `run_bash` runs.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct SandboxArgs {
+    /// Where run_bash runs: `local` (host processes under your user; the default) or
+    /// `bubblewrap` (Linux namespaces: read-only system, no network, a writable workspace
+    /// that is --base-path or else the current directory, which the file tools then act on).
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub(crate) sandbox: Option<SandboxKind>,
+    /// With `--sandbox bubblewrap`: let commands use the network.
+    #[arg(long)]
+    pub(crate) sandbox_network: bool,
+}
+
+/// A sandbox as a flag value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SandboxKind {
+    Local,
+    Bubblewrap,
+}
+
+impl SandboxArgs {
+    /// Builds the chosen sandbox and binds it on `registry` (before any tool is loaded, so
+    /// `run_bash` and the file tools see it). Returns whether the sandbox took the base
+    /// path as its workspace.
+    pub(crate) fn bind(&self, registry: &ToolRegistry, base_path: &BasePath) -> Result<bool, CliError> {
+        if self.sandbox_network && self.sandbox != Some(SandboxKind::Bubblewrap) {
+            return Err(CliError::Usage("--sandbox-network needs --sandbox bubblewrap".into()));
+        }
+        let here =
+            || std::env::current_dir().map_err(|e| CliError::Failed(format!("the current directory: {e}")));
+        let (sandbox, took_base_path): (Arc<dyn Sandbox>, bool) = match self.sandbox {
+            None => return Ok(false),
+            Some(SandboxKind::Local) => {
+                let mut local = LocalSandbox::new();
+                if let Some(dir) = base_path.dir() {
+                    local = local.working_dir(dir);
+                }
+                (Arc::new(local), false)
+            }
+            Some(SandboxKind::Bubblewrap) => {
+                let workspace = match base_path.dir() {
+                    Some(dir) => dir.clone(),
+                    None => here()?,
+                };
+                let sandbox = BubblewrapSandbox::builder()
+                    .workspace(workspace)
+                    .network(self.sandbox_network)
+                    .build()
+                    .map_err(CliError::failed)?;
+                (Arc::new(sandbox), true)
+            }
+        };
+        registry.bind_sandbox(sandbox);
+        Ok(took_base_path)
+    }
 }
 
 /// A permission level as a flag value.
@@ -88,7 +147,7 @@ impl BasePath {
         }
     }
 
-    fn dir(&self) -> Option<&PathBuf> {
+    pub(crate) fn dir(&self) -> Option<&PathBuf> {
         match self {
             Self::Given(dir) | Self::Default(dir) => Some(dir),
             Self::Host => None,
@@ -97,19 +156,20 @@ impl BasePath {
 }
 
 /// Loads the specs (default `default_specs`) into `registry`, passing the base path to
-/// the bundles that take it.
+/// the bundles that take it. `base_path_used`: a sandbox already took it as its workspace.
 pub(crate) fn load_tools(
     registry: &ToolRegistry,
     specs: &[String],
     default_specs: &[&str],
     base_path: &BasePath,
+    base_path_used: bool,
 ) -> Result<(), CliError> {
     let specs: Vec<String> = if specs.is_empty() {
         default_specs.iter().map(|s| s.to_string()).collect()
     } else {
         specs.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
     };
-    let mut used_base_path = false;
+    let mut used_base_path = base_path_used;
     for spec in &specs {
         if registry.contains(spec) {
             continue; // named twice, or already loaded by its bundle

@@ -114,8 +114,8 @@ inventory::submit! {
 /// Registers `run_bash` on `registry`; returns the names registered.
 ///
 /// Fails, registering nothing, when `include`/`exclude` name an unknown tool or select
-/// nothing, `output_limit` is zero, no sandbox is given or bound and `bash` cannot be
-/// found for a local one, or (without `replace`) `run_bash` is already registered.
+/// nothing, `output_limit` is zero, or (without `replace`) `run_bash` is already
+/// registered.
 pub fn register_bash_tools(
     registry: &ToolRegistry,
     options: BashOptions,
@@ -131,8 +131,7 @@ pub fn register_bash_tools(
     let sandbox = match options.sandbox.clone().or_else(|| registry.sandbox()) {
         Some(sandbox) => sandbox,
         None => {
-            let local: Arc<dyn Sandbox> =
-                Arc::new(LocalSandbox::new().map_err(|e| RegistryError::InvalidOption(e.to_string()))?);
+            let local: Arc<dyn Sandbox> = Arc::new(LocalSandbox::new());
             registry.bind_sandbox(local.clone());
             local
         }

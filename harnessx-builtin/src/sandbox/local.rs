@@ -33,11 +33,12 @@ const WRAPPER: &str = r#""$BASH" -c "$1" bash </dev/null; printf '%s\n' "$?" >&0
 /// ```no_run
 /// use harnessx_builtin::sandbox::LocalSandbox;
 ///
-/// let sandbox = LocalSandbox::new().unwrap().working_dir("/srv/project");
+/// let sandbox = LocalSandbox::new().working_dir("/srv/project");
 /// ```
 #[derive(Debug, Clone)]
 pub struct LocalSandbox {
-    bash: PathBuf,
+    /// `None` when no `bash` was found: each command then fails, saying so.
+    bash: Option<PathBuf>,
     working_dir: Option<PathBuf>,
     limits: ProcessLimits,
     env: Vec<(String, String)>,
@@ -45,14 +46,15 @@ pub struct LocalSandbox {
 
 impl LocalSandbox {
     /// A local sandbox running `bash` from `PATH` in this process's working directory.
-    /// Fails when no `bash` is found.
-    pub fn new() -> Result<Self, SandboxError> {
-        let bash = find_program("bash").ok_or_else(|| {
-            SandboxError(
-                "the local sandbox needs `bash`, which is not on PATH or in /bin; install bash".into(),
-            )
-        })?;
-        Ok(Self { bash, working_dir: None, limits: ProcessLimits::default(), env: base_env() })
+    /// Without a `bash`, building still works (so that loading every bundle does) and each
+    /// command fails, saying so.
+    pub fn new() -> Self {
+        Self {
+            bash: find_program("bash"),
+            working_dir: None,
+            limits: ProcessLimits::default(),
+            env: base_env(),
+        }
     }
 
     /// Runs commands in `dir` instead of this process's working directory.
@@ -74,6 +76,12 @@ impl LocalSandbox {
     }
 }
 
+impl Default for LocalSandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Sandbox for LocalSandbox {
     fn name(&self) -> &str {
         "local"
@@ -82,13 +90,18 @@ impl Sandbox for LocalSandbox {
     fn run(&self, request: SandboxCommand) -> BoxFuture<Result<CommandOutput, SandboxError>> {
         let inner = self.clone();
         Box::pin(async move {
+            let Some(bash) = &inner.bash else {
+                return Err(SandboxError(
+                    "the local sandbox needs `bash`, which is not on PATH or in /usr/bin or /bin; install bash".into(),
+                ));
+            };
             let io = |e: std::io::Error| {
                 SandboxError(format!("could not set up the command's status socket: {e}"))
             };
             let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(io)?;
             ours.set_nonblocking(true).map_err(io)?;
             let ours = tokio::net::UnixStream::from_std(ours).map_err(io)?;
-            let mut command = Command::new(&inner.bash);
+            let mut command = Command::new(bash);
             command
                 .args(["--norc", "--noprofile", "-c", WRAPPER])
                 .arg("harnessx-run")
