@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use harnessx::agent::{Agent, AgentConfig};
 use harnessx::model::TestModel;
-use harnessx::{ToolDefinition, ToolHandler};
+use harnessx::{ToolCall, ToolDefinition, ToolHandler};
 use serde_json::json;
 
 fn echo_tool(runs: Arc<AtomicUsize>) -> ToolDefinition {
@@ -51,4 +51,31 @@ async fn tool_structs_built_in_names_and_definitions_mix_in_one_builder() {
     assert_eq!(def.permission, Some(harnessx::PermissionLevel::Allow));
     let result = agent.run("multiply").await.unwrap();
     assert_eq!(result.output, "Ran 1 tool call:\n- calculate: 0");
+}
+
+#[tokio::test]
+async fn an_agent_binds_the_sandbox_it_is_given_and_bash_runs_there() {
+    use harnessx::builtin::sandbox::LocalSandbox;
+
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::builder()
+        .tool("bash")
+        .sandbox(LocalSandbox::new().working_dir(dir.path()))
+        .config(no_planning())
+        .build()
+        .unwrap();
+    let sandbox = agent.tools().sandbox().expect("the agent's registry exposes the binding");
+    assert_eq!(sandbox.name(), "local");
+    let result = agent.tools().execute(&ToolCall::new("c", "run_bash", r#"{"command": "pwd"}"#), None).await;
+    let canonical = dir.path().canonicalize().unwrap();
+    assert!(result.content.contains(canonical.to_str().unwrap()), "{}", result.content);
+
+    // Without one, loading `bash` binds a local sandbox.
+    let agent = Agent::builder().tool("bash").config(no_planning()).build().unwrap();
+    assert_eq!(agent.tools().sandbox().unwrap().name(), "local");
+    // And a ToolPolicy default does not change run_bash's own timeout.
+    let policy = harnessx::ToolPolicy { default_timeout_seconds: Some(5.0), ..Default::default() };
+    let agent =
+        Agent::builder().tool("bash").config(AgentConfig { tools: policy, ..no_planning() }).build().unwrap();
+    assert_eq!(agent.tools().effective_timeout_seconds("run_bash"), Some(300.0));
 }

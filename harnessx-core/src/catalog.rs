@@ -237,10 +237,15 @@ impl fmt::Debug for BuiltinItem {
     }
 }
 
-/// Every submitted bundle, sorted by name (submission order is unspecified).
+/// The order the spec lists the built-in bundles in; `"all"` registers them in this order.
+pub const BUNDLE_ORDER: [&str; 5] = ["filesystem", "bash", "web", "memory", "planning"];
+
+/// Every submitted bundle, in [`BUNDLE_ORDER`], then any others by name (submission order
+/// is unspecified).
 pub fn bundles() -> Vec<&'static BuiltinBundle> {
     let mut all: Vec<&'static BuiltinBundle> = inventory::iter::<BuiltinBundle>.into_iter().collect();
-    all.sort_by_key(|b| b.name);
+    let rank = |name: &str| BUNDLE_ORDER.iter().position(|n| *n == name).unwrap_or(BUNDLE_ORDER.len());
+    all.sort_by(|a, b| rank(a.name).cmp(&rank(b.name)).then(a.name.cmp(b.name)));
     all
 }
 
