@@ -120,3 +120,17 @@ fn building_fails_naming_the_package_when_bwrap_is_missing_or_cannot_start() {
     assert!(refused.contains("No permissions to create new namespace"), "{refused}");
     assert!(refused.contains("user namespaces") && refused.contains("bubblewrap"), "{refused}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_limit_holds_inside_the_sandbox() {
+    if ensure_debian_package("bubblewrap", "bwrap").is_none() {
+        return;
+    }
+    let limits =
+        harnessx_builtin::sandbox::ProcessLimits { max_memory_bytes: Some(128 << 20), max_processes: None };
+    let sb = BubblewrapSandbox::builder().limits(limits).build().unwrap();
+    let reg = registry(Arc::new(sb), BashOptions::default());
+    let r = bash(&reg, cmd(BIG_ALLOCATION)).await;
+    assert!(!r.content.contains("allocated"), "{}", r.content);
+    assert!(r.content.contains("after"), "{}", r.content);
+}

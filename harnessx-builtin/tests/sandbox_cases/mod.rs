@@ -69,6 +69,11 @@ pub(crate) fn daemons(marker: &str, tail: &str) -> String {
     )
 }
 
+/// A command that needs about 300 MB of memory (a child bash builds a 300 MB string),
+/// then one that needs little.
+pub(crate) const BIG_ALLOCATION: &str =
+    "bash -c 'x=$(head -c 300000000 /dev/zero | tr \"\\0\" x) && echo allocated ${#x}'; echo after";
+
 /// `{"command": COMMAND}`.
 pub(crate) fn cmd(command: &str) -> Value {
     json!({ "command": command })
