@@ -12,13 +12,15 @@ use super::find_program;
 use super::run::{Ending, run};
 use super::spawn::ProcessLimits;
 
-/// The first process of every command: runs the script in a child bash with empty stdin,
-/// writes its exit status to the status socket (its own stdin), then waits there. It is
-/// the child subreaper of everything the script leaves behind, and stays alive until the
-/// sweep has killed all of it. It runs with `--norc`: Debian's bash otherwise reads
-/// `~/.bashrc` when its stdin is a socket (taking itself to be started by sshd), and would
-/// pass what that exports on to the command.
-const WRAPPER: &str = r#""$BASH" -c "$1" bash </dev/null; printf '%s\n' "$?" >&0; read -r _"#;
+/// The first process of every command. It runs the script in a subshell with empty stdin
+/// (`eval` after `set --`, so the script sees `$0` as `bash` and no positional
+/// parameters, as under `bash -c`; a fork, not a second `bash` to start), writes the
+/// exit status to the status socket (its own stdin), then waits there. It is the child
+/// subreaper of everything the script leaves behind, and stays alive until the sweep has
+/// killed all of it. It runs with `--norc`: Debian's bash otherwise reads `~/.bashrc` when
+/// its stdin is a socket (taking itself to be started by sshd), and would pass what that
+/// exports on to the command.
+const WRAPPER: &str = r#"( eval "set --; $1" ) </dev/null; printf '%s\n' "$?" >&0; read -r _"#;
 
 /// Commands run on the host as this process's user, in a working directory of your choice;
 /// the file tools stay on the host, under their own `base_path`.
@@ -104,7 +106,7 @@ impl Sandbox for LocalSandbox {
             let mut command = Command::new(bash);
             command
                 .args(["--norc", "--noprofile", "-c", WRAPPER])
-                .arg("harnessx-run")
+                .arg("bash")
                 .arg(&request.script)
                 .env_clear()
                 .envs(merged(&inner.env, &request.env))

@@ -10,7 +10,7 @@ use tokio::process::{Child, Command};
 
 use super::capture::{Capture, Pump};
 use super::spawn::{ProcessLimits, prepare_child};
-use super::sweep::{kill_namespace, kill_tree};
+use super::sweep::{Epoch, kill_namespace, kill_tree};
 
 /// After the end, how long to keep reading what is left in the pipes.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -29,7 +29,7 @@ pub(crate) enum Ending {
 impl Ending {
     /// How everything the command started is killed: through its PID namespace, or by
     /// sweeping the tree under the wrapper.
-    fn killer(&self) -> fn(i32) {
+    fn killer(&self) -> fn(i32, Epoch) {
         match self {
             Self::ChildExit => kill_namespace,
             Self::StatusLine(_) => kill_tree,
@@ -40,14 +40,15 @@ impl Ending {
 /// Kills everything if the run is dropped before it finished (a tool timeout).
 struct TreeGuard {
     pid: i32,
-    kill: fn(i32),
+    epoch: Epoch,
+    kill: fn(i32, Epoch),
     armed: bool,
 }
 
 impl Drop for TreeGuard {
     fn drop(&mut self) {
         if self.armed {
-            (self.kill)(self.pid);
+            (self.kill)(self.pid, self.epoch);
         }
     }
 }
@@ -79,6 +80,7 @@ pub(crate) async fn run(
     command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     prepare_child(&mut command, limits);
     let started = Instant::now();
+    let epoch = Epoch::now();
     let mut child = command
         .spawn()
         .map_err(|e| SandboxError(format!("could not start {:?}: {e}", command.as_std().get_program())))?;
@@ -87,7 +89,7 @@ pub(crate) async fn run(
     drop(command);
     let pid =
         child.id().and_then(|p| i32::try_from(p).ok()).expect("a child that was just spawned has a pid");
-    let mut guard = TreeGuard { pid, kill, armed: true };
+    let mut guard = TreeGuard { pid, epoch, kill, armed: true };
     let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
     let mut capture = Capture::new(stdout, stderr, request.output_limit);
 
@@ -116,7 +118,7 @@ pub(crate) async fn run(
         // The spawned process is gone and its pid may be reused: never signal it again.
         guard.armed = false;
     } else {
-        tokio::task::spawn_blocking(move || kill(pid))
+        tokio::task::spawn_blocking(move || kill(pid, epoch))
             .await
             .map_err(|e| SandboxError(format!("stopping the command failed: {e}")))?;
         guard.armed = false;

@@ -23,15 +23,22 @@ const GONE_WITHIN: Duration = Duration::from_secs(5);
 
 /// Kills `root` and every process under it. `root` must be a live (not yet reaped) child
 /// of this process, so that its pid cannot have been reused.
-pub(crate) fn kill_tree(root: i32) {
+pub(crate) fn kill_tree(root: i32, epoch: Epoch) {
     let Some(root_pid) = Pid::from_raw(root) else { return };
+    // Stopped, the root cannot fork; if nothing is under it then (a command that exited
+    // and left nothing behind), nothing else can, and only the root is left to kill.
+    signal(root, Signal::STOP);
+    if descendants(root, epoch).is_empty() {
+        signal(root, Signal::KILL);
+        return;
+    }
     // The root leads its own session and process group: freeze what is still in the group
     // in one call, before reading the tree.
     let _ = kill_process_group(root_pid, Signal::STOP);
     let mut stopped: HashSet<i32> = HashSet::new();
     let mut groups: HashSet<i32> = HashSet::from([root]);
     for _ in 0..MAX_FREEZE_ROUNDS {
-        let live = descendants(root);
+        let live = descendants(root, epoch);
         let new: Vec<(i32, i32)> = live.into_iter().filter(|(p, _)| !stopped.contains(p)).collect();
         if new.is_empty() {
             break;
@@ -57,7 +64,7 @@ pub(crate) fn kill_tree(root: i32) {
     // process read was stopped) is caught here.
     let deadline = Instant::now() + GONE_WITHIN;
     loop {
-        let live = descendants(root);
+        let live = descendants(root, epoch);
         if live.is_empty() || Instant::now() >= deadline {
             break;
         }
@@ -79,8 +86,8 @@ fn signal(pid: i32, sig: Signal) {
 /// `--die-with-parent`), and waits until the namespace is empty: its init is reaped only
 /// after the kernel has killed and reaped everything else in it. `root` must be a live
 /// (not yet reaped) child of this process.
-pub(crate) fn kill_namespace(root: i32) {
-    let inits: Vec<i32> = descendants(root)
+pub(crate) fn kill_namespace(root: i32, epoch: Epoch) {
+    let inits: Vec<i32> = descendants(root, epoch)
         .into_iter()
         .filter(|&(pid, _)| stat(pid).is_some_and(|s| s.1 == root))
         .map(|p| p.0)
@@ -108,13 +115,61 @@ fn is_dead(state: char) -> bool {
     matches!(state, 'Z' | 'X' | 'x')
 }
 
+/// How many processes the machine had created (`processes` in `/proc/stat`) just before a
+/// command's first process was spawned. A sweep uses it to read only the processes
+/// created after that one, when it can prove pid allocation has not wrapped around since.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Epoch {
+    forks: Option<u64>,
+}
+
+impl Epoch {
+    /// The count now; take it before spawning.
+    pub(crate) fn now() -> Self {
+        Self { forks: forks_since_boot() }
+    }
+
+    /// The lowest pid a process under `root` can have: above `root` when allocation has not
+    /// wrapped since `root` was created, else 0 (every process must be read).
+    ///
+    /// Pids are handed out in increasing order, wrapping from `pid_max` to 300. Every
+    /// process under `root` was created after it; if the last pid handed out is still at
+    /// or above `root` and fewer than `pid_max - 300` processes were created since, the
+    /// allocation cannot have gone all the way round, so all of them have pids above
+    /// `root`. Reading three small files costs far less than reading every process's
+    /// `stat`, which is what keeps a command's round trip short.
+    fn floor(self, root: i32) -> i32 {
+        let read = |path: &str| std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok();
+        let (Some(before), Some(now), Some(last), Some(max)) = (
+            self.forks,
+            forks_since_boot(),
+            read("/proc/sys/kernel/ns_last_pid"),
+            read("/proc/sys/kernel/pid_max"),
+        ) else {
+            return 0;
+        };
+        let root_pid = u64::try_from(root).unwrap_or(0);
+        if last >= root_pid && now.saturating_sub(before) < max.saturating_sub(300) { root } else { 0 }
+    }
+}
+
+/// Processes created since boot, from `/proc/stat`.
+fn forks_since_boot() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    stat.lines().find_map(|l| l.strip_prefix("processes "))?.trim().parse().ok()
+}
+
 /// The live (not zombie) processes under `root`, with their process groups, read from
-/// `/proc`.
-fn descendants(root: i32) -> Vec<(i32, i32)> {
+/// `/proc`: only those with pids above the [`Epoch::floor`].
+fn descendants(root: i32, epoch: Epoch) -> Vec<(i32, i32)> {
+    let floor = epoch.floor(root);
     let mut children: HashMap<i32, Vec<(i32, i32)>> = HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     for entry in entries.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        if pid <= floor {
+            continue;
+        }
         if let Some((state, ppid, group)) = stat(pid) {
             if !is_dead(state) {
                 children.entry(ppid).or_default().push((pid, group));
