@@ -46,10 +46,8 @@ pub(crate) fn kill_tree(root: i32, epoch: Epoch) {
         for (pid, group) in new {
             // Every group here is in the root's session (a process can only join groups
             // of its own session), never this process's.
-            if groups.insert(group) {
-                if let Some(group) = Pid::from_raw(group) {
-                    let _ = kill_process_group(group, Signal::STOP);
-                }
+            if let Some(group) = Pid::from_raw(group).filter(|_| groups.insert(group)) {
+                let _ = kill_process_group(group, Signal::STOP);
             }
             signal(pid, Signal::STOP);
             stopped.insert(pid);
@@ -170,10 +168,8 @@ fn descendants(root: i32, epoch: Epoch) -> Vec<(i32, i32)> {
         if pid <= floor {
             continue;
         }
-        if let Some((state, ppid, group)) = stat(pid) {
-            if !is_dead(state) {
-                children.entry(ppid).or_default().push((pid, group));
-            }
+        if let Some((_, ppid, group)) = stat(pid).filter(|s| !is_dead(s.0)) {
+            children.entry(ppid).or_default().push((pid, group));
         }
     }
     let mut out = Vec::new();
