@@ -33,3 +33,26 @@ async fn load_builtin_bash_takes_its_options_as_a_map() {
     let err = ToolRegistry::new().load_builtin("bash", json!({"output_limit": 0})).unwrap_err().to_string();
     assert!(err.contains("output_limit"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shell_survives_big_scripts_abandoned_commands_and_its_own_death() {
+    let reg = registry(Arc::new(LocalSandbox::new()), BashOptions::default());
+    // A script far bigger than a socket buffer.
+    let big = format!(": '{}'; echo big-ok", "x".repeat(2_000_000));
+    assert_eq!(facts(&bash(&reg, cmd(&big)).await)["stdout"], "big-ok\n");
+    // A timed-out command's late answer does not leak into the next one.
+    let r = bash(&reg, json!({"command": "sleep 5", "timeout": 0.2})).await;
+    assert_eq!(facts(&r)["timed_out"], true);
+    let r = bash(&reg, cmd("echo next; exit 5")).await;
+    assert_eq!((facts(&r)["stdout"].as_str(), facts(&r)["exit_code"].as_i64()), (Some("next\n"), Some(5)));
+    // Nothing of one command's shell state reaches the next.
+    let r = bash(&reg, cmd("x=1; cd /; f() { :; }")).await;
+    assert_eq!(facts(&r)["exit_code"], 0);
+    let r = bash(&reg, cmd("echo \"[$x] $(type -t f) $# $0\"; pwd")).await;
+    let here = std::env::current_dir().unwrap();
+    assert_eq!(facts(&r)["stdout"], format!("[]  0 bash\n{}\n", here.display()));
+    // A command that kills the shell gets an error; the next command gets a new shell.
+    let r = bash(&reg, cmd("kill -9 $$")).await;
+    assert!(r.is_error && r.content.contains("shell exited"), "{}", r.content);
+    assert_eq!(facts(&bash(&reg, cmd("echo alive")).await)["stdout"], "alive\n");
+}

@@ -11,7 +11,7 @@ use tokio::process::Command;
 
 use super::env::{base_env, merged};
 use super::find_program;
-use super::run::{Ending, run};
+use super::run::run_child;
 use super::spawn::ProcessLimits;
 
 /// Where commands see the workspace unless [`BubblewrapBuilder::mount`] says otherwise.
@@ -254,7 +254,7 @@ impl Sandbox for BubblewrapSandbox {
                 .env_clear()
                 .envs(merged(&inner.env, &request.env))
                 .stdin(Stdio::null());
-            run(command, Ending::ChildExit, inner.limits, &request).await
+            run_child(command, inner.limits, &request).await
         })
     }
 

@@ -2,8 +2,7 @@
 //! byte limit: memory stays bounded by the limit whatever the command writes.
 
 use harnessx_core::{OutputChunk, OutputStream};
-use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStderr, ChildStdout};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 const BUF: usize = 16 * 1024;
 
@@ -17,9 +16,12 @@ pub(crate) enum Pump {
 }
 
 /// Both output pipes of a command and what has been read from them.
+/// One output pipe: a child's own, or a FIFO the local sandbox's shell writes to.
+pub(crate) type Pipe = Box<dyn AsyncRead + Unpin + Send>;
+
 pub(crate) struct Capture {
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
+    stdout: Option<Pipe>,
+    stderr: Option<Pipe>,
     chunks: Vec<(OutputStream, Vec<u8>)>,
     bytes: usize,
     limit: usize,
@@ -29,7 +31,7 @@ pub(crate) struct Capture {
 }
 
 impl Capture {
-    pub(crate) fn new(stdout: ChildStdout, stderr: ChildStderr, limit: usize) -> Self {
+    pub(crate) fn new(stdout: Pipe, stderr: Pipe, limit: usize) -> Self {
         Self {
             stdout: Some(stdout),
             stderr: Some(stderr),

@@ -1,36 +1,73 @@
 //! [`LocalSandbox`]: commands on the host, under this process's user.
+//!
+//! Each sandbox keeps one `bash` running (started on the first command, restarted if it
+//! dies): the *shell*. It leads its own session and is a child subreaper, and it runs
+//! every command in a fresh subshell it forks, with the command's stdout and stderr on
+//! two FIFOs this process reads. A daemon a command leaves behind (`setsid`, double fork)
+//! is re-parented to the shell, so the sweep after each command finds it there. Forking a
+//! subshell from a running shell is much cheaper than starting `bash` for every command.
+//!
+//! The protocol on the shell's stdin (a socket): this process writes
+//! `R ID DIR_LEN ENV_LEN SCRIPT_LEN\n` and then the three byte strings; the shell opens
+//! `ID.out` and `ID.err` in its FIFO folder, forks the subshell, answers `S ID\n` (the
+//! subshell holds the FIFOs now), waits for it and answers `E ID STATUS\n`.
 
+use std::fmt::Write as _;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::time::Instant;
 
-use harnessx_core::{BoxFuture, CommandOutput, Sandbox, SandboxCommand, SandboxError};
-use tokio::process::Command;
+use harnessx_core::{BoxFuture, CommandEnd, CommandOutput, Sandbox, SandboxCommand, SandboxError};
+use rustix::fs::{CWD, FileType, Mode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::net::unix::pipe;
+use tokio::sync::Mutex;
 
-use super::env::{base_env, merged};
+use super::capture::Capture;
+use super::env::base_env;
 use super::find_program;
-use super::run::{Ending, run};
-use super::spawn::ProcessLimits;
+use super::run::{Outcome, TreeGuard, drain, drive, output};
+use super::spawn::{ProcessLimits, prepare_child};
+use super::sweep::{Epoch, kill_tree, kill_under};
 
-/// The first process of every command. It runs the script in a subshell with empty stdin
-/// (`eval` after `set --`, so the script sees `$0` as `bash` and no positional
-/// parameters, as under `bash -c`; a fork, not a second `bash` to start), writes the
-/// exit status to the status socket (its own stdin), then waits there. It is the child
-/// subreaper of everything the script leaves behind, and stays alive until the sweep has
-/// killed all of it. It runs with `--norc`: Debian's bash otherwise reads `~/.bashrc` when
-/// its stdin is a socket (taking itself to be started by sshd), and would pass what that
-/// exports on to the command.
-const WRAPPER: &str = r#"( eval "set --; $1" ) </dev/null; printf '%s\n' "$?" >&0; read -r _"#;
+/// The shell's loop (see the module documentation). `$1` is the FIFO folder. Its own
+/// variables are unset before the script runs, and `set --` leaves the script no
+/// positional parameters, as under `bash -c`. It runs with `--norc`: Debian's bash
+/// otherwise reads `~/.bashrc` when its stdin is a socket (taking itself to be started by
+/// sshd). It ends when its stdin does, that is when this process closes the socket or
+/// dies.
+const SHELL: &str = r#"
+while IFS=' ' read -r hx_r hx_id hx_nd hx_ne hx_ns; do
+  IFS= LC_ALL=C read -r -N "$hx_nd" hx_dir
+  IFS= LC_ALL=C read -r -N "$hx_ne" hx_env
+  IFS= LC_ALL=C read -r -N "$hx_ns" hx_script
+  exec 3>"$1/$hx_id.out" 4>"$1/$hx_id.err"
+  ( exec 1>&3 2>&4 3>&- 4>&- </dev/null
+    cd -- "$hx_dir" || exit 1
+    eval "$hx_env"
+    eval "unset hx_r hx_id hx_nd hx_ne hx_ns hx_dir hx_env hx_script; set --; $hx_script" ) &
+  exec 3>&- 4>&-
+  printf 'S %s\n' "$hx_id" >&0
+  wait "$!"
+  printf 'E %s %s\n' "$hx_id" "$?" >&0
+done
+"#;
 
 /// Commands run on the host as this process's user, in a working directory of your choice;
 /// the file tools stay on the host, under their own `base_path`.
 ///
-/// What it stops: a command outliving its call. Each command's first process is a child
-/// subreaper in a new session, so on exit, timeout, output limit or a dropped call, every
-/// process the command started (including `setsid` and double-fork daemons) is found
-/// under it, frozen and killed. What it does not stop: anything the user could do — it
-/// reads and writes what this process can, and reaches the network. Use
-/// [`BubblewrapSandbox`](super::BubblewrapSandbox) to confine commands.
+/// What it stops: a command outliving its call. On exit, timeout, output limit or a
+/// dropped call, every process the command started (including `setsid` and double-fork
+/// daemons) is found under the sandbox's shell, frozen and killed. What it does not stop:
+/// anything the user could do — it reads and writes what this process can, and reaches
+/// the network. Use [`BubblewrapSandbox`](super::BubblewrapSandbox) to confine commands.
+///
+/// Clones share one shell; commands on one sandbox run one at a time.
 ///
 /// ```no_run
 /// use harnessx_builtin::sandbox::LocalSandbox;
@@ -43,19 +80,19 @@ pub struct LocalSandbox {
     bash: Option<PathBuf>,
     working_dir: Option<PathBuf>,
     limits: ProcessLimits,
-    env: Vec<(String, String)>,
+    shell: Arc<Mutex<Option<Shell>>>,
 }
 
 impl LocalSandbox {
     /// A local sandbox running `bash` from `PATH` in this process's working directory.
     /// Without a `bash`, building still works (so that loading every bundle does) and each
-    /// command fails, saying so.
+    /// command fails, saying so. The shell starts with the first command.
     pub fn new() -> Self {
         Self {
             bash: find_program("bash"),
             working_dir: None,
             limits: ProcessLimits::default(),
-            env: base_env(),
+            shell: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -66,9 +103,10 @@ impl LocalSandbox {
     }
 
     /// Sets resource limits on every command (see [`ProcessLimits`] for what the kernel
-    /// counts).
+    /// counts). This sandbox gets a shell of its own, apart from its clones'.
     pub fn limits(mut self, limits: ProcessLimits) -> Self {
         self.limits = limits;
+        self.shell = Arc::new(Mutex::new(None));
         self
     }
 
@@ -90,31 +128,212 @@ impl Sandbox for LocalSandbox {
     }
 
     fn run(&self, request: SandboxCommand) -> BoxFuture<Result<CommandOutput, SandboxError>> {
-        let inner = self.clone();
+        let sandbox = self.clone();
         Box::pin(async move {
-            let Some(bash) = &inner.bash else {
+            let Some(bash) = sandbox.bash.clone() else {
                 return Err(SandboxError(
                     "the local sandbox needs `bash`, which is not on PATH or in /usr/bin or /bin; install bash".into(),
                 ));
             };
-            let io = |e: std::io::Error| {
-                SandboxError(format!("could not set up the command's status socket: {e}"))
+            let dir = match &sandbox.working_dir {
+                Some(dir) => dir.clone(),
+                None => std::env::current_dir().map_err(|e| {
+                    SandboxError(format!("this process's working directory cannot be used: {e}"))
+                })?,
             };
-            let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(io)?;
-            ours.set_nonblocking(true).map_err(io)?;
-            let ours = tokio::net::UnixStream::from_std(ours).map_err(io)?;
-            let mut command = Command::new(bash);
-            command
-                .args(["--norc", "--noprofile", "-c", WRAPPER])
-                .arg("bash")
-                .arg(&request.script)
-                .env_clear()
-                .envs(merged(&inner.env, &request.env))
-                .stdin(Stdio::from(OwnedFd::from(theirs)));
-            if let Some(dir) = &inner.working_dir {
-                command.current_dir(dir);
+            let mut slot = sandbox.shell.lock().await;
+            let shell = match slot.take() {
+                Some(shell) => shell.or_restart(&bash, sandbox.limits)?,
+                None => Shell::start(&bash, sandbox.limits)?,
+            };
+            let shell = slot.insert(shell);
+            let result = shell.run(&dir, &request).await;
+            if result.is_err() {
+                // Whatever went wrong, the next command gets a new shell.
+                slot.take();
             }
-            run(command, Ending::StatusLine(ours), inner.limits, &request).await
+            result
         })
+    }
+}
+
+/// The running shell of a [`LocalSandbox`].
+#[derive(Debug)]
+struct Shell {
+    child: Child,
+    pid: i32,
+    /// The shell's stdin: requests go in, `S`/`E` lines come out.
+    control: StdUnixStream,
+    fifos: tempfile::TempDir,
+    next_id: u64,
+}
+
+impl Shell {
+    fn start(bash: &Path, limits: ProcessLimits) -> Result<Self, SandboxError> {
+        let io = |what: &'static str| {
+            move |e: std::io::Error| SandboxError(format!("could not start the local shell ({what}): {e}"))
+        };
+        let fifos =
+            tempfile::Builder::new().prefix("harnessx-local-").tempdir().map_err(io("FIFO folder"))?;
+        let (ours, theirs) = StdUnixStream::pair().map_err(io("socket"))?;
+        ours.set_nonblocking(true).map_err(io("socket"))?;
+        let mut command = std::process::Command::new(bash);
+        command
+            .args(["--norc", "--noprofile", "-c", SHELL, "bash"])
+            .arg(fifos.path())
+            .env_clear()
+            .envs(base_env())
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // No parent-death signal: the shell ends by itself when this process's end of the
+        // socket closes, whichever thread started it.
+        prepare_child(&mut command, limits, false);
+        let child = command.spawn().map_err(io("spawn"))?;
+        let pid = i32::try_from(child.id()).expect("pids fit in i32");
+        Ok(Self { child, pid, control: ours, fifos, next_id: 0 })
+    }
+
+    /// This shell if it still runs, else a new one.
+    fn or_restart(mut self, bash: &Path, limits: ProcessLimits) -> Result<Self, SandboxError> {
+        if self.alive() { Ok(self) } else { Self::start(bash, limits) }
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    async fn run(&mut self, dir: &Path, request: &SandboxCommand) -> Result<CommandOutput, SandboxError> {
+        let started = Instant::now();
+        let failed =
+            |what: &str, e: std::io::Error| SandboxError(format!("the local shell failed ({what}): {e}"));
+        self.next_id += 1;
+        let id = self.next_id;
+        let epoch = Epoch::now();
+        let (out_path, err_path) =
+            (self.fifos.path().join(format!("{id}.out")), self.fifos.path().join(format!("{id}.err")));
+        let _cleanup = Unlink([out_path.clone(), err_path.clone()]);
+        let mut open = pipe::OpenOptions::new();
+        open.unchecked(true);
+        let mut ours = Vec::with_capacity(2);
+        let mut readers = Vec::with_capacity(2);
+        for path in [&out_path, &err_path] {
+            rustix::fs::mknodat(CWD, path, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0)
+                .map_err(|e| failed("FIFO", e.into()))?;
+            readers.push(open.open_receiver(path).map_err(|e| failed("FIFO", e))?);
+            // Our own write end, until the subshell holds its own: a reader with no writer
+            // reads end-of-file.
+            let writer = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                .open(path)
+                .map_err(|e| failed("FIFO", e))?;
+            ours.push(writer);
+        }
+        let stderr = readers.pop().expect("two");
+        let stdout = readers.pop().expect("two");
+        let mut capture = Capture::new(Box::new(stdout), Box::new(stderr), request.output_limit);
+
+        let mut control = UnixStream::from_std(self.control.try_clone().map_err(|e| failed("socket", e))?)
+            .map_err(|e| failed("socket", e))?;
+        let message = request_bytes(id, dir, &request.env, &request.script);
+        control.write_all(&message).await.map_err(|e| failed("request", e))?;
+        let mut guard = TreeGuard { pid: self.pid, epoch, kill: kill_under, armed: true };
+        // The shell answers `S` once the subshell holds the FIFOs; then only the command's
+        // processes keep them open, and their end-of-file means the command's are gone.
+        let ended = async {
+            read_answer(&mut control, 'S', id).await?;
+            drop(ours);
+            read_answer(&mut control, 'E', id).await
+        };
+        let outcome = drive(&mut capture, ended, request.timeout).await.map_err(|e| failed("answer", e))?;
+        let outcome = match outcome {
+            Outcome::Finished(status) => Outcome::Finished(CommandEnd::Exited { code: status }),
+            Outcome::TimedOut => Outcome::TimedOut,
+            Outcome::Limit => Outcome::Limit,
+        };
+        let (pid, kill) = (self.pid, guard.kill);
+        tokio::task::spawn_blocking(move || kill(pid, epoch))
+            .await
+            .map_err(|e| SandboxError(format!("stopping the command failed: {e}")))?;
+        guard.armed = false;
+        drain(&mut capture).await;
+        Ok(output(outcome, capture, started))
+    }
+}
+
+impl Drop for Shell {
+    fn drop(&mut self) {
+        if self.alive() {
+            kill_tree(self.pid, Epoch::now());
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Removes a command's FIFOs however its run ends.
+struct Unlink([PathBuf; 2]);
+
+impl Drop for Unlink {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// `R ID DIR_LEN ENV_LEN SCRIPT_LEN\n`, then the directory, the `export` line for `env`
+/// (single-quoted), and the script.
+fn request_bytes(id: u64, dir: &Path, env: &[(String, String)], script: &str) -> Vec<u8> {
+    let dir = dir.as_os_str().as_encoded_bytes();
+    let mut exports = String::new();
+    for (key, value) in env {
+        let _ = write!(exports, "export '{}'; ", format!("{key}={value}").replace('\'', r"'\''"));
+    }
+    let mut message = format!("R {id} {} {} {}\n", dir.len(), exports.len(), script.len()).into_bytes();
+    message.extend_from_slice(dir);
+    message.extend_from_slice(exports.as_bytes());
+    message.extend_from_slice(script.as_bytes());
+    message
+}
+
+/// Reads the shell's lines until `KIND ID ...` for this command (lines of earlier,
+/// abandoned commands are skipped); returns the number after the id (the exit status of
+/// an `E` line).
+async fn read_answer(control: &mut UnixStream, kind: char, id: u64) -> std::io::Result<i32> {
+    loop {
+        let mut line = Vec::with_capacity(24);
+        let mut byte = [0u8; 1];
+        loop {
+            if control.read(&mut byte).await? == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the sandbox's shell exited during the command (was it killed?); the next command starts a new one",
+                ));
+            }
+            if byte[0] == b'\n' {
+                break;
+            }
+            line.push(byte[0]);
+        }
+        let line = String::from_utf8_lossy(&line);
+        let mut fields = line.split(' ');
+        let (k, i, rest) = (fields.next(), fields.next(), fields.next());
+        if k == Some(&*kind.to_string()) && i.and_then(|i| i.parse::<u64>().ok()) == Some(id) {
+            return Ok(rest.and_then(|r| r.parse().ok()).unwrap_or(0));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_carry_lengths_in_bytes_and_quote_the_environment() {
+        let env = [("A".to_owned(), "it's".to_owned())];
+        let bytes = request_bytes(7, Path::new("/tmp/é"), &env, "echo é");
+        let text = String::from_utf8(bytes).unwrap();
+        assert_eq!(text, "R 7 7 20 7\n/tmp/éexport 'A=it'\\''s'; echo é");
     }
 }

@@ -1,48 +1,27 @@
-//! Running one command to its end, shared by both sandboxes: spawn, read the output up to
-//! the limit, wait for the end (exit, timeout or limit), kill the whole tree, drain.
+//! Running one command to its end, the parts both sandboxes share: read the output up to
+//! the limit while waiting for the end (exit, timeout or limit), kill what is left, drain
+//! the pipes. [`run_child`] is the whole of it for a command that is its own child process
+//! (bubblewrap); the local sandbox drives its long-lived shell with the same pieces.
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use harnessx_core::{CommandEnd, CommandOutput, SandboxCommand, SandboxError};
-use tokio::io::AsyncReadExt;
-use tokio::net::UnixStream;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 use super::capture::{Capture, Pump};
 use super::spawn::{ProcessLimits, prepare_child};
-use super::sweep::{Epoch, kill_namespace, kill_tree};
+use super::sweep::{Epoch, kill_namespace};
 
 /// After the end, how long to keep reading what is left in the pipes.
 const DRAIN: Duration = Duration::from_secs(2);
 
-/// How the end of the command is learnt.
-pub(crate) enum Ending {
-    /// The spawned process exits when the command does (bubblewrap: its PID namespace
-    /// takes every other process down with it).
-    ChildExit,
-    /// The spawned process is a wrapper that runs the command, writes its exit status as
-    /// one line to its stdin (this socket) and then waits to be killed, so that it stays
-    /// alive, and the subreaper of what the command left behind, until the sweep.
-    StatusLine(UnixStream),
-}
-
-impl Ending {
-    /// How everything the command started is killed: through its PID namespace, or by
-    /// sweeping the tree under the wrapper.
-    fn killer(&self) -> fn(i32, Epoch) {
-        match self {
-            Self::ChildExit => kill_namespace,
-            Self::StatusLine(_) => kill_tree,
-        }
-    }
-}
-
-/// Kills everything if the run is dropped before it finished (a tool timeout).
-struct TreeGuard {
-    pid: i32,
-    epoch: Epoch,
-    kill: fn(i32, Epoch),
-    armed: bool,
+/// Kills what a command left if its run is dropped before it finished (a tool timeout).
+pub(crate) struct TreeGuard {
+    pub(crate) pid: i32,
+    pub(crate) epoch: Epoch,
+    pub(crate) kill: fn(i32, Epoch),
+    pub(crate) armed: bool,
 }
 
 impl Drop for TreeGuard {
@@ -54,76 +33,38 @@ impl Drop for TreeGuard {
 }
 
 /// How the wait ended, before the sweep.
-enum Outcome {
-    Finished(CommandEnd),
+pub(crate) enum Outcome<T> {
+    /// The command ended by itself; `T` says how.
+    Finished(T),
     TimedOut,
     Limit,
 }
 
-/// Spawns `command` (already holding its program, arguments, directory and environment),
-/// and runs it to its end under `request`'s timeout and output limit. Afterwards no
-/// process it started is left.
-pub(crate) async fn run(
-    mut command: Command,
-    ending: Ending,
-    limits: ProcessLimits,
-    request: &SandboxCommand,
-) -> Result<CommandOutput, SandboxError> {
-    // The wrapper's socket lives until the end of this function: the wrapper waits on it,
-    // and a write to a closed socket would kill it before the sweep. Declared before the
-    // guard, so that a dropped run sweeps before it closes the socket.
-    let kill = ending.killer();
-    let mut status_line = match ending {
-        Ending::ChildExit => None,
-        Ending::StatusLine(socket) => Some(socket),
-    };
-    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-    prepare_child(&mut command, limits);
-    let started = Instant::now();
-    let epoch = Epoch::now();
-    let mut child = command
-        .spawn()
-        .map_err(|e| SandboxError(format!("could not start {:?}: {e}", command.as_std().get_program())))?;
-    // The command holds the other end of the status socket: drop it so that the socket
-    // reports the end of stream if the wrapper dies.
-    drop(command);
-    let pid =
-        child.id().and_then(|p| i32::try_from(p).ok()).expect("a child that was just spawned has a pid");
-    let mut guard = TreeGuard { pid, epoch, kill, armed: true };
-    let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
-    let mut capture = Capture::new(stdout, stderr, request.output_limit);
-
-    let (outcome, reaped) = {
-        let end = wait_end(&mut child, status_line.as_mut());
-        let deadline = tokio::time::sleep(request.timeout);
-        tokio::pin!(end, deadline);
-        loop {
-            tokio::select! {
-                biased;
-                r = &mut end => {
-                    let (end, reaped) =
-                        r.map_err(|e| SandboxError(format!("waiting for the command failed: {e}")))?;
-                    break (Outcome::Finished(end), reaped);
+/// Reads output while waiting for `end`, until it completes, the output limit is reached,
+/// or `timeout` passes.
+pub(crate) async fn drive<T, E>(
+    capture: &mut Capture,
+    end: impl Future<Output = Result<T, E>>,
+    timeout: Duration,
+) -> Result<Outcome<T>, E> {
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(end, deadline);
+    loop {
+        tokio::select! {
+            biased;
+            r = &mut end => return r.map(Outcome::Finished),
+            p = capture.pump(), if !capture.finished() => {
+                if p == Pump::Limit {
+                    return Ok(Outcome::Limit);
                 }
-                p = capture.pump(), if !capture.finished() => {
-                    if p == Pump::Limit {
-                        break (Outcome::Limit, false);
-                    }
-                }
-                () = &mut deadline => break (Outcome::TimedOut, false),
             }
+            () = &mut deadline => return Ok(Outcome::TimedOut),
         }
-    };
-    if reaped {
-        // The spawned process is gone and its pid may be reused: never signal it again.
-        guard.armed = false;
-    } else {
-        tokio::task::spawn_blocking(move || kill(pid, epoch))
-            .await
-            .map_err(|e| SandboxError(format!("stopping the command failed: {e}")))?;
-        guard.armed = false;
-        let _ = child.wait().await;
     }
+}
+
+/// Reads what is left in the pipes once every writer is gone (or for [`DRAIN`] at most).
+pub(crate) async fn drain(capture: &mut Capture) {
     let _ = tokio::time::timeout(DRAIN, async {
         while !capture.finished() {
             if capture.pump().await == Pump::Limit {
@@ -132,44 +73,69 @@ pub(crate) async fn run(
         }
     })
     .await;
+}
+
+/// The result, from how the command ended and what was read.
+pub(crate) fn output(outcome: Outcome<CommandEnd>, capture: Capture, started: Instant) -> CommandOutput {
     let end = match outcome {
         Outcome::Finished(end) => end,
         Outcome::TimedOut => CommandEnd::TimedOut,
         Outcome::Limit => CommandEnd::OutputLimit,
     };
-    Ok(CommandOutput {
+    CommandOutput {
         truncated: capture.truncated(),
         chunks: capture.into_chunks(),
         end,
         elapsed: started.elapsed(),
-    })
+    }
 }
 
-/// Waits for the command's end; also says whether the spawned process was reaped.
-async fn wait_end(
-    child: &mut Child,
-    status_line: Option<&mut UnixStream>,
-) -> std::io::Result<(CommandEnd, bool)> {
-    if let Some(socket) = status_line {
-        let mut line = Vec::with_capacity(8);
-        let mut byte = [0u8; 1];
-        while socket.read(&mut byte).await? == 1 {
-            if byte[0] == b'\n' {
-                break;
+/// Spawns `command` (already holding its program, arguments, directory and environment),
+/// whose exit is the command's end and takes every process it started with it (a PID
+/// namespace), and runs it under `request`'s timeout and output limit.
+pub(crate) async fn run_child(
+    mut command: Command,
+    limits: ProcessLimits,
+    request: &SandboxCommand,
+) -> Result<CommandOutput, SandboxError> {
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    prepare_child(command.as_std_mut(), limits, true);
+    let started = Instant::now();
+    let epoch = Epoch::now();
+    let mut child = command
+        .spawn()
+        .map_err(|e| SandboxError(format!("could not start {:?}: {e}", command.as_std().get_program())))?;
+    let pid =
+        child.id().and_then(|p| i32::try_from(p).ok()).expect("a child that was just spawned has a pid");
+    let mut guard = TreeGuard { pid, epoch, kill: kill_namespace, armed: true };
+    let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+    let mut capture = Capture::new(Box::new(stdout), Box::new(stderr), request.output_limit);
+
+    let outcome = drive(&mut capture, child.wait(), request.timeout)
+        .await
+        .map_err(|e| SandboxError(format!("waiting for the command failed: {e}")))?;
+    let outcome = match outcome {
+        Outcome::Finished(status) => {
+            // Reaped: the pid may be reused, so it is never signalled again.
+            guard.armed = false;
+            Outcome::Finished(match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+                (Some(code), _) => CommandEnd::Exited { code },
+                (None, Some(signal)) => CommandEnd::Signaled { signal },
+                (None, None) => CommandEnd::Exited { code: -1 },
+            })
+        }
+        other => {
+            tokio::task::spawn_blocking(move || kill_namespace(pid, epoch))
+                .await
+                .map_err(|e| SandboxError(format!("stopping the command failed: {e}")))?;
+            guard.armed = false;
+            let _ = child.wait().await;
+            match other {
+                Outcome::TimedOut => Outcome::TimedOut,
+                _ => Outcome::Limit,
             }
-            line.push(byte[0]);
         }
-        if let Some(code) = std::str::from_utf8(&line).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
-            return Ok((CommandEnd::Exited { code }, false));
-        }
-        // The wrapper died without reporting (something killed it): its own status is
-        // all there is.
-    }
-    let status = child.wait().await?;
-    let end = match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
-        (Some(code), _) => CommandEnd::Exited { code },
-        (None, Some(signal)) => CommandEnd::Signaled { signal },
-        (None, None) => CommandEnd::Exited { code: -1 },
     };
-    Ok((end, true))
+    drain(&mut capture).await;
+    Ok(output(outcome, capture, started))
 }

@@ -2,7 +2,8 @@
 //! `fork` and `exec`.
 
 use rustix::process::{Resource, Rlimit, Signal};
-use tokio::process::Command;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 
 /// Resource limits set on a command's first process (and so inherited by every process it
 /// starts), as `setrlimit` between `fork` and `exec`.
@@ -22,13 +23,16 @@ pub struct ProcessLimits {
 /// - a child subreaper: a process its descendants leave behind (a `setsid`/double-fork
 ///   daemon) is re-parented to it instead of to init, so [`super::sweep`] still finds it
 ///   under the child while the child lives;
-/// - killed when the thread that spawned it dies (`PR_SET_PDEATHSIG`);
+/// - with `die_with_parent`, killed when the thread that spawned it dies
+///   (`PR_SET_PDEATHSIG`);
 /// - under `limits`.
-pub(crate) fn prepare_child(command: &mut Command, limits: ProcessLimits) {
+pub(crate) fn prepare_child(command: &mut Command, limits: ProcessLimits, die_with_parent: bool) {
     let hook = move || -> std::io::Result<()> {
         rustix::process::setsid()?;
         rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
-        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        if die_with_parent {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        }
         if let Some(bytes) = limits.max_memory_bytes {
             rustix::process::setrlimit(Resource::As, Rlimit { current: Some(bytes), maximum: Some(bytes) })?;
         }

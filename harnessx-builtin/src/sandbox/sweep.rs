@@ -24,12 +24,23 @@ const GONE_WITHIN: Duration = Duration::from_secs(5);
 /// Kills `root` and every process under it. `root` must be a live (not yet reaped) child
 /// of this process, so that its pid cannot have been reused.
 pub(crate) fn kill_tree(root: i32, epoch: Epoch) {
+    sweep(root, epoch, false);
+}
+
+/// Kills every process under `root` and leaves `root` running (stopped for the sweep,
+/// then continued): the local sandbox's shell, which outlives its commands.
+pub(crate) fn kill_under(root: i32, epoch: Epoch) {
+    sweep(root, epoch, true);
+}
+
+fn sweep(root: i32, epoch: Epoch, keep_root: bool) {
     let Some(root_pid) = Pid::from_raw(root) else { return };
+    let finish_root = || signal(root, if keep_root { Signal::CONT } else { Signal::KILL });
     // Stopped, the root cannot fork; if nothing is under it then (a command that exited
-    // and left nothing behind), nothing else can, and only the root is left to kill.
+    // and left nothing behind), nothing else can, and the sweep is over.
     signal(root, Signal::STOP);
     if descendants(root, epoch).is_empty() {
-        signal(root, Signal::KILL);
+        finish_root();
         return;
     }
     // The root leads its own session and process group: freeze what is still in the group
@@ -56,8 +67,9 @@ pub(crate) fn kill_tree(root: i32, epoch: Epoch) {
     for &pid in &stopped {
         signal(pid, Signal::KILL);
     }
-    let _ = kill_process_group(root_pid, Signal::KILL);
-    signal(root, Signal::KILL);
+    if !keep_root {
+        let _ = kill_process_group(root_pid, Signal::KILL);
+    }
     // Anything forked between the last read and the kills (there should be nothing: every
     // process read was stopped) is caught here.
     let deadline = Instant::now() + GONE_WITHIN;
@@ -71,6 +83,7 @@ pub(crate) fn kill_tree(root: i32, epoch: Epoch) {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+    finish_root();
 }
 
 fn signal(pid: i32, sig: Signal) {
@@ -113,42 +126,52 @@ fn is_dead(state: char) -> bool {
     matches!(state, 'Z' | 'X' | 'x')
 }
 
-/// How many processes the machine had created (`processes` in `/proc/stat`) just before a
-/// command's first process was spawned. A sweep uses it to read only the processes
-/// created after that one, when it can prove pid allocation has not wrapped around since.
+/// Where pid allocation stood just before a command started: the machine's count of
+/// created processes (`processes` in `/proc/stat`) and the last pid handed out. A sweep
+/// uses it to read only the processes created since, when it can prove pid allocation
+/// has not wrapped around in between.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Epoch {
     forks: Option<u64>,
+    last_pid: Option<u64>,
 }
 
 impl Epoch {
-    /// The count now; take it before spawning.
+    /// Where allocation stands now; take it before the command starts.
     pub(crate) fn now() -> Self {
-        Self { forks: forks_since_boot() }
+        Self { forks: forks_since_boot(), last_pid: read_number("/proc/sys/kernel/ns_last_pid") }
     }
 
-    /// The lowest pid a process under `root` can have: above `root` when allocation has not
-    /// wrapped since `root` was created, else 0 (every process must be read).
+    /// The highest pid no process of the command can have: the last pid handed out before
+    /// it started, when allocation has not wrapped since; else 0 (every process must be
+    /// read).
     ///
     /// Pids are handed out in increasing order, wrapping from `pid_max` to 300. Every
-    /// process under `root` was created after it; if the last pid handed out is still at
-    /// or above `root` and fewer than `pid_max - 300` processes were created since, the
-    /// allocation cannot have gone all the way round, so all of them have pids above
-    /// `root`. Reading three small files costs far less than reading every process's
+    /// process of the command was created after the epoch; if the last pid handed out now
+    /// is at or above the one then, and fewer than `pid_max - 300` processes were created
+    /// in between, allocation cannot have gone all the way round, so all of them have
+    /// higher pids. Reading three small files costs far less than reading every process's
     /// `stat`, which is what keeps a command's round trip short.
-    fn floor(self, root: i32) -> i32 {
-        let read = |path: &str| std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok();
-        let (Some(before), Some(now), Some(last), Some(max)) = (
+    fn floor(self) -> i32 {
+        let (Some(before), Some(then), Some(now), Some(last), Some(max)) = (
             self.forks,
+            self.last_pid,
             forks_since_boot(),
-            read("/proc/sys/kernel/ns_last_pid"),
-            read("/proc/sys/kernel/pid_max"),
+            read_number("/proc/sys/kernel/ns_last_pid"),
+            read_number("/proc/sys/kernel/pid_max"),
         ) else {
             return 0;
         };
-        let root_pid = u64::try_from(root).unwrap_or(0);
-        if last >= root_pid && now.saturating_sub(before) < max.saturating_sub(300) { root } else { 0 }
+        if last >= then && now.saturating_sub(before) < max.saturating_sub(300) {
+            i32::try_from(then).unwrap_or(0)
+        } else {
+            0
+        }
     }
+}
+
+fn read_number(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// Processes created since boot, from `/proc/stat`.
@@ -158,9 +181,9 @@ fn forks_since_boot() -> Option<u64> {
 }
 
 /// The live (not zombie) processes under `root`, with their process groups, read from
-/// `/proc`: only those with pids above the [`Epoch::floor`].
+/// `/proc`: only those with pids above the epoch's floor (see `Epoch::floor`).
 fn descendants(root: i32, epoch: Epoch) -> Vec<(i32, i32)> {
-    let floor = epoch.floor(root);
+    let floor = epoch.floor();
     let mut children: HashMap<i32, Vec<(i32, i32)>> = HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     for entry in entries.flatten() {
