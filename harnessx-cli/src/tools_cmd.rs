@@ -54,15 +54,15 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
             let registry = ToolRegistry::new();
             load_tools(&registry, &tools, &["all"], &BasePath::Host, false)?;
             if json {
-                println!(
-                    "{}",
+                out(&format!(
+                    "{}\n",
                     serde_json::to_string_pretty(&registry.get_tool_params()).map_err(CliError::failed)?
-                );
+                ))?;
             } else {
                 let width = registry.tool_names().iter().map(String::len).max().unwrap_or(0);
                 for def in registry.list_tools() {
                     let first = def.description.lines().next().unwrap_or("");
-                    println!("{:<width$}  {first}", def.name);
+                    out(&format!("{:<width$}  {first}\n", def.name))?;
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -73,7 +73,7 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
             let resolved = registry.resolve_name(&name).map_err(CliError::usage)?;
             let spec = registry.get_tool_params().into_iter().find(|s| s.name == resolved);
             let spec = spec.ok_or_else(|| CliError::Usage(format!("no tool named {name}")))?;
-            println!("{}", serde_json::to_string_pretty(&spec).map_err(CliError::failed)?);
+            out(&format!("{}\n", serde_json::to_string_pretty(&spec).map_err(CliError::failed)?))?;
             Ok(ExitCode::SUCCESS)
         }
         ToolsCommand::Call { name, arguments, tools, sandbox, permissions, json } => {
@@ -90,19 +90,28 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
             }
             let result = registry.execute(&ToolCall::new("cli", name, arguments), Some(&manager)).await;
             if json {
-                println!(
-                    "{}",
+                out(&format!(
+                    "{}\n",
                     json!({"name": result.name, "is_error": result.is_error, "content": result.content})
-                );
+                ))?;
             } else {
-                if result.content.ends_with('\n') {
-                    print!("{}", result.content)
-                } else {
-                    println!("{}", result.content)
-                }
+                let newline = if result.content.ends_with('\n') { "" } else { "\n" };
+                out(&format!("{}{newline}", result.content))?;
             }
             Ok(if result.is_error { ExitCode::FAILURE } else { ExitCode::SUCCESS })
         }
+    }
+}
+
+/// Writes to standard output. A reader that went away (`harnessx tools call .. | head`)
+/// is not an error: there is no one left to tell.
+fn out(text: &str) -> Result<(), CliError> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::Failed(format!("writing to standard output: {e}")))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -24,7 +24,7 @@ fn call(dir: &Path, command: &str, extra: &[&str]) -> (Value, Output) {
 #[test]
 fn tools_call_runs_bash_locally_by_default_with_the_exit_code_in_the_result() {
     let dir = tempfile::tempdir().unwrap();
-    let (v, out) = call(dir.path(), "echo out; echo err >&2; exit 4", &[]);
+    let (v, out) = call(dir.path(), "echo out; sleep 0.1; echo err >&2; exit 4", &[]);
     assert_eq!(out.status.code(), Some(0), "a command's own failure is a result: {}", stderr(&out));
     assert_eq!(
         v,
@@ -95,4 +95,23 @@ fn run_asks_before_run_bash_and_yes_lets_it_run() {
     let out = harnessx(dir.path(), &["run", "Run something.", "--tools", "bash", "--yes", "--json"]);
     let content = end(&out)["content"].as_str().unwrap().to_owned();
     assert!(content.contains("[exit code"), "{content}");
+}
+
+#[test]
+fn a_reader_that_goes_away_is_not_a_crash() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
+        .args(["tools", "call", "run_bash", r#"{"command": "yes | head -c 5000000000"}"#])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 9];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then the pipe closes
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(&first, b"[stdout]\n");
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

@@ -61,7 +61,10 @@ impl Capture {
             if self.truncated {
                 return Pump::Limit;
             }
+            // `biased`: when both streams have data, stdout's is taken first (which came
+            // first is not knowable then), so the same output reads the same way each time.
             let (stream, n) = tokio::select! {
+                biased;
                 r = read_some(&mut self.stdout, &mut self.out_buf), if self.stdout.is_some() => (OutputStream::Stdout, r),
                 r = read_some(&mut self.stderr, &mut self.err_buf), if self.stderr.is_some() => (OutputStream::Stderr, r),
                 else => return Pump::Eof,
