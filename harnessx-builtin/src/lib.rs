@@ -7,10 +7,14 @@ pub mod bash;
 pub mod fs;
 pub mod planning;
 pub mod sandbox;
+#[cfg(feature = "web")]
+pub mod web;
 
 pub use bash::{BashOptions, register_bash_tools};
 pub use fs::{FilesystemOptions, register_filesystem_tools};
 pub use planning::{PlanningOptions, register_planning_tools};
+#[cfg(feature = "web")]
+pub use web::{FetchUrl, WebOptions, register_web_tools};
 
 /// Makes sure this crate's bundles are linked into the program, so that
 /// `ToolRegistry::load_builtin` can find them by name.
@@ -29,6 +33,8 @@ pub use planning::{PlanningOptions, register_planning_tools};
 pub fn link() {
     // Referring to a bundle's submission keeps its object code in the link.
     std::hint::black_box((&fs::FILESYSTEM_TOOLS, &planning::PLANNING_TOOLS, &bash::BASH_TOOLS));
+    #[cfg(feature = "web")]
+    std::hint::black_box(&web::WEB_TOOLS);
 }
 
 pub mod ask_user;

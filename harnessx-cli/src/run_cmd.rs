@@ -13,7 +13,7 @@ use harnessx::{PermissionLevel, ToolRegistry};
 
 use crate::CliError;
 use crate::approve;
-use crate::setup::{BasePath, PermissionArgs, SandboxArgs, load_tools};
+use crate::setup::{BasePath, PermissionArgs, SandboxArgs, WebArgs, load_tools};
 
 /// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
 /// answers for a real model's.
@@ -49,6 +49,8 @@ pub(crate) struct RunArgs {
     yes: bool,
     #[command(flatten)]
     sandbox: SandboxArgs,
+    #[command(flatten)]
+    web: WebArgs,
     #[command(flatten)]
     permissions: PermissionArgs,
 }
@@ -96,7 +98,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         ));
     }
     let took_base_path = args.sandbox.bind(&registry, &base_path)?;
-    load_tools(&registry, &args.tools, &["filesystem"], &base_path, took_base_path)?;
+    load_tools(&registry, &args.tools, &["filesystem"], &base_path, took_base_path, &args.web)?;
     let mut manager = args.permissions.manager(PermissionLevel::Allow);
     // Tools that may change things (destructive, or not read-only, by their annotations)
     // ask first, unless a flag named them.

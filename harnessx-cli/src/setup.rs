@@ -35,6 +35,26 @@ pub(crate) struct SandboxArgs {
     pub(crate) sandbox_network: bool,
 }
 
+/// What `fetch_url` may reach besides public addresses (applies when the web bundle is
+/// loaded).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct WebArgs {
+    /// Let fetch_url reach every address, loopback and private ones included (by default
+    /// it reaches public addresses only).
+    #[arg(long)]
+    pub(crate) web_allow_private: bool,
+    /// Let fetch_url reach this host (`intranet.example`, `.example` for subdomains too) or
+    /// address range (`10.0.0.0/8`, `127.0.0.1`) even when it is not public. Repeatable.
+    #[arg(long = "web-allow", value_name = "HOST_OR_CIDR")]
+    pub(crate) web_allow: Vec<String>,
+}
+
+impl WebArgs {
+    fn given(&self) -> bool {
+        self.web_allow_private || !self.web_allow.is_empty()
+    }
+}
+
 /// A sandbox as a flag value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum SandboxKind {
@@ -156,13 +176,15 @@ impl BasePath {
 }
 
 /// Loads the specs (default `default_specs`) into `registry`, passing the base path to
-/// the bundles that take it. `base_path_used`: a sandbox already took it as its workspace.
+/// the bundles that take it, and the `--web-*` flags to the web bundle.
+/// `base_path_used`: a sandbox already took it as its workspace.
 pub(crate) fn load_tools(
     registry: &ToolRegistry,
     specs: &[String],
     default_specs: &[&str],
     base_path: &BasePath,
     base_path_used: bool,
+    web: &WebArgs,
 ) -> Result<(), CliError> {
     let specs: Vec<String> = if specs.is_empty() {
         default_specs.iter().map(|s| s.to_string()).collect()
@@ -170,17 +192,17 @@ pub(crate) fn load_tools(
         specs.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
     };
     let mut used_base_path = base_path_used;
+    let mut used_web = false;
     for spec in &specs {
         if registry.contains(spec) {
             continue; // named twice, or already loaded by its bundle
         }
         let item = catalog::resolve(spec).map_err(CliError::usage)?;
-        let takes_base_path = match item {
-            BuiltinItem::Tool { bundle, .. } | BuiltinItem::Bundle(bundle) => {
-                bundle.options.contains(&"base_path")
-            }
-            BuiltinItem::All => true,
+        let takes = |key: &str| match item {
+            BuiltinItem::Tool { bundle, .. } | BuiltinItem::Bundle(bundle) => bundle.options.contains(&key),
+            BuiltinItem::All => catalog::bundles().iter().any(|b| b.options.contains(&key)),
         };
+        let takes_base_path = takes("base_path");
         let mut options = BuiltinOptions::new().set("replace", true);
         if let (Some(dir), true) = (base_path.dir(), takes_base_path) {
             let text = dir.to_str().ok_or_else(|| {
@@ -195,7 +217,17 @@ pub(crate) fn load_tools(
             options = options.set("base_path", text);
             used_base_path = true;
         }
+        if web.given() && takes("allow_hosts") {
+            options =
+                options.set("allow_private", web.web_allow_private).set("allow_hosts", web.web_allow.clone());
+            used_web = true;
+        }
         registry.load_builtin(spec, options).map_err(CliError::usage)?;
+    }
+    if web.given() && !used_web {
+        return Err(CliError::Usage(
+            "--web-allow-private and --web-allow apply to fetch_url, but none of the --tools loads it".into(),
+        ));
     }
     if matches!(base_path, BasePath::Given(_)) && !used_base_path {
         return Err(CliError::Usage("--base-path was given but none of the --tools uses a base path".into()));

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::CliError;
 use crate::approve;
-use crate::setup::{BasePath, PermissionArgs, SandboxArgs, ToolArgs, load_tools};
+use crate::setup::{BasePath, PermissionArgs, SandboxArgs, ToolArgs, WebArgs, load_tools};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ToolsCommand {
@@ -41,6 +41,8 @@ pub(crate) enum ToolsCommand {
         #[command(flatten)]
         sandbox: SandboxArgs,
         #[command(flatten)]
+        web: WebArgs,
+        #[command(flatten)]
         permissions: PermissionArgs,
         /// Print `{"name", "is_error", "content"}` as one JSON object.
         #[arg(long)]
@@ -52,7 +54,7 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
     match command {
         ToolsCommand::List { tools, json } => {
             let registry = ToolRegistry::new();
-            load_tools(&registry, &tools, &["all"], &BasePath::Host, false)?;
+            load_tools(&registry, &tools, &["all"], &BasePath::Host, false, &WebArgs::default())?;
             if json {
                 out(&format!(
                     "{}\n",
@@ -69,18 +71,18 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
         }
         ToolsCommand::Schema { name } => {
             let registry = ToolRegistry::new();
-            load_tools(&registry, &[], &["all"], &BasePath::Host, false)?;
+            load_tools(&registry, &[], &["all"], &BasePath::Host, false, &WebArgs::default())?;
             let resolved = registry.resolve_name(&name).map_err(CliError::usage)?;
             let spec = registry.get_tool_params().into_iter().find(|s| s.name == resolved);
             let spec = spec.ok_or_else(|| CliError::Usage(format!("no tool named {name}")))?;
             out(&format!("{}\n", serde_json::to_string_pretty(&spec).map_err(CliError::failed)?))?;
             Ok(ExitCode::SUCCESS)
         }
-        ToolsCommand::Call { name, arguments, tools, sandbox, permissions, json } => {
+        ToolsCommand::Call { name, arguments, tools, sandbox, web, permissions, json } => {
             let registry = ToolRegistry::new();
             let base_path = BasePath::from_flag(tools.base_path, || None);
             let took_base_path = sandbox.bind(&registry, &base_path)?;
-            load_tools(&registry, &tools.tools, &["all"], &base_path, took_base_path)?;
+            load_tools(&registry, &tools.tools, &["all"], &base_path, took_base_path, &web)?;
             let arguments = if arguments == "-" { read_stdin()? } else { arguments };
             // The user typed the call: tools are ALLOW unless flags say otherwise; ASK is
             // asked on the terminal, and denied without one.
