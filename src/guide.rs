@@ -19,6 +19,10 @@ pub mod models {}
 #[doc = include_str!("../docs/builtin-filesystem.md")]
 pub mod builtin_filesystem {}
 
+#[cfg(feature = "web")]
+#[doc = include_str!("../docs/builtin-web.md")]
+pub mod builtin_web {}
+
 #[doc = include_str!("../docs/tools.md")]
 pub mod tools {}
 
