@@ -5,11 +5,13 @@
 
 pub mod bash;
 pub mod fs;
+pub mod memory;
 pub mod planning;
 pub mod sandbox;
 
 pub use bash::{BashOptions, register_bash_tools};
 pub use fs::{FilesystemOptions, register_filesystem_tools};
+pub use memory::{MemoryOptions, register_memory_tools};
 pub use planning::{PlanningOptions, register_planning_tools};
 
 /// Makes sure this crate's bundles are linked into the program, so that
@@ -28,7 +30,12 @@ pub use planning::{PlanningOptions, register_planning_tools};
 #[inline(never)]
 pub fn link() {
     // Referring to a bundle's submission keeps its object code in the link.
-    std::hint::black_box((&fs::FILESYSTEM_TOOLS, &planning::PLANNING_TOOLS, &bash::BASH_TOOLS));
+    std::hint::black_box((
+        &fs::FILESYSTEM_TOOLS,
+        &planning::PLANNING_TOOLS,
+        &bash::BASH_TOOLS,
+        &memory::MEMORY_TOOLS,
+    ));
 }
 
 pub mod ask_user;
