@@ -19,6 +19,9 @@ pub mod models {}
 #[doc = include_str!("../docs/builtin-filesystem.md")]
 pub mod builtin_filesystem {}
 
+#[doc = include_str!("../docs/builtin-memory.md")]
+pub mod builtin_memory {}
+
 #[doc = include_str!("../docs/tools.md")]
 pub mod tools {}
 
