@@ -64,7 +64,9 @@ END;
 const COLUMNS: &str = "m.id, m.key, m.text, m.tags, m.created_at, m.updated_at";
 
 /// Memories in one SQLite file (created if missing). Safe to share between threads and
-/// between processes; see the [module documentation](self) for how.
+/// between processes: WAL journal, `synchronous = FULL`, a [`BUSY_TIMEOUT`] for
+/// writers waiting on another process's lock, and one `BEGIN IMMEDIATE` transaction
+/// per write (see `docs/builtin-memory.md`).
 ///
 /// ```
 /// use harnessx_builtin::memory::SqliteStore;
