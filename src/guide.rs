@@ -23,6 +23,9 @@ pub mod builtin_filesystem {}
 #[doc = include_str!("../docs/builtin-web.md")]
 pub mod builtin_web {}
 
+#[doc = include_str!("../docs/builtin-memory.md")]
+pub mod builtin_memory {}
+
 #[doc = include_str!("../docs/tools.md")]
 pub mod tools {}
 

@@ -5,6 +5,7 @@
 
 pub mod bash;
 pub mod fs;
+pub mod memory;
 pub mod planning;
 pub mod sandbox;
 #[cfg(feature = "web")]
@@ -12,6 +13,7 @@ pub mod web;
 
 pub use bash::{BashOptions, register_bash_tools};
 pub use fs::{FilesystemOptions, register_filesystem_tools};
+pub use memory::{MemoryOptions, register_memory_tools};
 pub use planning::{PlanningOptions, register_planning_tools};
 #[cfg(feature = "web")]
 pub use web::{FetchUrl, WebOptions, register_web_tools};
@@ -32,7 +34,12 @@ pub use web::{FetchUrl, WebOptions, register_web_tools};
 #[inline(never)]
 pub fn link() {
     // Referring to a bundle's submission keeps its object code in the link.
-    std::hint::black_box((&fs::FILESYSTEM_TOOLS, &planning::PLANNING_TOOLS, &bash::BASH_TOOLS));
+    std::hint::black_box((
+        &fs::FILESYSTEM_TOOLS,
+        &planning::PLANNING_TOOLS,
+        &bash::BASH_TOOLS,
+        &memory::MEMORY_TOOLS,
+    ));
     #[cfg(feature = "web")]
     std::hint::black_box(&web::WEB_TOOLS);
 }

@@ -2,6 +2,7 @@
 
 use harnessx_builtin::bash::BASH_TOOLS;
 use harnessx_builtin::fs::{FILESYSTEM_TOOLS, FilesystemOptions, register_filesystem_tools};
+use harnessx_builtin::memory::MEMORY_TOOLS;
 use harnessx_builtin::planning::PLANNING_TOOLS;
 use harnessx_core::catalog::{BuiltinOptions, known_names};
 use harnessx_core::{PermissionLevel, RegistryError, ToolAnnotations, ToolRegistry};
@@ -213,17 +214,23 @@ fn load_builtin_resolves_tools_bundles_and_all() {
         )
         .unwrap();
     assert_eq!(got, ["write_file", "edit_file", "glob", "grep", "list_directory", "generate_file"]);
-    // `all` is every bundle, in the spec's order: filesystem, bash, web, planning.
+    // `all` is every bundle, in the spec's order: filesystem, bash, web, memory, planning.
     let got = ToolRegistry::new().load_builtin("all", json!({"permission": "deny"})).unwrap();
     #[cfg(feature = "web")]
     let web: &[&str] = &harnessx_builtin::web::WEB_TOOLS;
     #[cfg(not(feature = "web"))]
     let web: &[&str] = &[];
-    let every: Vec<&str> =
-        FILESYSTEM_TOOLS.iter().chain(&BASH_TOOLS).chain(web).chain(&PLANNING_TOOLS).copied().collect();
+    let every: Vec<&str> = FILESYSTEM_TOOLS
+        .iter()
+        .chain(&BASH_TOOLS)
+        .chain(web)
+        .chain(&MEMORY_TOOLS)
+        .chain(&PLANNING_TOOLS)
+        .copied()
+        .collect();
     assert_eq!(got, every);
     let got = ToolRegistry::new().load_builtin("all", serde_json::Value::Null).unwrap();
-    assert_eq!(got.len(), 11 + web.len());
+    assert_eq!(got.len(), 17 + web.len());
 }
 
 #[tokio::test]
@@ -259,11 +266,15 @@ fn load_builtin_rejects_unknown_names_keys_and_values() {
         err.starts_with("unknown built-in tool or bundle \"red_file\"; known: read_file, write_file"),
         "{err}"
     );
+    let memory = "save_memory, search_memories, read_memory, update_memory, delete_memory, list_memories";
     #[cfg(feature = "web")]
-    let tail = "run_bash, fetch_url, write_todos, read_todos, filesystem, bash, web, planning, all";
+    let tail = format!(
+        "run_bash, fetch_url, {memory}, write_todos, read_todos, filesystem, bash, web, memory, planning, all"
+    );
     #[cfg(not(feature = "web"))]
-    let tail = "run_bash, write_todos, read_todos, filesystem, bash, planning, all";
-    assert!(err.ends_with(tail), "{err}");
+    let tail =
+        format!("run_bash, {memory}, write_todos, read_todos, filesystem, bash, memory, planning, all");
+    assert!(err.ends_with(&tail), "{err}");
     let err = registry.load_builtin("filesystem", json!({"max_bytes": 1})).unwrap_err().to_string();
     assert_eq!(
         err,

@@ -5,6 +5,7 @@
 pub mod catalog;
 pub mod engine;
 pub mod error;
+pub mod memory;
 pub mod permission;
 pub mod registry;
 pub mod sandbox;
@@ -22,6 +23,7 @@ pub use engine::events::{ToolEvent, ToolEventSink};
 pub use engine::pipeline::PERMISSION_DENIED;
 pub use engine::serial::SerialQueue;
 pub use error::{ParsePolicyError, RegistryError, ToolError, TransientToolError};
+pub use memory::{Memory, MemoryError, MemoryHit, MemoryId, MemoryStore, MemoryUpdate, NewMemory, Saved};
 pub use permission::{
     ApprovalDecision, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError, DenyReason,
     MemoryApprovalStore, PermissionLevel, PermissionManager,

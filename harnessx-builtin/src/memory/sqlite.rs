@@ -1,0 +1,328 @@
+//! [`SqliteStore`]: memories in one SQLite file, searched with FTS5.
+//!
+//! Durability and sharing come from SQLite, configured so:
+//! - WAL journal: readers never block the writer nor it them, and a commit is one append;
+//! - `synchronous = FULL`: a commit is on disk (fsync'd) before `save` returns, so a kill
+//!   -9 — or a power cut — loses nothing that was reported saved;
+//! - `busy_timeout` of [`BUSY_TIMEOUT`]: several processes may write the same file; a
+//!   writer waits for the lock instead of failing;
+//! - each write is one `BEGIN IMMEDIATE` transaction (the lock taken up front, so two
+//!   writers never deadlock upgrading a read lock).
+//!
+//! The text, key and tags are indexed by an external-content FTS5 table kept in step by
+//! triggers, with the `porter` tokenizer over `unicode61` (diacritics folded), so words
+//! sharing a stem match; results are ranked by `bm25`. Queries from the model never reach
+//! FTS5 as syntax: see `text::fts_query`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use harnessx_core::memory::{check_text, clean_tags};
+use harnessx_core::{Memory, MemoryError, MemoryHit, MemoryStore, MemoryUpdate, NewMemory, Saved};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+
+use super::text::fts_query;
+use super::{SNIPPET_CHARS, now_ms};
+
+/// How long a write waits for another connection (or process) to release the lock.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The schema version this code writes (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS memories (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace TEXT NOT NULL,
+    key TEXT,
+    text TEXT NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS memories_by_key ON memories(namespace, key) WHERE key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_by_recency ON memories(namespace, updated_at DESC, id DESC);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    text, key, tags,
+    content = 'memories', content_rowid = 'id',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, text, key, tags) VALUES (new.id, new.text, new.key, new.tags);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, text, key, tags) VALUES ('delete', old.id, old.text, old.key, old.tags);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_update AFTER UPDATE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, text, key, tags) VALUES ('delete', old.id, old.text, old.key, old.tags);
+    INSERT INTO memories_fts(rowid, text, key, tags) VALUES (new.id, new.text, new.key, new.tags);
+END;
+";
+
+/// The columns every read selects, in [`memory_from_row`]'s order.
+const COLUMNS: &str = "m.id, m.key, m.text, m.tags, m.created_at, m.updated_at";
+
+/// Memories in one SQLite file (created if missing). Safe to share between threads and
+/// between processes: WAL journal, `synchronous = FULL`, a [`BUSY_TIMEOUT`] for
+/// writers waiting on another process's lock, and one `BEGIN IMMEDIATE` transaction
+/// per write (see `docs/builtin-memory.md`).
+///
+/// ```
+/// use harnessx_builtin::memory::SqliteStore;
+/// use harnessx_core::{MemoryStore, NewMemory};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("memories.db");
+/// let id = SqliteStore::open(&path).unwrap().save("me", NewMemory::new("The deploy runs on Fridays")).unwrap().memory.id;
+/// // Another store on the same file (another process, or after a restart) sees it.
+/// let hits = SqliteStore::open(&path).unwrap().search("me", "when do we deploy?", 3).unwrap();
+/// assert_eq!(hits[0].memory.id, id);
+/// ```
+#[derive(Debug)]
+pub struct SqliteStore {
+    path: PathBuf,
+    /// The one connection this store writes through (SQLite serialises writers anyway).
+    writer: Mutex<Connection>,
+    /// Idle read-only connections; a read takes one or opens another, so reads run
+    /// concurrently.
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path`. The parent directory must exist.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
+        let path = path.as_ref().to_path_buf();
+        let mut writer = connect(&path, false)?;
+        writer.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0)).map_err(storage)?;
+        let tx = writer.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(storage)?;
+        if version > SCHEMA_VERSION {
+            return Err(MemoryError::Storage(format!(
+                "the file was written by a newer version of harnessx (schema {version}, this one knows {SCHEMA_VERSION}); upgrade harnessx or use another file"
+            )));
+        }
+        tx.execute_batch(SCHEMA).map_err(storage)?;
+        tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(storage)?;
+        tx.commit().map_err(storage)?;
+        Ok(Self { path, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()) })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` in one write transaction, committed when it returns `Ok`.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, MemoryError>,
+    ) -> Result<T, MemoryError> {
+        // A panic inside `f` drops the transaction (rolled back); the connection is fine.
+        let mut conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)?;
+        let out = f(&tx)?;
+        tx.commit().map_err(storage)?;
+        Ok(out)
+    }
+
+    /// Runs `f` on an idle reader (opening one when none is idle), then returns it.
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, MemoryError>) -> Result<T, MemoryError> {
+        let idle = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => connect(&self.path, true)?,
+        };
+        let out = f(&conn);
+        self.readers.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
+        out
+    }
+}
+
+/// A connection with the store's settings; `read_only` ones cannot write.
+fn connect(path: &Path, read_only: bool) -> Result<Connection, MemoryError> {
+    let flags = if read_only {
+        // WAL readers still write the shared-memory index, which the read-only flag
+        // allows; the open mode only refuses changes to the database.
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+    } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(storage)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+    conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;").map_err(storage)?;
+    Ok(conn)
+}
+
+/// A SQLite error as the store reports it: lock contention is [`MemoryError::Busy`] (worth
+/// retrying), the rest [`MemoryError::Storage`].
+fn storage(err: rusqlite::Error) -> MemoryError {
+    match err.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => MemoryError::Busy(err.to_string()),
+        _ => MemoryError::Storage(err.to_string()),
+    }
+}
+
+/// The row id an id names, or `None` (then no memory has it).
+fn row_id(id: &str) -> Option<i64> {
+    id.trim().parse().ok()
+}
+
+fn not_found(id: &str) -> MemoryError {
+    MemoryError::NotFound { id: id.to_owned() }
+}
+
+fn memory_from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
+    let tags: String = row.get(3)?;
+    Ok(Memory {
+        id: row.get::<_, i64>(0)?.to_string(),
+        key: row.get(1)?,
+        text: row.get(2)?,
+        // Written by this store as a JSON array of strings; anything else reads as none.
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        created_at_ms: u64::try_from(row.get::<_, i64>(4)?).unwrap_or(0),
+        updated_at_ms: u64::try_from(row.get::<_, i64>(5)?).unwrap_or(0),
+    })
+}
+
+fn tags_json(tags: &[String]) -> String {
+    serde_json::to_string(tags).expect("a list of strings serialises")
+}
+
+/// Milliseconds as SQLite stores them.
+fn ms(t: u64) -> i64 {
+    i64::try_from(t).unwrap_or(i64::MAX)
+}
+
+fn select_one(conn: &Connection, namespace: &str, id: i64) -> Result<Option<Memory>, MemoryError> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM memories m WHERE m.id = ?1 AND m.namespace = ?2"))
+        .and_then(|mut stmt| stmt.query_row(params![id, namespace], memory_from_row).optional())
+        .map_err(storage)
+}
+
+impl MemoryStore for SqliteStore {
+    fn name(&self) -> &str {
+        "sqlite"
+    }
+
+    fn save(&self, namespace: &str, memory: NewMemory) -> Result<Saved, MemoryError> {
+        check_text(&memory.text)?;
+        let tags = tags_json(&clean_tags(&memory.tags));
+        let now = ms(now_ms());
+        self.write(|tx| {
+            let existing: Option<i64> = match &memory.key {
+                Some(key) => tx
+                    .prepare_cached("SELECT id FROM memories WHERE namespace = ?1 AND key = ?2")
+                    .and_then(|mut stmt| stmt.query_row(params![namespace, key], |r| r.get(0)).optional())
+                    .map_err(storage)?,
+                None => None,
+            };
+            let id = match existing {
+                Some(id) => {
+                    tx.prepare_cached(
+                        "UPDATE memories SET text = ?1, tags = ?2, updated_at = max(?3, created_at) WHERE id = ?4",
+                    )
+                    .and_then(|mut stmt| stmt.execute(params![memory.text, tags, now, id]))
+                    .map_err(storage)?;
+                    id
+                }
+                None => tx
+                    .prepare_cached(
+                        "INSERT INTO memories (namespace, key, text, tags, created_at, updated_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?5) RETURNING id",
+                    )
+                    .and_then(|mut stmt| {
+                        stmt.query_row(params![namespace, memory.key, memory.text, tags, now], |r| r.get(0))
+                    })
+                    .map_err(storage)?,
+            };
+            let saved = select_one(tx, namespace, id)?.ok_or_else(|| not_found(&id.to_string()))?;
+            Ok(Saved { memory: saved, replaced: existing.is_some() })
+        })
+    }
+
+    fn search(&self, namespace: &str, query: &str, limit: usize) -> Result<Vec<MemoryHit>, MemoryError> {
+        let Some(fts) = fts_query(query) else { return Ok(Vec::new()) };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // `snippet` counts tokens; about 6 characters a token keeps it near SNIPPET_CHARS.
+        let tokens = (SNIPPET_CHARS / 6).clamp(1, 64);
+        let sql = format!(
+            "SELECT {COLUMNS}, bm25(memories_fts, 1.0, 2.0, 2.0) AS score, \
+                    snippet(memories_fts, 0, '', '', '…', {tokens}) \
+             FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
+             WHERE memories_fts MATCH ?1 AND m.namespace = ?2 \
+             ORDER BY score, m.updated_at DESC, m.id DESC LIMIT ?3"
+        );
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(storage)?;
+            let rows = stmt
+                .query_map(params![fts, namespace, limit], |row| {
+                    let memory = memory_from_row(row)?;
+                    // bm25() is smaller for better matches; turn it round so that
+                    // higher is better, as `MemoryHit::score` promises.
+                    let score = -row.get::<_, f64>(6)?;
+                    let snippet: String = row.get(7)?;
+                    let snippet = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+                    Ok(MemoryHit { memory, score, snippet })
+                })
+                .map_err(storage)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(storage)
+        })
+    }
+
+    fn get(&self, namespace: &str, id: &str) -> Result<Option<Memory>, MemoryError> {
+        let Some(row) = row_id(id) else { return Ok(None) };
+        self.read(|conn| select_one(conn, namespace, row))
+    }
+
+    fn update(&self, namespace: &str, id: &str, update: MemoryUpdate) -> Result<Memory, MemoryError> {
+        if let Some(text) = &update.text {
+            check_text(text)?;
+        }
+        let row = row_id(id).ok_or_else(|| not_found(id))?;
+        let now = ms(now_ms());
+        self.write(|tx| {
+            let mut memory = select_one(tx, namespace, row)?.ok_or_else(|| not_found(id))?;
+            if let Some(text) = update.text {
+                memory.text = text;
+            }
+            if let Some(tags) = update.tags {
+                memory.tags = clean_tags(&tags);
+            }
+            tx.prepare_cached(
+                "UPDATE memories SET text = ?1, tags = ?2, updated_at = max(?3, created_at) WHERE id = ?4",
+            )
+            .and_then(|mut stmt| stmt.execute(params![memory.text, tags_json(&memory.tags), now, row]))
+            .map_err(storage)?;
+            select_one(tx, namespace, row)?.ok_or_else(|| not_found(id))
+        })
+    }
+
+    fn delete(&self, namespace: &str, id: &str) -> Result<Memory, MemoryError> {
+        let row = row_id(id).ok_or_else(|| not_found(id))?;
+        self.write(|tx| {
+            let memory = select_one(tx, namespace, row)?.ok_or_else(|| not_found(id))?;
+            tx.prepare_cached("DELETE FROM memories WHERE id = ?1")
+                .and_then(|mut stmt| stmt.execute(params![row]))
+                .map_err(storage)?;
+            Ok(memory)
+        })
+    }
+
+    fn list(&self, namespace: &str, limit: usize) -> Result<Vec<Memory>, MemoryError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM memories m WHERE m.namespace = ?1 \
+                     ORDER BY m.updated_at DESC, m.id DESC LIMIT ?2"
+                ))
+                .map_err(storage)?;
+            let rows = stmt.query_map(params![namespace, limit], memory_from_row).map_err(storage)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(storage)
+        })
+    }
+}
