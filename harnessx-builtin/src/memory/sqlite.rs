@@ -94,17 +94,20 @@ impl SqliteStore {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
         let path = path.as_ref().to_path_buf();
         let mut writer = connect(&path, false)?;
-        writer.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0)).map_err(storage)?;
-        let tx = writer.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)?;
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(storage)?;
-        if version > SCHEMA_VERSION {
-            return Err(MemoryError::Storage(format!(
-                "the file was written by a newer version of harnessx (schema {version}, this one knows {SCHEMA_VERSION}); upgrade harnessx or use another file"
-            )));
+        // Switching a new file to WAL does not wait on the busy handler: when several
+        // processes open the same new file at once, one of them gets "database is
+        // locked" at once. Retry the set-up (it is idempotent) for a while instead.
+        let deadline = std::time::Instant::now() + SETUP_WAIT;
+        let mut pause = std::time::Duration::from_millis(5);
+        loop {
+            match set_up(&mut writer) {
+                Err(MemoryError::Busy(_)) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(200));
+                }
+                other => break other?,
+            }
         }
-        tx.execute_batch(SCHEMA).map_err(storage)?;
-        tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(storage)?;
-        tx.commit().map_err(storage)?;
         Ok(Self { path, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()) })
     }
 
@@ -325,4 +328,22 @@ impl MemoryStore for SqliteStore {
             rows.collect::<Result<Vec<_>, _>>().map_err(storage)
         })
     }
+}
+
+/// How long [`SqliteStore::open`] retries a set-up another process holds up.
+const SETUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// WAL mode and the schema, in one immediate transaction; safe to run again.
+fn set_up(writer: &mut Connection) -> Result<(), MemoryError> {
+    writer.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0)).map_err(storage)?;
+    let tx = writer.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(storage)?;
+    if version > SCHEMA_VERSION {
+        return Err(MemoryError::Storage(format!(
+            "the file was written by a newer version of harnessx (schema {version}, this one knows {SCHEMA_VERSION}); upgrade harnessx or use another file"
+        )));
+    }
+    tx.execute_batch(SCHEMA).map_err(storage)?;
+    tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(storage)?;
+    tx.commit().map_err(storage)
 }
