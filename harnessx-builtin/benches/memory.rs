@@ -91,11 +91,13 @@ fn sqlite_store(texts: &[String]) -> SqliteStore {
 }
 
 /// Queries of the kinds a model sends: a few words, common and rare mixed.
-const QUERIES: [&str; 4] = [
+const QUERIES: [&str; 6] = [
     "when is the team meeting about the release",
     "kalo mizen",
     "what does the user prefer for coffee on friday morning",
     "\"AND OR tasvo* (budget)",
+    "meeting",
+    "which project uses rust or python for the database server backup",
 ];
 
 fn memory_search(c: &mut Criterion) {

@@ -12,8 +12,11 @@
 //! The text, key and tags are indexed by an external-content FTS5 table kept in step by
 //! triggers, with the `porter` tokenizer over `unicode61` (diacritics folded), so words
 //! sharing a stem match; results are ranked by `bm25`. Queries from the model never reach
-//! FTS5 as syntax: see `text::fts_query`.
+//! FTS5 as syntax: see `text::fts_terms`. A broad query (one whose words, together, more
+//! than [`EXACT_RANK_LIMIT`] memories match) ranks only the memories holding the most
+//! of its words; see [`SqliteStore`]'s `search`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -22,7 +25,7 @@ use harnessx_core::memory::{check_text, clean_tags};
 use harnessx_core::{Memory, MemoryError, MemoryHit, MemoryStore, MemoryUpdate, NewMemory, Saved};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
-use super::text::fts_query;
+use super::text::{any_of, covering, fts_terms};
 use super::{SNIPPET_CHARS, now_ms};
 
 /// How long a write waits for another connection (or process) to release the lock.
@@ -87,6 +90,8 @@ pub struct SqliteStore {
     /// Idle read-only connections; a read takes one or opens another, so reads run
     /// concurrently.
     readers: Mutex<Vec<Connection>>,
+    /// [`EXACT_RANK_LIMIT`], lowered by the unit tests to reach the broad path.
+    exact_rank_limit: usize,
 }
 
 impl SqliteStore {
@@ -108,7 +113,12 @@ impl SqliteStore {
                 other => break other?,
             }
         }
-        Ok(Self { path, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()) })
+        Ok(Self {
+            path,
+            writer: Mutex::new(writer),
+            readers: Mutex::new(Vec::new()),
+            exact_rank_limit: EXACT_RANK_LIMIT,
+        })
     }
 
     /// The file.
@@ -245,34 +255,67 @@ impl MemoryStore for SqliteStore {
     }
 
     fn search(&self, namespace: &str, query: &str, limit: usize) -> Result<Vec<MemoryHit>, MemoryError> {
-        let Some(fts) = fts_query(query) else { return Ok(Vec::new()) };
-        if limit == 0 {
+        let terms = fts_terms(query);
+        if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        // `snippet` counts tokens; about 6 characters a token keeps it near SNIPPET_CHARS.
-        let tokens = (SNIPPET_CHARS / 6).clamp(1, 64);
-        let sql = format!(
-            "SELECT {COLUMNS}, bm25(memories_fts, 1.0, 2.0, 2.0) AS score, \
-                    snippet(memories_fts, 0, '', '', '…', {tokens}) \
-             FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
-             WHERE memories_fts MATCH ?1 AND m.namespace = ?2 \
-             ORDER BY score, m.updated_at DESC, m.id DESC LIMIT ?3"
-        );
+        let any = any_of(&terms);
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached(&sql).map_err(storage)?;
-            let rows = stmt
-                .query_map(params![fts, namespace, limit], |row| {
-                    let memory = memory_from_row(row)?;
-                    // bm25() is smaller for better matches; turn it round so that
-                    // higher is better, as `MemoryHit::score` promises.
-                    let score = -row.get::<_, f64>(6)?;
-                    let snippet: String = row.get(7)?;
-                    let snippet = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
-                    Ok(MemoryHit { memory, score, snippet })
-                })
-                .map_err(storage)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(storage)
+            if terms.len() == 1 {
+                return rank(conn, namespace, &any, None, limit);
+            }
+            // How many of the query's words each memory holds, from each word's list of
+            // memories (no ranking, so cheap: about 0.3 µs a memory).
+            let mut held: HashMap<i64, usize> = HashMap::new();
+            let mut frequency = Vec::with_capacity(terms.len());
+            for term in &terms {
+                let rows = postings(conn, term)?;
+                frequency.push(rows.len());
+                for row in rows {
+                    *held.entry(row).or_default() += 1;
+                }
+            }
+            if held.len() <= self.exact_rank_limit {
+                return rank(conn, namespace, &any, None, limit);
+            }
+            // A broad query: more memories match some word than are worth ranking each
+            // time (`bm25()` costs about 2 µs a row). Rank those that hold the most
+            // words: all of them if they are enough to fill `limit`, else all but one,
+            // and so on. Every word is still in the ranking query, once, so the scores
+            // are the ones ranking every match would give.
+            //
+            // Words no memory holds add nothing to any score: leave them out. The rest,
+            // rarest first.
+            let mut words: Vec<(usize, &String)> =
+                frequency.into_iter().zip(&terms).filter(|(n, _)| *n > 0).collect();
+            words.sort_by_key(|(n, _)| *n);
+            let words: Vec<&String> = words.into_iter().map(|(_, t)| t).collect();
+            let mut at_least = vec![0usize; words.len() + 1];
+            for &n in held.values() {
+                at_least[n.min(words.len())] += 1;
+            }
+            for n in (1..words.len()).rev() {
+                at_least[n] += at_least[n + 1];
+            }
+            let mut need = words.len();
+            loop {
+                while need > 1 && at_least[need] < limit {
+                    need -= 1;
+                }
+                if need <= 1 {
+                    return rank(conn, namespace, &any, None, limit);
+                }
+                let candidates: Vec<i64> =
+                    held.iter().filter(|(_, n)| **n >= need).map(|(row, _)| *row).collect();
+                let hits =
+                    rank(conn, namespace, &covering(&words, words.len() - need), Some(&candidates), limit)?;
+                // The counts are over every namespace: when some candidates belong to
+                // another one, too few may be left here. Take one word fewer then.
+                if hits.len() >= limit {
+                    return Ok(hits);
+                }
+                need -= 1;
+            }
         })
     }
 
@@ -330,6 +373,72 @@ impl MemoryStore for SqliteStore {
     }
 }
 
+/// A search whose words, taken together, more memories match than this is broad: it
+/// ranks the memories that hold the most of its words instead of every match (see
+/// "Memory search" in docs/performance.md).
+const EXACT_RANK_LIMIT: usize = 1_000;
+
+/// The memories (of any namespace) that hold `term`, by row id.
+fn postings(conn: &Connection, term: &str) -> Result<Vec<i64>, MemoryError> {
+    let mut stmt =
+        conn.prepare_cached("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1").map_err(storage)?;
+    let rows = stmt.query_map(params![term], |row| row.get::<_, i64>(0)).map_err(storage)?;
+    rows.collect::<Result<Vec<_>, _>>().map_err(storage)
+}
+
+/// The best `limit` memories of `namespace` that `fts` matches, ranked by `bm25()`.
+/// With `among`, only the memories with those row ids are ranked (the rest of the
+/// matches are still read, but `bm25()` and the excerpt are computed only for these).
+fn rank(
+    conn: &Connection,
+    namespace: &str,
+    fts: &str,
+    among: Option<&[i64]>,
+    limit: usize,
+) -> Result<Vec<MemoryHit>, MemoryError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    // `snippet` counts tokens; about 6 characters a token keeps it near SNIPPET_CHARS.
+    let tokens = (SNIPPET_CHARS / 6).clamp(1, 64);
+    // The row ids are numbers this store read, written into the SQL as such. The `+`
+    // keeps SQLite from handing them to FTS5 as rowid lookups, which would run the
+    // query (and bm25's statistics) again for each one.
+    let filter = match among {
+        None => String::new(),
+        Some(rows) => {
+            let list: Vec<String> = rows.iter().map(i64::to_string).collect();
+            format!("AND +memories_fts.rowid IN ({}) ", list.join(","))
+        }
+    };
+    // CROSS JOIN keeps the full-text index the outer loop: the other way round, FTS5
+    // would run the query again for every memory of the namespace.
+    let sql = format!(
+        "SELECT {COLUMNS}, bm25(memories_fts, 1.0, 2.0, 2.0) AS score, \
+                snippet(memories_fts, 0, '', '', '…', {tokens}) \
+         FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid \
+         WHERE memories_fts MATCH ?1 {filter}AND m.namespace = ?2 \
+         ORDER BY score, m.updated_at DESC, m.id DESC LIMIT ?3"
+    );
+    let run = |stmt: &mut rusqlite::Statement<'_>| {
+        let rows = stmt
+            .query_map(params![fts, namespace, limit], |row| {
+                let memory = memory_from_row(row)?;
+                // bm25() is smaller for better matches; turn it round so that higher is
+                // better, as `MemoryHit::score` promises.
+                let score = -row.get::<_, f64>(6)?;
+                let snippet: String = row.get(7)?;
+                let snippet = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+                Ok(MemoryHit { memory, score, snippet })
+            })
+            .map_err(storage)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(storage)
+    };
+    // A filtered query is new text each time: prepared afresh, not kept in the cache.
+    match among {
+        Some(_) => run(&mut conn.prepare(&sql).map_err(storage)?),
+        None => run(&mut *conn.prepare_cached(&sql).map_err(storage)?),
+    }
+}
+
 /// How long [`SqliteStore::open`] retries a set-up another process holds up.
 const SETUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -346,4 +455,104 @@ fn set_up(writer: &mut Connection) -> Result<(), MemoryError> {
     tx.execute_batch(SCHEMA).map_err(storage)?;
     tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(storage)?;
     tx.commit().map_err(storage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOTES: [&str; 9] = [
+        "coffee on friday morning with the team",
+        "coffee on friday after lunch",
+        "coffee every morning, black",
+        "friday morning standup moved",
+        "the friday release checklist",
+        "morning run along the river",
+        "coffee beans from the market",
+        "a note about the garden",
+        "another note about the garden shed",
+    ];
+
+    /// A store on `path` that treats every query matching more than `limit` memories
+    /// as broad.
+    fn store(path: &Path, limit: usize) -> SqliteStore {
+        let mut store = SqliteStore::open(path).unwrap();
+        store.exact_rank_limit = limit;
+        store
+    }
+
+    fn filled() -> (tempfile::TempDir, SqliteStore, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db");
+        let exact = store(&path, EXACT_RANK_LIMIT);
+        for text in NOTES {
+            exact.save("me", NewMemory::new(text)).unwrap();
+            // Another namespace with the same words must never show up.
+            exact.save("other", NewMemory::new(text)).unwrap();
+        }
+        let broad = store(&path, 2);
+        (dir, exact, broad)
+    }
+
+    fn ids_and_scores(hits: &[MemoryHit]) -> Vec<(String, f64)> {
+        hits.iter().map(|h| (h.memory.id.clone(), (h.score * 1e9).round() / 1e9)).collect()
+    }
+
+    #[test]
+    fn a_broad_search_ranks_the_memories_holding_most_words_with_the_exact_scores() {
+        let (_dir, exact, broad) = filled();
+        for limit in 1..=7 {
+            let want = exact.search("me", "coffee on friday morning?", limit).unwrap();
+            let got = broad.search("me", "coffee on friday morning?", limit).unwrap();
+            assert_eq!(ids_and_scores(&got), ids_and_scores(&want), "limit {limit}");
+        }
+        // A word no memory holds changes no score and must not empty the sets.
+        let want = exact.search("me", "coffee friday morning zzyzx", 4).unwrap();
+        let got = broad.search("me", "coffee friday morning zzyzx", 4).unwrap();
+        assert_eq!(ids_and_scores(&got), ids_and_scores(&want));
+        let got = broad.search("me", "coffee friday morning", 3).unwrap();
+        let texts: Vec<&str> = got.iter().map(|h| h.memory.text.as_str()).collect();
+        assert_eq!(texts[0], NOTES[0], "all three words first");
+        assert!(
+            texts[1..].iter().all(|t| [NOTES[1], NOTES[2], NOTES[3]].contains(t)),
+            "then two of three: {texts:?}"
+        );
+        assert!(
+            got.iter().all(|h| h.memory.id.parse::<i64>().unwrap() % 2 == 1),
+            "only this namespace (odd ids)"
+        );
+    }
+
+    #[test]
+    fn a_broad_search_with_too_many_word_sets_ranks_every_match() {
+        let (_dir, exact, broad) = filled();
+        // Five words: all five, then five sets of four, then ten of three — past the
+        // budget, so it ranks every match, which must agree with the exact store.
+        let query = "coffee friday morning garden note";
+        let want = exact.search("me", query, 9).unwrap();
+        let got = broad.search("me", query, 9).unwrap();
+        assert_eq!(want.len(), 9);
+        assert_eq!(ids_and_scores(&got), ids_and_scores(&want));
+    }
+
+    #[test]
+    fn a_broad_one_word_search_ranks_every_match() {
+        let (_dir, exact, broad) = filled();
+        let want = exact.search("me", "garden", 5).unwrap();
+        assert_eq!(want.len(), 2);
+        assert_eq!(ids_and_scores(&broad.search("me", "garden", 5).unwrap()), ids_and_scores(&want));
+    }
+
+    #[test]
+    fn postings_list_every_memory_holding_a_word_in_any_namespace() {
+        let (_dir, exact, _broad) = filled();
+        exact
+            .read(|conn| {
+                assert_eq!(postings(conn, "\"the\"")?.len(), 12, "six memories in each namespace");
+                assert_eq!(postings(conn, "\"mornings\"")?.len(), 8, "four in each, stemmed like the index");
+                assert!(postings(conn, "\"zzyzx\"")?.is_empty());
+                Ok(())
+            })
+            .unwrap();
+    }
 }

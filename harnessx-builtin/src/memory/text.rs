@@ -6,7 +6,7 @@
 //! `(`, `)`, `-`, `+`, `NEAR` and the bare words `AND`, `OR`, `NOT`. Rather than escape
 //! each, the query is cut into words (runs of letters and digits) and every word is
 //! written as a quoted string, so whatever the model sends, the store only ever sees
-//! `"w1" OR "w2" ...`.
+//! quoted words joined by `OR` (`"w1" OR "w2" ...`), or one quoted word.
 
 /// The most words of a query that are searched; the rest are ignored (a pasted page
 /// should not become a thousand-term query).
@@ -45,18 +45,43 @@ pub(super) fn query_words(query: &str) -> Vec<String> {
     all
 }
 
-/// The FTS5 query for `query`: its [`query_words`], each a quoted string, joined by `OR`
-/// (ranking, not the operator, prefers memories that match more of them). `None` when
-/// the query has no words.
-pub(super) fn fts_query(query: &str) -> Option<String> {
-    let seen = query_words(query);
-    if seen.is_empty() {
-        return None;
-    }
+/// The [`query_words`] of `query`, each written as an FTS5 string.
+pub(super) fn fts_terms(query: &str) -> Vec<String> {
     // A word holds no `"` (only letters and digits), but double any anyway: that is
     // FTS5's escape inside a string, and keeps this correct if `words` ever changes.
-    let quoted: Vec<String> = seen.iter().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect();
-    Some(quoted.join(" OR "))
+    query_words(query).iter().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect()
+}
+
+/// The FTS5 query matching any of `terms` (ranking, not the operator, prefers memories
+/// that match more of them).
+pub(super) fn any_of(terms: &[String]) -> String {
+    terms.join(" OR ")
+}
+
+/// An FTS5 query that matches every memory holding all of `terms` but at most
+/// `missing`, and names each term once, so `bm25()` scores a match exactly as under
+/// [`any_of`]. The terms are cut into groups of `missing + 1` (the last takes the
+/// remainder) and the query asks for one term of each group: a memory that lacks at
+/// most `missing` terms cannot lack a whole group. With no missing term it is all the
+/// terms; with one group, [`any_of`].
+pub(super) fn covering(terms: &[&String], missing: usize) -> String {
+    let size = missing + 1;
+    let groups = (terms.len() / size).max(1);
+    let mut parts = Vec::with_capacity(groups);
+    for g in 0..groups {
+        let end = if g + 1 == groups { terms.len() } else { (g + 1) * size };
+        let group: Vec<&str> = terms[g * size..end].iter().map(|t| t.as_str()).collect();
+        parts.push(if group.len() == 1 { group[0].to_owned() } else { format!("({})", group.join(" OR ")) });
+    }
+    parts.join(" AND ")
+}
+
+/// The FTS5 query for `query`: its [`fts_terms`] joined by `OR`. `None` when the query
+/// has no words.
+#[cfg(test)]
+pub(super) fn fts_query(query: &str) -> Option<String> {
+    let terms = fts_terms(query);
+    (!terms.is_empty()).then(|| any_of(&terms))
 }
 
 /// A light English stemmer: strips common inflections so that "running", "runs" and
@@ -196,6 +221,17 @@ mod tests {
         assert_eq!(fts_query("Café café"), Some("\"café\"".into()));
         let long = (0..100).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
         assert_eq!(fts_query(&long).unwrap().matches(" OR ").count(), MAX_QUERY_WORDS - 1);
+    }
+
+    #[test]
+    fn covering_queries_name_each_term_once() {
+        let terms = fts_terms("user prefer coffee friday morning");
+        let terms: Vec<&String> = terms.iter().collect();
+        assert_eq!(covering(&terms, 0), r#""user" AND "prefer" AND "coffee" AND "friday" AND "morning""#);
+        assert_eq!(covering(&terms, 1), r#"("user" OR "prefer") AND ("coffee" OR "friday" OR "morning")"#);
+        assert_eq!(covering(&terms, 2), r#"("user" OR "prefer" OR "coffee" OR "friday" OR "morning")"#);
+        assert_eq!(covering(&terms, 4), r#"("user" OR "prefer" OR "coffee" OR "friday" OR "morning")"#);
+        assert_eq!(covering(&terms[..1], 0), r#""user""#);
     }
 
     #[test]
