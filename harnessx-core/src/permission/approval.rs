@@ -20,8 +20,10 @@ pub struct ApprovalRequest {
     pub arguments: Value,
 }
 
-/// The answer to an [`ApprovalRequest`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The answer to an [`ApprovalRequest`]. Serialised as `"approve"`,
+/// `"approve_for_session"` or `"deny"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ApprovalDecision {
     /// Run this call.
     Approve,

@@ -1,0 +1,199 @@
+//! The journal: what a durable run records, step by step, and the store it is kept in.
+//!
+//! A run is a header ([`RunRecord`]) and an ordered list of [`Entry`]s. Every entry is
+//! committed before the runtime acts on it: the model's response before its tool calls
+//! start, a call's start before its handler runs, its result before the next model
+//! request sees it. On resume the runtime reads the entries back and replays them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use harnessx_core::{ApprovalDecision, ToolResult};
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Running, or interrupted (the process died): `resume` continues it.
+    Running,
+    /// Stopped until someone answers: an approval, or whether a call took effect.
+    NeedsInput,
+    /// Finished with a final answer.
+    Completed,
+    /// Finished with an error (model failure, too many turns); `resume` tries again.
+    Failed,
+}
+
+impl RunStatus {
+    /// The name used in the store and in `--json` output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::NeedsInput => "needs_input",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// Parses [`RunStatus::as_str`].
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "running" => Self::Running,
+            "needs_input" => Self::NeedsInput,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// The header of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run's id, chosen by the caller (unique in the store).
+    pub run_id: String,
+    /// The prompt the run started with.
+    pub prompt: String,
+    /// A digest of what the run depends on: the system prompt, the model's name and the
+    /// tool definitions (names, schemas, policies). A resume with a different
+    /// fingerprint is refused.
+    pub fingerprint: String,
+    /// A readable list of what went into the fingerprint, for the error that refuses a
+    /// resume (`"tools: a, b; model: m"`).
+    pub fingerprint_summary: String,
+    /// Where the run stands.
+    pub status: RunStatus,
+    /// Milliseconds since the Unix epoch.
+    pub created_at_ms: u64,
+    /// Milliseconds since the Unix epoch of the last change.
+    pub updated_at_ms: u64,
+    /// The final answer, once completed; the error text, once failed.
+    pub output: Option<String>,
+}
+
+/// One step of a run, as journaled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Entry {
+    /// The model answered turn `turn` (1-based). `response` is the
+    /// `harnessx_agent::model::ModelResponse`, as JSON.
+    ModelResponse {
+        /// The turn.
+        turn: u32,
+        /// The response.
+        response: Value,
+    },
+    /// A call's handler is about to run (or was refused before it could, in which
+    /// case a [`Entry::CallResult`] follows in the same commit).
+    CallStart {
+        /// The turn whose response made the call.
+        turn: u32,
+        /// The call id (after the runtime gave id-less calls one).
+        call_id: String,
+        /// The registered tool name it resolved to.
+        tool: String,
+        /// `"safe"`, `"idempotent"` or `"manual"`.
+        replay: String,
+        /// The key the handler sees in its context; the same on every re-run.
+        idempotency_key: String,
+    },
+    /// A call's result.
+    CallResult {
+        /// The turn.
+        turn: u32,
+        /// The result as the model will see it.
+        result: ToolResult,
+        /// Whether the call timed out.
+        timed_out: bool,
+    },
+    /// A decision on an ASK call (from the approval callback, or from
+    /// `AgentRuntime::approve`, possibly in another process).
+    Approval {
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The decision. `ApproveForSession` also grants the tool for the rest of the run.
+        decision: ApprovalDecision,
+    },
+    /// The run stopped waiting for input.
+    Paused {
+        /// What is awaited.
+        needs_input: Value,
+    },
+    /// Someone answered whether a `manual` call whose outcome was unknown took effect:
+    /// the text becomes the call's result.
+    Answer {
+        /// The call id.
+        call_id: String,
+        /// The answer.
+        text: String,
+    },
+    /// The final answer.
+    Final {
+        /// The text.
+        output: String,
+    },
+    /// The run failed (it can be resumed).
+    Failed {
+        /// The error.
+        error: String,
+    },
+}
+
+/// An entry with its position in the run (1, 2, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    /// Position in the run, from 1, without gaps.
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch when it was committed.
+    pub at_ms: u64,
+    /// The step.
+    pub entry: Entry,
+}
+
+/// What a store failure says. One line; the run stops with it (a journal that cannot be
+/// written cannot promise anything).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// `create_run` with an id that exists.
+    #[error("a run with id {0:?} already exists; resume it, or start one with another id")]
+    RunExists(String),
+    /// An id no run has.
+    #[error("no run with id {0:?}; `harnessx runs list` shows the runs in this journal")]
+    NoSuchRun(String),
+    /// The store was written by a newer version.
+    #[error("{0}")]
+    Version(String),
+    /// Anything else the storage reported.
+    #[error("journal storage error: {0}")]
+    Storage(String),
+}
+
+/// Keeps journals. Implementations must make [`append`](JournalStore::append) atomic
+/// and durable before it returns: all of its entries or none, committed.
+///
+/// The methods are synchronous: a commit is a few hundred microseconds of fsync, and
+/// the runtime calls them where it must wait for the commit anyway.
+pub trait JournalStore: Send + Sync {
+    /// Creates a run (status [`RunStatus::Running`], no entries). Fails with
+    /// [`JournalError::RunExists`] if the id is taken.
+    fn create_run(&self, run: &RunRecord) -> Result<(), JournalError>;
+
+    /// The run's header and all its entries in order, or `None`.
+    fn load_run(&self, run_id: &str) -> Result<Option<(RunRecord, Vec<JournalEntry>)>, JournalError>;
+
+    /// Appends `entries` after the last one and, with `status`, sets the run's status
+    /// (and `output`), all in one commit. Returns the seq of the last entry written.
+    /// [`JournalError::NoSuchRun`] if the run does not exist.
+    fn append(
+        &self,
+        run_id: &str,
+        entries: &[Entry],
+        status: Option<(RunStatus, Option<String>)>,
+    ) -> Result<u64, JournalError>;
+
+    /// Every run's header, newest first.
+    fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError>;
+}

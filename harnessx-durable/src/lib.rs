@@ -1,0 +1,12 @@
+//! Durable agent runs: every step journaled before it is acted on, recovery after a
+//! crash that never repeats a `manual` tool, approvals that outlive the process.
+//!
+//! See `docs/durable.md`.
+
+pub mod journal;
+pub mod memory;
+pub mod sqlite;
+
+pub use journal::{Entry, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
+pub use memory::MemoryJournal;
+pub use sqlite::{SqliteJournal, Synchronous};
