@@ -20,7 +20,7 @@ pub use __private::{CollectedTool, Toolbox};
 pub use catalog::{BuiltinBundle, BuiltinOptions, BundleRequest};
 pub use engine::context::RunContext;
 pub use engine::events::{ToolEvent, ToolEventSink};
-pub use engine::pipeline::PERMISSION_DENIED;
+pub use engine::pipeline::{CallOutcome, EndHook, PERMISSION_DENIED, PlannedBatch, RunHooks, StartHook};
 pub use engine::serial::SerialQueue;
 pub use error::{ParsePolicyError, RegistryError, ToolError, TransientToolError};
 pub use memory::{Memory, MemoryError, MemoryHit, MemoryId, MemoryStore, MemoryUpdate, NewMemory, Saved};

@@ -10,7 +10,7 @@ use crate::engine::events::{ToolEvent, ToolEventSink};
 use crate::permission::PermissionManager;
 use crate::tool::call::ToolResult;
 
-type DedupeSlot = Arc<OnceCell<ToolResult>>;
+type DedupeSlot = Arc<OnceCell<(ToolResult, bool)>>;
 
 /// The state one run shares across its tool calls: the permission manager, the event
 /// sink, and, when the registry deduplicates, the results of earlier identical calls.

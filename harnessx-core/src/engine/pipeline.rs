@@ -18,11 +18,12 @@ use crate::engine::events::ToolEvent;
 use crate::engine::serial::SerialQueue;
 use crate::error::ToolError;
 use crate::permission::DenyReason;
+use crate::permission::PermissionLevel;
 use crate::permission::manager::authorize_without_manager;
 use crate::schema::{canonical_json, kind_of};
 use crate::tool::call::{ToolCall, ToolOutput, ToolResult};
 use crate::tool::handler::{ToolContext, ToolHandler};
-use crate::tool::policy::{EffectivePolicy, duration_from_secs};
+use crate::tool::policy::{EffectivePolicy, ReplayPolicy, duration_from_secs};
 use crate::tool::registered::RegisteredTool;
 
 /// The text of every permission refusal.
@@ -113,14 +114,9 @@ fn prepare(target: CallTarget, call: &ToolCall) -> Prepared {
 
 /// Runs one call through the whole pipeline.
 pub(crate) async fn execute_one(target: CallTarget, call: &ToolCall, ctx: &RunContext) -> ToolResult {
-    let prepared = prepare(target, call);
-    ctx.emit(ToolEvent::CallStart { index: 0, call, tool: prepared.tool_name() });
-    let result = match prepared {
-        Prepared::Done(r) => r,
-        Prepared::Ready(ready) => run_ready(ready, call, ctx).await,
-    };
-    ctx.emit(ToolEvent::CallEnd { index: 0, result: &result });
-    result
+    let batch = PlannedBatch::new(vec![target], std::slice::from_ref(call));
+    let mut outcomes = run_planned(batch, ctx, &RunHooks::default()).await;
+    outcomes.pop().expect("one call, one outcome").result
 }
 
 /// Runs the calls of one model turn (`targets[i]` is the target of `calls[i]`).
@@ -129,76 +125,306 @@ pub(crate) async fn execute_batch(
     calls: &[ToolCall],
     ctx: &RunContext,
 ) -> Vec<ToolResult> {
-    let prepared: Vec<Prepared> = targets.into_iter().zip(calls).map(|(t, c)| prepare(t, c)).collect();
-    for (index, (call, p)) in calls.iter().zip(&prepared).enumerate() {
-        ctx.emit(ToolEvent::CallStart { index, call, tool: p.tool_name() });
+    let batch = PlannedBatch::new(targets, calls);
+    run_planned(batch, ctx, &RunHooks::default()).await.into_iter().map(|o| o.result).collect()
+}
+
+/// The calls of one model turn, checked (name, arguments, schema) and not yet run: made
+/// by [`ToolRegistry::plan_batch`](crate::ToolRegistry::plan_batch), run by
+/// [`ToolRegistry::run_planned`](crate::ToolRegistry::run_planned).
+///
+/// Between the two, a runtime that records each step (the durable one) can look at
+/// every call — which tool, its replay policy and permission — decide permissions
+/// itself, give calls results it already has, and set idempotency keys. A direct run
+/// does not need it: `execute_batch` plans and runs in one go.
+pub struct PlannedBatch {
+    calls: Vec<ToolCall>,
+    items: Vec<PlanItem>,
+}
+
+struct PlanItem {
+    /// `None` once taken by `run_planned`.
+    prepared: Prepared,
+    authorized: bool,
+    idempotency_key: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for PlannedBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlannedBatch").field("calls", &self.calls).finish_non_exhaustive()
     }
-    let mut results: Vec<Option<ToolResult>> = (0..calls.len()).map(|_| None).collect();
+}
+
+impl PlannedBatch {
+    pub(crate) fn new(targets: Vec<CallTarget>, calls: &[ToolCall]) -> Self {
+        let items = targets
+            .into_iter()
+            .zip(calls)
+            .map(|(t, c)| PlanItem { prepared: prepare(t, c), authorized: false, idempotency_key: None })
+            .collect();
+        Self { calls: calls.to_vec(), items }
+    }
+
+    /// Number of calls.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Whether there are no calls.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// The call at `index`, as the model made it.
+    pub fn call(&self, index: usize) -> &ToolCall {
+        &self.calls[index]
+    }
+
+    fn ready(&self, index: usize) -> Option<&ReadyCall> {
+        match &self.items[index].prepared {
+            Prepared::Ready(r) => Some(r),
+            Prepared::Done(_) => None,
+        }
+    }
+
+    /// The registered name the call resolved to; `None` when it will not run (unknown
+    /// tool, bad arguments, or [`settle`](Self::settle)d).
+    pub fn tool(&self, index: usize) -> Option<&str> {
+        self.ready(index).map(|r| &**r.tool.name())
+    }
+
+    /// The tool's replay policy, when the call will run.
+    pub fn replay_policy(&self, index: usize) -> Option<ReplayPolicy> {
+        self.ready(index).map(|r| r.tool.definition().replay_policy)
+    }
+
+    /// The tool's own permission (`None` when omitted, so the manager decides), when the
+    /// call will run.
+    pub fn permission(&self, index: usize) -> Option<PermissionLevel> {
+        self.ready(index).and_then(|r| r.tool.definition().permission)
+    }
+
+    /// The validated arguments, when the call will run.
+    pub fn arguments(&self, index: usize) -> Option<&Value> {
+        self.ready(index).map(|r| &r.args)
+    }
+
+    /// Whether the call runs alongside others (`false`: it takes its turn in call order).
+    pub fn is_concurrent(&self, index: usize) -> bool {
+        self.ready(index).is_some_and(|r| r.serial.is_none())
+    }
+
+    /// The result a call already has: the error for an unknown tool or bad arguments,
+    /// or what [`settle`](Self::settle) gave it. `None` for a call that will run.
+    pub fn result(&self, index: usize) -> Option<&ToolResult> {
+        match &self.items[index].prepared {
+            Prepared::Done(r) => Some(r),
+            Prepared::Ready(_) => None,
+        }
+    }
+
+    /// Gives the call a result: it will not run, and `run_planned` returns this (as not
+    /// run, not timed out). For results replayed from a journal, and for refusals.
+    pub fn settle(&mut self, index: usize, result: ToolResult) {
+        self.items[index].prepared = Prepared::Done(result);
+    }
+
+    /// Marks the call's permission as already granted: `run_planned` will not ask the
+    /// manager again. For a runtime that authorized it itself (and recorded that).
+    pub fn authorize(&mut self, index: usize) {
+        self.items[index].authorized = true;
+    }
+
+    /// Sets the key the handler sees as
+    /// [`ToolContext::idempotency_key`](crate::tool::handler::ToolContext::idempotency_key).
+    pub fn set_idempotency_key(&mut self, index: usize, key: impl Into<Arc<str>>) {
+        self.items[index].idempotency_key = Some(key.into());
+    }
+}
+
+/// What `run_planned` reports for one call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CallOutcome {
+    /// The result, as the model will see it.
+    pub result: ToolResult,
+    /// Whether its last attempt timed out (the handler may have partly run).
+    pub timed_out: bool,
+    /// Whether its handler ran (`false` for refusals, settled calls and calls answered by
+    /// an identical earlier one).
+    pub ran: bool,
+}
+
+/// Called with a call's index when its handler is about to run for the first time
+/// (after its serial turn, after permission).
+pub type StartHook = Arc<dyn Fn(usize) + Send + Sync>;
+/// Called with a call's index and outcome as it finishes, in completion order.
+pub type EndHook = Arc<dyn Fn(usize, &CallOutcome) + Send + Sync>;
+
+/// Options of [`ToolRegistry::run_planned`](crate::ToolRegistry::run_planned).
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct RunHooks {
+    /// See [`StartHook`]. Runs inline: a durable runtime commits the call's start here,
+    /// before the handler runs.
+    pub on_start: Option<StartHook>,
+    /// See [`EndHook`]. Runs inline.
+    pub on_end: Option<EndHook>,
+    /// Retry a `safe` or `idempotent` call that timed out, under its `ToolRetry` (a
+    /// durable runtime does; a direct run answers the timeout to the model).
+    pub retry_timeouts: bool,
+}
+
+impl std::fmt::Debug for RunHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHooks")
+            .field("on_start", &self.on_start.is_some())
+            .field("on_end", &self.on_end.is_some())
+            .field("retry_timeouts", &self.retry_timeouts)
+            .finish()
+    }
+}
+
+impl RunHooks {
+    /// No hooks, timeouts answered (what a direct run uses).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Calls `hook` before each handler first runs.
+    pub fn on_start(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.on_start = Some(Arc::new(hook));
+        self
+    }
+
+    /// Calls `hook` as each call finishes.
+    pub fn on_end(mut self, hook: impl Fn(usize, &CallOutcome) + Send + Sync + 'static) -> Self {
+        self.on_end = Some(Arc::new(hook));
+        self
+    }
+
+    /// Retries timeouts of `safe`/`idempotent` calls.
+    pub fn retry_timeouts(mut self, yes: bool) -> Self {
+        self.retry_timeouts = yes;
+        self
+    }
+}
+
+/// Runs a planned batch: concurrent tools together, the others one at a time in call
+/// order alongside them; outcomes in call order.
+pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &RunHooks) -> Vec<CallOutcome> {
+    let PlannedBatch { calls, items } = batch;
+    for (index, (call, item)) in calls.iter().zip(&items).enumerate() {
+        ctx.emit(ToolEvent::CallStart { index, call, tool: item.prepared.tool_name() });
+    }
+    let mut outcomes: Vec<Option<CallOutcome>> = (0..calls.len()).map(|_| None).collect();
     let mut concurrent = Vec::new();
     let mut serial = Vec::new();
-    for (index, p) in prepared.into_iter().enumerate() {
-        match p {
-            Prepared::Done(r) => {
-                ctx.emit(ToolEvent::CallEnd { index, result: &r });
-                results[index] = Some(r);
+    for (index, item) in items.into_iter().enumerate() {
+        let PlanItem { prepared, authorized, idempotency_key } = item;
+        match prepared {
+            Prepared::Done(result) => {
+                let outcome = CallOutcome { result, timed_out: false, ran: false };
+                finish(index, &outcome, ctx, hooks);
+                outcomes[index] = Some(outcome);
             }
-            Prepared::Ready(ready) if ready.serial.is_none() => {
-                concurrent.push(run_indexed(index, ready, &calls[index], ctx));
+            Prepared::Ready(ready) => {
+                let run = Run { index, authorized, key: idempotency_key };
+                if ready.serial.is_none() {
+                    concurrent.push(run_indexed(run, ready, &calls[index], ctx, hooks));
+                } else {
+                    serial.push((run, ready));
+                }
             }
-            Prepared::Ready(ready) => serial.push((index, ready)),
         }
     }
     let serial_run = async {
         let mut done = Vec::with_capacity(serial.len());
-        for (index, ready) in serial {
-            done.push(run_indexed(index, ready, &calls[index], ctx).await);
+        for (run, ready) in serial {
+            let index = run.index;
+            done.push(run_indexed(run, ready, &calls[index], ctx, hooks).await);
         }
         done
     };
     let (concurrent_done, serial_done) = join(join_all(concurrent), serial_run).await;
-    for (index, r) in concurrent_done.into_iter().chain(serial_done) {
-        results[index] = Some(r);
+    for (index, outcome) in concurrent_done.into_iter().chain(serial_done) {
+        outcomes[index] = Some(outcome);
     }
-    results.into_iter().map(|r| r.expect("every call of a batch produces a result")).collect()
+    outcomes.into_iter().map(|o| o.expect("every call of a batch produces an outcome")).collect()
+}
+
+/// How one ready call runs.
+struct Run {
+    index: usize,
+    authorized: bool,
+    key: Option<Arc<str>>,
+}
+
+fn finish(index: usize, outcome: &CallOutcome, ctx: &RunContext, hooks: &RunHooks) {
+    ctx.emit(ToolEvent::CallEnd { index, result: &outcome.result });
+    if let Some(hook) = &hooks.on_end {
+        hook(index, outcome);
+    }
 }
 
 async fn run_indexed(
-    index: usize,
+    run: Run,
     ready: ReadyCall,
     call: &ToolCall,
     ctx: &RunContext,
-) -> (usize, ToolResult) {
-    let result = run_ready(ready, call, ctx).await;
-    ctx.emit(ToolEvent::CallEnd { index, result: &result });
-    (index, result)
+    hooks: &RunHooks,
+) -> (usize, CallOutcome) {
+    let index = run.index;
+    let outcome = run_ready(run, ready, call, ctx, hooks).await;
+    finish(index, &outcome, ctx, hooks);
+    (index, outcome)
 }
 
-async fn run_ready(ready: ReadyCall, call: &ToolCall, ctx: &RunContext) -> ToolResult {
+async fn run_ready(
+    run: Run,
+    ready: ReadyCall,
+    call: &ToolCall,
+    ctx: &RunContext,
+    hooks: &RunHooks,
+) -> CallOutcome {
     let name = ready.tool.name();
     let permission = ready.tool.definition().permission;
-    let allowed = match ctx.permissions() {
-        // A panicking approval callback or store denies the call (fail closed).
-        Some(manager) => AssertUnwindSafe(manager.authorize(name, permission, &call.id, &ready.args))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|payload| {
-                log_panic(name, &*payload);
-                Err(DenyReason::Rejected)
-            }),
-        None => authorize_without_manager(permission),
+    let allowed = if run.authorized {
+        Ok(())
+    } else {
+        match ctx.permissions() {
+            // A panicking approval callback or store denies the call (fail closed).
+            Some(manager) => AssertUnwindSafe(manager.authorize(name, permission, &call.id, &ready.args))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|payload| {
+                    log_panic(name, &*payload);
+                    Err(DenyReason::Rejected)
+                }),
+            None => authorize_without_manager(permission),
+        }
     };
     if let Err(reason) = allowed {
         tracing::info!(tool = &**name, call_id = %call.id, ?reason, "tool call denied");
-        return ToolResult::error(&call.id, &**name, PERMISSION_DENIED);
+        let result = ToolResult::error(&call.id, &**name, PERMISSION_DENIED);
+        return CallOutcome { result, timed_out: false, ran: false };
     }
     if ready.policy.dedupe_calls {
         let slot = ctx.dedupe_slot(name, canonical_json(&ready.args));
-        let first = slot.get_or_init(|| invoke(ready, &call.id)).await;
-        let mut result = first.clone();
+        let mut first_here = false;
+        let (first, timed_out) = slot
+            .get_or_init(|| {
+                first_here = true;
+                invoke(ready, &call.id, &run, hooks)
+            })
+            .await
+            .clone();
+        let mut result = first;
         result.call_id.clone_from(&call.id);
-        return result;
+        return CallOutcome { result, timed_out, ran: first_here };
     }
-    invoke(ready, &call.id).await
+    let (result, timed_out) = invoke(ready, &call.id, &run, hooks).await;
+    CallOutcome { result, timed_out, ran: true }
 }
 
 enum Outcome {
@@ -208,8 +434,9 @@ enum Outcome {
 }
 
 /// Runs the handler with the timeout, taking the serial turn if needed, retrying
-/// `safe`/`idempotent` tools per their retry policy.
-async fn invoke(ready: ReadyCall, call_id: &str) -> ToolResult {
+/// `safe`/`idempotent` tools per their retry policy. Returns the result and whether the
+/// last attempt timed out.
+async fn invoke(ready: ReadyCall, call_id: &str, run: &Run, hooks: &RunHooks) -> (ToolResult, bool) {
     let ReadyCall { tool, args, policy, serial } = ready;
     let _turn = match &serial {
         Some(queue) => Some(queue.acquire().await),
@@ -221,7 +448,13 @@ async fn invoke(ready: ReadyCall, call_id: &str) -> ToolResult {
     let timeout = duration_from_secs(timeout_secs);
     let retry = def.retry.unwrap_or(policy.retry);
     let max_attempts = if def.replay_policy.allows_retry() { retry.max_attempts.max(1) } else { 1 };
-    let ctx = ToolContext::new(call_id, name.clone());
+    let mut ctx = ToolContext::new(call_id, name.clone());
+    if let Some(key) = &run.key {
+        ctx = ctx.with_idempotency_key(key.clone());
+    }
+    if let Some(hook) = &hooks.on_start {
+        hook(run.index);
+    }
     let mut args = Some(args);
     let mut attempt = 1;
     loop {
@@ -235,7 +468,8 @@ async fn invoke(ready: ReadyCall, call_id: &str) -> ToolResult {
                     std::panic::catch_unwind(AssertUnwindSafe(|| p(out))).unwrap_or(false)
                 }),
                 Outcome::Done(Err(e)) => e.is_transient(),
-                _ => false,
+                Outcome::TimedOut => hooks.retry_timeouts,
+                Outcome::Panicked => false,
             };
         if retry_wanted {
             attempt += 1;
@@ -246,13 +480,19 @@ async fn invoke(ready: ReadyCall, call_id: &str) -> ToolResult {
             }
             continue;
         }
-        return match outcome {
+        let result = match outcome {
             Outcome::Done(Ok(out)) => ToolResult::success(call_id, &**name, out),
             Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => {
                 ToolResult::error(call_id, &**name, format!("{} (failed {attempt} attempts)", e.message()))
             }
             Outcome::Done(Err(e)) => ToolResult::error(call_id, &**name, e.message()),
-            Outcome::TimedOut => ToolResult::error(call_id, &**name, timeout_message(name, timeout_secs)),
+            Outcome::TimedOut => {
+                let mut text = timeout_message(name, timeout_secs);
+                if attempt > 1 {
+                    text.push_str(&format!(" (timed out {attempt} attempts)"));
+                }
+                return (ToolResult::error(call_id, &**name, text), true);
+            }
             Outcome::Panicked => ToolResult::error(
                 call_id,
                 &**name,
@@ -262,6 +502,7 @@ async fn invoke(ready: ReadyCall, call_id: &str) -> ToolResult {
                 ),
             ),
         };
+        return (result, false);
     }
 }
 

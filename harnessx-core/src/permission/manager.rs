@@ -122,6 +122,23 @@ impl PermissionManager {
         self.with_approval(ApprovalFn(f))
     }
 
+    /// A separate manager for one run: the same default, overrides, session grants and
+    /// approval callback as this one now, but with `store` as its approval store and
+    /// its own overrides and grants from here on (a grant in the run does not leak into
+    /// the agent's manager). The durable runtime gives each run one, backed by the
+    /// run's journal.
+    pub fn fork_with_store(&self, store: Arc<dyn ApprovalStore>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                default: self.inner.default,
+                overrides: RwLock::new(read(&self.inner.overrides).clone()),
+                grants: RwLock::new(read(&self.inner.grants).clone()),
+                approver: RwLock::new(read(&self.inner.approver).clone()),
+                store: RwLock::new(Some(store)),
+            }),
+        }
+    }
+
     /// Sets the persistent approval store.
     pub fn with_store(self, store: Arc<dyn ApprovalStore>) -> Self {
         *write(&self.inner.store) = Some(store);

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::context::RunContext;
-use crate::engine::pipeline::{self, CallTarget};
+use crate::engine::pipeline::{self, CallOutcome, CallTarget, PlannedBatch, RunHooks};
 use crate::engine::serial::SerialQueue;
 use crate::error::RegistryError;
 use crate::permission::PermissionManager;
@@ -344,5 +344,30 @@ impl ToolRegistry {
             calls.iter().map(|c| state.target(&c.name)).collect()
         };
         pipeline::execute_batch(targets, calls, ctx).await
+    }
+
+    /// Resolves and checks the calls of one model turn without running them, for a
+    /// runtime that records each step before acting on it; run them with
+    /// [`run_planned`](Self::run_planned). `execute_batch` is `plan_batch` then
+    /// `run_planned` with no hooks.
+    pub fn plan_batch(&self, calls: &[ToolCall]) -> PlannedBatch {
+        let targets: Vec<CallTarget> = {
+            let state = self.read();
+            calls.iter().map(|c| state.target(&c.name)).collect()
+        };
+        PlannedBatch::new(targets, calls)
+    }
+
+    /// Runs a [`PlannedBatch`] like [`execute_batch`](Self::execute_batch) (same
+    /// scheduling, permissions for calls not [`authorize`](PlannedBatch::authorize)d,
+    /// timeouts, retries, dedupe, events), calling `hooks` as handlers start and calls
+    /// finish. Outcomes come back in call order.
+    pub async fn run_planned(
+        &self,
+        batch: PlannedBatch,
+        ctx: &RunContext,
+        hooks: &RunHooks,
+    ) -> Vec<CallOutcome> {
+        pipeline::run_planned(batch, ctx, hooks).await
     }
 }

@@ -26,12 +26,27 @@ pub type HandlerResult = Result<ToolOutput, ToolError>;
 pub struct ToolContext {
     call_id: Arc<str>,
     tool_name: Arc<str>,
+    idempotency_key: Option<Arc<str>>,
 }
 
 impl ToolContext {
     /// A context for the call `call_id` of the tool `tool_name`.
     pub fn new(call_id: impl Into<Arc<str>>, tool_name: impl Into<Arc<str>>) -> Self {
-        Self { call_id: call_id.into(), tool_name: tool_name.into() }
+        Self { call_id: call_id.into(), tool_name: tool_name.into(), idempotency_key: None }
+    }
+
+    /// The same context with an idempotency key.
+    pub fn with_idempotency_key(mut self, key: impl Into<Arc<str>>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// The key that stays the same when a durable runtime runs this call again after a
+    /// crash (`None` in a direct run). An `idempotent` tool passes it to the system it
+    /// changes (an `Idempotency-Key` header, a unique constraint) so the second run has
+    /// no second effect.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
     }
 
     /// The provider's id of the call being executed.
