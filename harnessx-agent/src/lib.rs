@@ -13,15 +13,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use config::AgentConfig;
 pub use events::AgentEvent;
 pub use planning::{PLANNING_PROMPT_LINE, PlanningState};
-pub use run::RunStream;
+pub use run::{RunStream, call_ids_for_turn, history_safe};
 pub use specialist::SubAgent;
 
-use crate::model::{FinishReason, Message, Model, ModelError, Usage};
+use crate::model::{FinishReason, Message, Model, ModelError, ModelRequest, ModelResponse, Usage};
 use harnessx_builtin::planning::{PlanningOptions, planning_state, register_planning_tools};
 use harnessx_core::PermissionManager;
 use harnessx_core::RegistryError;
@@ -52,14 +52,29 @@ pub enum AgentError {
     Closed,
 }
 
-/// A call the durable runtime stopped on because its outcome is unknown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What a durable run stopped to wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NeedsInputKind {
+    /// An ASK call with no one to approve it: `AgentRuntime::approve` decides.
+    Approval,
+    /// A `manual` call that started and has no result (the process died, or it timed
+    /// out): did it take effect? `AgentRuntime::answer` says.
+    Outcome,
+}
+
+/// A call a durable runtime stopped on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NeedsInput {
+    /// What is awaited.
+    pub kind: NeedsInputKind,
     /// The call id.
     pub call_id: String,
     /// The tool name.
     pub tool: String,
-    /// Why input is needed.
+    /// The call's arguments (JSON text, as the model sent them).
+    pub arguments: String,
+    /// Why input is needed, in a sentence.
     pub reason: String,
 }
 
@@ -274,6 +289,35 @@ impl Agent {
     /// The settings.
     pub fn config(&self) -> &AgentConfig {
         &self.config
+    }
+
+    /// The model, if one is set.
+    pub fn model(&self) -> Option<&Arc<dyn Model>> {
+        self.model.as_ref()
+    }
+
+    /// The first request of a run on `prompt` after `history`: the system prompt, the
+    /// tools' schemas and the token limit, as [`run`](Self::run) builds it. For a
+    /// runtime that drives the loop itself (the durable one).
+    pub fn first_request(&self, history: Vec<Message>, prompt: impl Into<String>) -> ModelRequest {
+        let mut request = ModelRequest {
+            system: self.effective_system_prompt(),
+            messages: history,
+            tools: self.registry.get_tool_params(),
+            max_tokens: self.config.max_tokens,
+        };
+        request.messages.push(Message::user(prompt));
+        request
+    }
+
+    /// One model request with the agent's retry policy ([`AgentConfig::model_retry`]),
+    /// not streamed.
+    pub async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, AgentError> {
+        if self.is_closed() {
+            return Err(AgentError::Closed);
+        }
+        let model = self.model.clone().ok_or(AgentError::NoModel)?;
+        Ok(self.request_with_retry(&*model, request, None).await?)
     }
 
     /// The todo list, while the built-in `write_todos` is installed: installed by the agent

@@ -62,13 +62,7 @@ impl Agent {
         {
             p.clear();
         }
-        let mut request = ModelRequest {
-            system: self.system_prompt_with(planning.is_some()),
-            messages: history,
-            tools: self.registry.get_tool_params(),
-            max_tokens: self.config.max_tokens,
-        };
-        request.messages.push(Message::user(prompt));
+        let mut request = self.first_request(history, prompt);
         let mut ctx = RunContext::new().with_permissions(self.permissions.clone());
         if let Some(tx) = &events {
             let tx = tx.clone();
@@ -89,7 +83,7 @@ impl Agent {
             let response = self.request_with_retry(&*model, &request, events.as_ref()).await?;
             usage += response.usage;
             usage.requests += 1;
-            let calls = with_ids(response.tool_calls, turn);
+            let calls = call_ids_for_turn(response.tool_calls, turn);
             if calls.is_empty() {
                 request.messages.push(Message::assistant(response.content.clone(), Vec::new()));
                 if let Some(tx) = &events {
@@ -114,7 +108,7 @@ impl Agent {
         Err(AgentError::MaxTurns(self.config.max_turns))
     }
 
-    async fn request_with_retry(
+    pub(crate) async fn request_with_retry(
         &self,
         model: &dyn crate::model::Model,
         request: &ModelRequest,
@@ -162,8 +156,9 @@ async fn stream_once(
     (Err(crate::model::incomplete_stream()), streamed)
 }
 
-/// Gives calls without an id one, so every result pairs with its call.
-fn with_ids(mut calls: Vec<ToolCall>, turn: u32) -> Vec<ToolCall> {
+/// Gives calls without an id one (`call_{turn}_{index}`), so every result pairs with
+/// its call. Deterministic, so a durable runtime replaying a response gets the same ids.
+pub fn call_ids_for_turn(mut calls: Vec<ToolCall>, turn: u32) -> Vec<ToolCall> {
     for (i, call) in calls.iter_mut().enumerate() {
         if call.id.is_empty() {
             call.id = format!("call_{turn}_{i}");
@@ -175,7 +170,7 @@ fn with_ids(mut calls: Vec<ToolCall>, turn: u32) -> Vec<ToolCall> {
 /// The form of a call kept in history: arguments that are not a JSON object (garbled or
 /// cut off) become `{}`, so the next request is one the provider accepts; the call's
 /// error result still pairs with its id.
-fn history_safe(call: &ToolCall) -> ToolCall {
+pub fn history_safe(call: &ToolCall) -> ToolCall {
     let valid = matches!(
         serde_json::from_str::<serde_json::Value>(&call.arguments),
         Ok(serde_json::Value::Object(_))

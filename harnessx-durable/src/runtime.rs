@@ -1,0 +1,685 @@
+//! [`AgentRuntime`]: runs an [`Agent`] with every step journaled before it is acted on.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use harnessx_agent::model::{Message, ModelRequest, ModelResponse, Usage};
+use harnessx_agent::{
+    Agent, AgentError, NeedsInput, NeedsInputKind, RunResult, call_ids_for_turn, history_safe,
+};
+use harnessx_core::{
+    ApprovalDecision, ApprovalRequest, ApprovalStore, ApprovalStoreError, DenyReason, PERMISSION_DENIED,
+    PlannedBatch, ReplayPolicy, RunContext, RunHooks, ToolCall, ToolResult,
+};
+
+use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
+use crate::memory::MemoryJournal;
+use crate::sqlite::SqliteJournal;
+
+/// Why a durable operation failed. One line each.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurableError {
+    /// The journal could not be read or written; nothing after the last commit happened.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The model or the agent failed; the run is marked failed and can be resumed.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The run was started by an agent with other tools, model or system prompt.
+    #[error(
+        "run {run_id:?} was started with {was}; this agent has {now}. Resume it with the same tools, model and system prompt, or start a new run"
+    )]
+    Mismatch {
+        /// The run.
+        run_id: String,
+        /// What the run was started with.
+        was: String,
+        /// What this agent has.
+        now: String,
+    },
+    /// `approve` or `answer` for a call the run is not waiting on.
+    #[error("run {run_id:?} is not waiting for {what} of call {call_id:?}{waiting}")]
+    NotAwaited {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// `"an approval"` or `"an answer"`.
+        what: &'static str,
+        /// What it is waiting for instead, as a clause.
+        waiting: String,
+    },
+    /// `resume` of a run that already finished.
+    #[error("run {0:?} is already completed; `runs show` prints its answer")]
+    Completed(String),
+}
+
+/// Where a run stands, as [`AgentRuntime::status`] reports it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunReport {
+    /// The header.
+    pub run: RunRecord,
+    /// Model responses journaled.
+    pub turns: u32,
+    /// Calls with a journaled result.
+    pub calls: usize,
+    /// What the run waits for, when [`RunStatus::NeedsInput`].
+    pub needs_input: Vec<NeedsInput>,
+}
+
+/// Runs an [`Agent`] durably: the model's responses, each call's start, approval and
+/// result, and the final answer are committed to a [`JournalStore`] before they are
+/// acted on. After a crash, [`resume`](Self::resume) replays what was journaled and
+/// never asks the model or runs a tool again for a step that completed; a call that
+/// started and has no result is run again if its tool is `safe` or `idempotent` (with
+/// the same idempotency key), and for `manual` the run stops with
+/// [`NeedsInput`] instead. See `docs/durable.md`.
+pub struct AgentRuntime {
+    agent: Arc<Agent>,
+    journal: Arc<dyn JournalStore>,
+}
+
+impl std::fmt::Debug for AgentRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRuntime").field("agent", &self.agent).finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+impl AgentRuntime {
+    /// A runtime over any journal.
+    pub fn new(agent: impl Into<Arc<Agent>>, journal: Arc<dyn JournalStore>) -> Self {
+        Self { agent: agent.into(), journal }
+    }
+
+    /// A runtime journaling to the SQLite file at `path` (created if missing).
+    pub fn sqlite(
+        agent: impl Into<Arc<Agent>>,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Self, DurableError> {
+        Ok(Self::new(agent, Arc::new(SqliteJournal::open(path)?)))
+    }
+
+    /// A runtime journaling in memory (tests; nothing survives the process).
+    pub fn in_memory(agent: impl Into<Arc<Agent>>) -> Self {
+        Self::new(agent, Arc::new(MemoryJournal::new()))
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// The journal.
+    pub fn journal(&self) -> &Arc<dyn JournalStore> {
+        &self.journal
+    }
+
+    /// What the run depends on, as (digest text, summary).
+    fn fingerprint(&self) -> (String, String) {
+        let tools = self.agent.tools().get_tool_params();
+        let model = self.agent.model().map(|m| m.name().to_owned()).unwrap_or_default();
+        let system = self.agent.effective_system_prompt().unwrap_or_default();
+        let full = serde_json::json!({"model": model, "system": system, "tools": tools}).to_string();
+        let names: Vec<String> =
+            self.agent.tools().list_tools().into_iter().map(|d| d.name.to_string()).collect();
+        let summary = format!(
+            "tools [{}], model {:?}, a system prompt of {} characters",
+            names.join(", "),
+            model,
+            system.chars().count()
+        );
+        (full, summary)
+    }
+
+    /// Starts a run. `run_id` must be new in the journal.
+    pub async fn start(&self, run_id: &str, prompt: &str) -> Result<RunResult, DurableError> {
+        let (fingerprint, fingerprint_summary) = self.fingerprint();
+        let now = now_ms();
+        self.journal.create_run(&RunRecord {
+            run_id: run_id.to_owned(),
+            prompt: prompt.to_owned(),
+            fingerprint,
+            fingerprint_summary,
+            status: RunStatus::Running,
+            created_at_ms: now,
+            updated_at_ms: now,
+            output: None,
+        })?;
+        self.drive(run_id).await
+    }
+
+    /// Continues a run from its journal: after a crash, after `approve`/`answer`, or
+    /// after a failure.
+    pub async fn resume(&self, run_id: &str) -> Result<RunResult, DurableError> {
+        self.drive(run_id).await
+    }
+
+    /// Where the run stands.
+    pub fn status(&self, run_id: &str) -> Result<RunReport, DurableError> {
+        let (run, entries) = self.load(run_id)?;
+        let state = Replay::new(&entries);
+        let needs_input = if run.status == RunStatus::NeedsInput { state.paused.clone() } else { Vec::new() };
+        Ok(RunReport { turns: state.responses.len() as u32, calls: state.results.len(), needs_input, run })
+    }
+
+    /// Records a decision on an ASK call the run is waiting on. Then `resume` it (from
+    /// this process or another).
+    pub fn approve(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<(), DurableError> {
+        let pending = self.awaited(run_id, call_id, NeedsInputKind::Approval)?;
+        self.journal.append(
+            run_id,
+            &[Entry::Approval { call_id: call_id.to_owned(), tool: pending.tool, decision }],
+            None,
+        )?;
+        Ok(())
+    }
+
+    /// Answers whether a `manual` call whose outcome was unknown took effect; the text
+    /// becomes the call's result for the model. Then `resume` the run.
+    pub fn answer(&self, run_id: &str, call_id: &str, text: &str) -> Result<(), DurableError> {
+        self.awaited(run_id, call_id, NeedsInputKind::Outcome)?;
+        self.journal.append(
+            run_id,
+            &[Entry::Answer { call_id: call_id.to_owned(), text: text.to_owned() }],
+            None,
+        )?;
+        Ok(())
+    }
+
+    fn awaited(&self, run_id: &str, call_id: &str, kind: NeedsInputKind) -> Result<NeedsInput, DurableError> {
+        let (run, entries) = self.load(run_id)?;
+        let state = Replay::new(&entries);
+        let waiting: Vec<&NeedsInput> =
+            if run.status == RunStatus::NeedsInput { state.paused.iter().collect() } else { Vec::new() };
+        if let Some(n) = waiting.iter().find(|n| n.call_id == call_id && n.kind == kind) {
+            return Ok((*n).clone());
+        }
+        let what = match kind {
+            NeedsInputKind::Approval => "an approval",
+            NeedsInputKind::Outcome => "an answer",
+        };
+        let waiting = if waiting.is_empty() {
+            format!(" (it is {})", run.status.as_str())
+        } else {
+            let list: Vec<String> = waiting
+                .iter()
+                .map(|n| {
+                    let k = match n.kind {
+                        NeedsInputKind::Approval => "approval",
+                        NeedsInputKind::Outcome => "answer",
+                    };
+                    format!("{k} of {:?}", n.call_id)
+                })
+                .collect();
+            format!("; it waits for: {}", list.join(", "))
+        };
+        Err(DurableError::NotAwaited {
+            run_id: run_id.to_owned(),
+            call_id: call_id.to_owned(),
+            what,
+            waiting,
+        })
+    }
+
+    fn load(&self, run_id: &str) -> Result<(RunRecord, Vec<JournalEntry>), DurableError> {
+        Ok(self.journal.load_run(run_id)?.ok_or_else(|| JournalError::NoSuchRun(run_id.to_owned()))?)
+    }
+
+    async fn drive(&self, run_id: &str) -> Result<RunResult, DurableError> {
+        let (run, entries) = self.load(run_id)?;
+        if run.status == RunStatus::Completed {
+            return Err(DurableError::Completed(run_id.to_owned()));
+        }
+        let (fingerprint, summary) = self.fingerprint();
+        if fingerprint != run.fingerprint {
+            return Err(DurableError::Mismatch {
+                run_id: run_id.to_owned(),
+                was: run.fingerprint_summary,
+                now: summary,
+            });
+        }
+        let outcome = self.drive_journaled(&run, &entries).await;
+        if let Err(DurableError::Agent(e)) = &outcome {
+            // Best effort: the run stays resumable whatever happens here.
+            let _ = self.journal.append(
+                run_id,
+                &[Entry::Failed { error: e.to_string() }],
+                Some((RunStatus::Failed, Some(e.to_string()))),
+            );
+        }
+        outcome
+    }
+
+    async fn drive_journaled(
+        &self,
+        run: &RunRecord,
+        entries: &[JournalEntry],
+    ) -> Result<RunResult, DurableError> {
+        let run_id = run.run_id.as_str();
+        let state = Replay::new(entries);
+        let approvals = Arc::new(JournalApprovals {
+            run_id: run_id.to_owned(),
+            journal: self.journal.clone(),
+            decisions: Mutex::new(state.approvals.clone()),
+        });
+        let permissions = self.agent.permissions().fork_with_store(approvals);
+        for tool in &state.session_grants {
+            permissions.grant_session(tool.clone());
+        }
+        let ctx = RunContext::new().with_permissions(permissions.clone());
+        let mut request: ModelRequest = self.agent.first_request(Vec::new(), run.prompt.clone());
+        let mut usage = Usage::default();
+        let max_turns = self.agent.config().max_turns;
+        for turn in 1..=max_turns {
+            let mut pending: Vec<Entry> = Vec::new();
+            let response: ModelResponse = match state.responses.get(&turn) {
+                Some(r) => serde_json::from_value(r.clone()).map_err(|e| {
+                    JournalError::Storage(format!(
+                        "run {run_id:?}: the model response of turn {turn} cannot be read: {e}"
+                    ))
+                })?,
+                None => {
+                    let r = self.agent.complete(&request).await?;
+                    pending.push(Entry::ModelResponse {
+                        turn,
+                        response: serde_json::to_value(&r).expect("a response serialises"),
+                    });
+                    r
+                }
+            };
+            usage += response.usage;
+            usage.requests += 1;
+            let calls = call_ids_for_turn(response.tool_calls.clone(), turn);
+            if calls.is_empty() {
+                request.messages.push(Message::assistant(response.content.clone(), Vec::new()));
+                pending.push(Entry::Final { output: response.content.clone() });
+                self.journal.append(
+                    run_id,
+                    &pending,
+                    Some((RunStatus::Completed, Some(response.content.clone()))),
+                )?;
+                return Ok(RunResult {
+                    output: response.content,
+                    messages: request.messages,
+                    usage,
+                    turns: turn,
+                    finish_reason: response.finish_reason,
+                    needs_input: None,
+                });
+            }
+            request
+                .messages
+                .push(Message::assistant(response.content.clone(), calls.iter().map(history_safe).collect()));
+            let results = self.run_batch(run_id, turn, &calls, &state, &ctx, &permissions, pending).await?;
+            match results {
+                BatchEnd::Done(results) => request.messages.extend(results.iter().map(Message::tool)),
+                BatchEnd::Paused(needs) => {
+                    return Ok(RunResult {
+                        output: String::new(),
+                        messages: request.messages,
+                        usage,
+                        turns: turn,
+                        finish_reason: response.finish_reason,
+                        needs_input: needs.into_iter().next(),
+                    });
+                }
+            }
+        }
+        Err(DurableError::Agent(AgentError::MaxTurns(max_turns)))
+    }
+
+    /// Plans, authorizes, journals and runs the calls of one turn. `pending` holds
+    /// entries not yet committed (the model response), committed with the starts.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_batch(
+        &self,
+        run_id: &str,
+        turn: u32,
+        calls: &[ToolCall],
+        state: &Replay,
+        ctx: &RunContext,
+        permissions: &harnessx_core::PermissionManager,
+        mut pending: Vec<Entry>,
+    ) -> Result<BatchEnd, DurableError> {
+        let registry = self.agent.tools();
+        let mut batch: PlannedBatch = registry.plan_batch(calls);
+        let mut awaited: Vec<NeedsInput> = Vec::new();
+        // Calls whose start is (or will be) journaled before the batch runs.
+        let mut journaled_start: HashSet<usize> = HashSet::new();
+        let mut policies: HashMap<usize, ReplayPolicy> = HashMap::new();
+        for (index, call) in calls.iter().enumerate() {
+            let key = format!("{run_id}/{}", call.id);
+            if let Some(result) = state.results.get(&call.id) {
+                batch.settle(index, result.clone());
+                continue;
+            }
+            if let Some(text) = state.answers.get(&call.id) {
+                let tool = batch.tool(index).unwrap_or(&call.name).to_owned();
+                let result =
+                    ToolResult::success(&call.id, tool, harnessx_core::ToolOutput::from(text.clone()));
+                pending.push(Entry::CallResult { turn, result: result.clone(), timed_out: false });
+                batch.settle(index, result);
+                continue;
+            }
+            if let Some(result) = batch.result(index) {
+                // Refused before it could run (unknown tool, bad arguments).
+                pending.push(Entry::CallResult { turn, result: result.clone(), timed_out: false });
+                continue;
+            }
+            let tool = batch.tool(index).expect("a call that will run has a tool").to_owned();
+            let policy = batch.replay_policy(index).expect("a call that will run has a policy");
+            policies.insert(index, policy);
+            batch.set_idempotency_key(index, key.clone());
+            if state.started.contains(&call.id) {
+                // Started before a crash (or a timeout), no result.
+                match policy {
+                    ReplayPolicy::Safe | ReplayPolicy::Idempotent => {
+                        batch.authorize(index);
+                        journaled_start.insert(index);
+                    }
+                    ReplayPolicy::Manual => awaited.push(NeedsInput {
+                        kind: NeedsInputKind::Outcome,
+                        call_id: call.id.clone(),
+                        tool: tool.clone(),
+                        arguments: call.arguments.clone(),
+                        reason: format!(
+                            "{tool} started and its outcome is unknown (the run stopped before it answered); it is `manual`, so it is not run again. Say whether it took effect, and what it did"
+                        ),
+                    }),
+                }
+                continue;
+            }
+            let args = batch.arguments(index).cloned().unwrap_or(Value::Null);
+            match permissions.authorize(&tool, batch.permission(index), &call.id, &args).await {
+                Ok(()) => {
+                    batch.authorize(index);
+                    pending.push(Entry::CallStart {
+                        turn,
+                        call_id: call.id.clone(),
+                        tool,
+                        replay: policy.as_str().to_owned(),
+                        idempotency_key: key,
+                    });
+                    journaled_start.insert(index);
+                }
+                Err(DenyReason::NoApprover) => awaited.push(NeedsInput {
+                    kind: NeedsInputKind::Approval,
+                    call_id: call.id.clone(),
+                    tool: tool.clone(),
+                    arguments: call.arguments.clone(),
+                    reason: format!("{tool} needs approval (ASK) and no one was there to approve it"),
+                }),
+                Err(_) => {
+                    let result = ToolResult::error(&call.id, &tool, PERMISSION_DENIED);
+                    pending.push(Entry::CallResult { turn, result: result.clone(), timed_out: false });
+                    batch.settle(index, result);
+                }
+            }
+        }
+        if !awaited.is_empty() {
+            // Nothing of this batch runs until every question is answered; the starts
+            // just planned are dropped (they will be planned again).
+            pending.retain(|e| !matches!(e, Entry::CallStart { .. }));
+            pending.push(Entry::Paused { needs_input: serde_json::to_value(&awaited).expect("serialises") });
+            self.journal.append(run_id, &pending, Some((RunStatus::NeedsInput, None)))?;
+            return Ok(BatchEnd::Paused(awaited));
+        }
+        // The model response and the starts of the batch: one commit.
+        if !pending.is_empty() {
+            self.journal.append(run_id, &pending, Some((RunStatus::Running, None)))?;
+        }
+        let writer = Writer::start(self.journal.clone(), run_id.to_owned());
+        let timed_out_manual: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let hooks = {
+            let sink = writer.sender();
+            let policies = policies.clone();
+            let journal = self.journal.clone();
+            let run = run_id.to_owned();
+            let starts: Vec<(String, String)> =
+                calls.iter().map(|c| (c.id.clone(), c.name.clone())).collect();
+            let start_info: HashMap<usize, (String, String, String)> = (0..calls.len())
+                .filter(|i| !journaled_start.contains(i))
+                .filter_map(|i| {
+                    Some((
+                        i,
+                        (
+                            batch.tool(i)?.to_owned(),
+                            policies.get(&i)?.as_str().to_owned(),
+                            format!("{run_id}/{}", calls[i].id),
+                        ),
+                    ))
+                })
+                .collect();
+            let manual = timed_out_manual.clone();
+            let settled: HashSet<usize> = (0..calls.len()).filter(|&i| batch.result(i).is_some()).collect();
+            RunHooks::new()
+                .retry_timeouts(true)
+                .on_start(move |i| {
+                    // A call whose start was not in the batch commit: commit it now,
+                    // before its handler runs.
+                    if let Some((tool, replay, key)) = start_info.get(&i) {
+                        let entry = Entry::CallStart {
+                            turn,
+                            call_id: starts[i].0.clone(),
+                            tool: tool.clone(),
+                            replay: replay.clone(),
+                            idempotency_key: key.clone(),
+                        };
+                        if let Err(e) = journal.append(&run, &[entry], None) {
+                            tracing::error!(run = %run, error = %e, "journaling a call start failed");
+                        }
+                    }
+                })
+                .on_end(move |i, outcome| {
+                    if settled.contains(&i) {
+                        return;
+                    }
+                    if outcome.timed_out && policies.get(&i) == Some(&ReplayPolicy::Manual) {
+                        manual.lock().unwrap_or_else(|e| e.into_inner()).push(i);
+                        return;
+                    }
+                    let _ = sink.send(Msg::Entry(Entry::CallResult {
+                        turn,
+                        result: outcome.result.clone(),
+                        timed_out: outcome.timed_out,
+                    }));
+                })
+        };
+        let outcomes = registry.run_planned(batch, ctx, &hooks).await;
+        drop(hooks);
+        writer.finish()?;
+        let manual = std::mem::take(&mut *timed_out_manual.lock().unwrap_or_else(|e| e.into_inner()));
+        if !manual.is_empty() {
+            let needs: Vec<NeedsInput> = manual
+                .into_iter()
+                .map(|i| {
+                    let tool = outcomes[i].result.name.clone();
+                    NeedsInput {
+                        kind: NeedsInputKind::Outcome,
+                        call_id: calls[i].id.clone(),
+                        arguments: calls[i].arguments.clone(),
+                        reason: format!(
+                            "{tool} timed out and may have partly run; it is `manual`, so it is not run again. Say whether it took effect, and what it did"
+                        ),
+                        tool,
+                    }
+                })
+                .collect();
+            self.journal.append(
+                run_id,
+                &[Entry::Paused { needs_input: serde_json::to_value(&needs).expect("serialises") }],
+                Some((RunStatus::NeedsInput, None)),
+            )?;
+            return Ok(BatchEnd::Paused(needs));
+        }
+        Ok(BatchEnd::Done(outcomes.into_iter().map(|o| o.result).collect()))
+    }
+}
+
+enum BatchEnd {
+    Done(Vec<ToolResult>),
+    Paused(Vec<NeedsInput>),
+}
+
+/// What a run's journal says, indexed for the loop.
+#[derive(Default)]
+struct Replay {
+    responses: HashMap<u32, Value>,
+    started: HashSet<String>,
+    results: HashMap<String, ToolResult>,
+    approvals: HashMap<String, ApprovalDecision>,
+    session_grants: Vec<String>,
+    answers: HashMap<String, String>,
+    paused: Vec<NeedsInput>,
+}
+
+impl Replay {
+    fn new(entries: &[JournalEntry]) -> Self {
+        let mut s = Self::default();
+        for e in entries {
+            match &e.entry {
+                Entry::ModelResponse { turn, response } => {
+                    s.responses.insert(*turn, response.clone());
+                }
+                Entry::CallStart { call_id, .. } => {
+                    s.started.insert(call_id.clone());
+                }
+                Entry::CallResult { result, .. } => {
+                    s.results.insert(result.call_id.clone(), result.clone());
+                }
+                Entry::Approval { call_id, tool, decision } => {
+                    s.approvals.insert(call_id.clone(), *decision);
+                    if *decision == ApprovalDecision::ApproveForSession {
+                        s.session_grants.push(tool.clone());
+                    }
+                }
+                Entry::Answer { call_id, text } => {
+                    s.answers.insert(call_id.clone(), text.clone());
+                }
+                Entry::Paused { needs_input } => {
+                    s.paused = serde_json::from_value(needs_input.clone()).unwrap_or_default();
+                }
+                Entry::Final { .. } | Entry::Failed { .. } => {}
+            }
+        }
+        s
+    }
+}
+
+/// Decisions on ASK calls, kept in the run's journal: looked up by call id; a decision
+/// the approval callback makes is committed before the call runs.
+struct JournalApprovals {
+    run_id: String,
+    journal: Arc<dyn JournalStore>,
+    decisions: Mutex<HashMap<String, ApprovalDecision>>,
+}
+
+impl ApprovalStore for JournalApprovals {
+    fn load<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<Option<ApprovalDecision>, ApprovalStoreError>> {
+        let found = self.decisions.lock().unwrap_or_else(|e| e.into_inner()).get(&request.call_id).copied();
+        Box::pin(std::future::ready(Ok(found)))
+    }
+
+    fn save<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        decision: ApprovalDecision,
+    ) -> BoxFuture<'a, Result<(), ApprovalStoreError>> {
+        let entry =
+            Entry::Approval { call_id: request.call_id.clone(), tool: request.tool_name.clone(), decision };
+        let saved = self
+            .journal
+            .append(&self.run_id, &[entry], None)
+            .map(|_| ())
+            .map_err(|e| ApprovalStoreError(e.to_string()));
+        if saved.is_ok() {
+            self.decisions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(request.call_id.clone(), decision);
+        }
+        Box::pin(std::future::ready(saved))
+    }
+}
+
+enum Msg {
+    Entry(Entry),
+}
+
+/// Commits call results on a thread of its own: whatever finished while the previous
+/// commit was being written goes into the next one (group commit).
+struct Writer {
+    tx: Option<mpsc::Sender<Msg>>,
+    thread: Option<std::thread::JoinHandle<Result<(), JournalError>>>,
+}
+
+impl Writer {
+    fn start(journal: Arc<dyn JournalStore>, run_id: String) -> Self {
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let thread = std::thread::Builder::new()
+            .name("harnessx-journal".into())
+            .spawn(move || {
+                let mut failed = None;
+                while let Ok(first) = rx.recv() {
+                    let mut entries = vec![first];
+                    while let Ok(more) = rx.try_recv() {
+                        entries.push(more);
+                    }
+                    if failed.is_some() {
+                        continue;
+                    }
+                    let entries: Vec<Entry> = entries.into_iter().map(|Msg::Entry(e)| e).collect();
+                    if let Err(e) = journal.append(&run_id, &entries, None) {
+                        failed = Some(e);
+                    }
+                }
+                failed.map_or(Ok(()), Err)
+            })
+            .expect("spawning the journal thread");
+        Self { tx: Some(tx), thread: Some(thread) }
+    }
+
+    fn sender(&self) -> mpsc::Sender<Msg> {
+        self.tx.clone().expect("a running writer")
+    }
+
+    /// Waits until everything sent is committed.
+    fn finish(mut self) -> Result<(), JournalError> {
+        drop(self.tx.take());
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(JournalError::Storage("the journal thread panicked".into())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
