@@ -197,3 +197,31 @@ pub trait JournalStore: Send + Sync {
     /// Every run's header, newest first.
     fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError>;
 }
+
+macro_rules! forward_journal_store {
+    ($($ty:ty),*) => {$(
+        impl<J: JournalStore + ?Sized> JournalStore for $ty {
+            fn create_run(&self, run: &RunRecord) -> Result<(), JournalError> {
+                (**self).create_run(run)
+            }
+            fn load_run(&self, run_id: &str) -> Result<Option<(RunRecord, Vec<JournalEntry>)>, JournalError> {
+                (**self).load_run(run_id)
+            }
+            fn append(
+                &self,
+                run_id: &str,
+                entries: &[Entry],
+                status: Option<(RunStatus, Option<String>)>,
+            ) -> Result<u64, JournalError> {
+                (**self).append(run_id, entries, status)
+            }
+            fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError> {
+                (**self).list_runs()
+            }
+        }
+    )*};
+}
+
+// A boxed or shared store is a store (wrappers such as a counting or a crash-injecting
+// one can hold any of them).
+forward_journal_store!(Box<J>, std::sync::Arc<J>);

@@ -1,7 +1,6 @@
 //! [`AgentRuntime`]: runs an [`Agent`] with every step journaled before it is acted on.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -446,10 +445,10 @@ impl AgentRuntime {
         if !pending.is_empty() {
             self.journal.append(run_id, &pending, Some((RunStatus::Running, None)))?;
         }
-        let writer = Writer::start(self.journal.clone(), run_id.to_owned());
+        let writer = GroupCommit::new(self.journal.clone(), run_id.to_owned());
         let timed_out_manual: Arc<Mutex<Vec<usize>>> = Arc::default();
         let hooks = {
-            let sink = writer.sender();
+            let sink = writer.clone();
             let policies = policies.clone();
             let journal = self.journal.clone();
             let run = run_id.to_owned();
@@ -496,16 +495,16 @@ impl AgentRuntime {
                         manual.lock().unwrap_or_else(|e| e.into_inner()).push(i);
                         return;
                     }
-                    let _ = sink.send(Msg::Entry(Entry::CallResult {
+                    sink.push(Entry::CallResult {
                         turn,
                         result: outcome.result.clone(),
                         timed_out: outcome.timed_out,
-                    }));
+                    });
                 })
         };
         let outcomes = registry.run_planned(batch, ctx, &hooks).await;
         drop(hooks);
-        writer.finish()?;
+        writer.flush().await?;
         let manual = std::mem::take(&mut *timed_out_manual.lock().unwrap_or_else(|e| e.into_inner()));
         if !manual.is_empty() {
             let needs: Vec<NeedsInput> = manual
@@ -623,63 +622,78 @@ impl ApprovalStore for JournalApprovals {
     }
 }
 
-enum Msg {
-    Entry(Entry),
+/// Commits call results as they finish, off the async threads: whatever finished while
+/// the previous commit was being written goes into the next one (group commit).
+struct GroupCommit {
+    journal: Arc<dyn JournalStore>,
+    run_id: String,
+    state: Mutex<Pending>,
+    idle: tokio::sync::Notify,
 }
 
-/// Commits call results on a thread of its own: whatever finished while the previous
-/// commit was being written goes into the next one (group commit).
-struct Writer {
-    tx: Option<mpsc::Sender<Msg>>,
-    thread: Option<std::thread::JoinHandle<Result<(), JournalError>>>,
+#[derive(Default)]
+struct Pending {
+    queue: Vec<Entry>,
+    busy: bool,
+    error: Option<JournalError>,
 }
 
-impl Writer {
-    fn start(journal: Arc<dyn JournalStore>, run_id: String) -> Self {
-        let (tx, rx) = mpsc::channel::<Msg>();
-        let thread = std::thread::Builder::new()
-            .name("harnessx-journal".into())
-            .spawn(move || {
-                let mut failed = None;
-                while let Ok(first) = rx.recv() {
-                    let mut entries = vec![first];
-                    while let Ok(more) = rx.try_recv() {
-                        entries.push(more);
-                    }
-                    if failed.is_some() {
-                        continue;
-                    }
-                    let entries: Vec<Entry> = entries.into_iter().map(|Msg::Entry(e)| e).collect();
-                    if let Err(e) = journal.append(&run_id, &entries, None) {
-                        failed = Some(e);
-                    }
-                }
-                failed.map_or(Ok(()), Err)
-            })
-            .expect("spawning the journal thread");
-        Self { tx: Some(tx), thread: Some(thread) }
+impl GroupCommit {
+    fn new(journal: Arc<dyn JournalStore>, run_id: String) -> Arc<Self> {
+        Arc::new(Self { journal, run_id, state: Mutex::default(), idle: tokio::sync::Notify::new() })
     }
 
-    fn sender(&self) -> mpsc::Sender<Msg> {
-        self.tx.clone().expect("a running writer")
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until everything sent is committed.
-    fn finish(mut self) -> Result<(), JournalError> {
-        drop(self.tx.take());
-        match self.thread.take().map(std::thread::JoinHandle::join) {
-            Some(Ok(result)) => result,
-            Some(Err(_)) => Err(JournalError::Storage("the journal thread panicked".into())),
-            None => Ok(()),
+    /// Queues an entry; starts a committer when none is running.
+    fn push(self: &Arc<Self>, entry: Entry) {
+        let start = {
+            let mut state = self.lock();
+            state.queue.push(entry);
+            !std::mem::replace(&mut state.busy, true)
+        };
+        if start {
+            let me = self.clone();
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => drop(handle.spawn_blocking(move || me.drain())),
+                Err(_) => me.drain(),
+            }
         }
     }
-}
 
-impl Drop for Writer {
-    fn drop(&mut self) {
-        drop(self.tx.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+    fn drain(&self) {
+        loop {
+            let entries = {
+                let mut state = self.lock();
+                if state.queue.is_empty() {
+                    state.busy = false;
+                    drop(state);
+                    self.idle.notify_waiters();
+                    return;
+                }
+                std::mem::take(&mut state.queue)
+            };
+            if let Err(e) = self.journal.append(&self.run_id, &entries, None) {
+                self.lock().error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Waits until everything queued is committed.
+    async fn flush(&self) -> Result<(), JournalError> {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.lock();
+                if !state.busy && state.queue.is_empty() {
+                    return state.error.take().map_or(Ok(()), Err);
+                }
+            }
+            notified.await;
         }
     }
 }
