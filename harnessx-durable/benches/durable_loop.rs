@@ -63,6 +63,9 @@ fn agent() -> Agent {
         .unwrap()
 }
 
+/// A journal of any kind, counting its commits.
+type Counted = Counting<Box<dyn JournalStore>>;
+
 /// Counts commits (appends) on the way through.
 struct Counting<J> {
     inner: J,
@@ -113,7 +116,7 @@ fn durable_loop(c: &mut Criterion) {
         b.to_async(&rt).iter(|| async { assert_eq!(plain.run("go").await.unwrap().output, "done") })
     });
 
-    let journals: Vec<(&str, Arc<Counting<Box<dyn JournalStore>>>)> = vec![
+    let journals: Vec<(&str, Arc<Counted>)> = vec![
         (
             "memory_20x10",
             Arc::new(Counting { inner: Box::new(MemoryJournal::new()), commits: AtomicUsize::new(0) }),
