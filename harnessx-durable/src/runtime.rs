@@ -364,6 +364,7 @@ impl AgentRuntime {
         // Calls whose start is (or will be) journaled before the batch runs.
         let mut journaled_start: HashSet<usize> = HashSet::new();
         let mut policies: HashMap<usize, ReplayPolicy> = HashMap::new();
+        let mut serial_seen = false;
         for (index, call) in calls.iter().enumerate() {
             let key = format!("{run_id}/{}", call.id);
             if let Some(result) = state.results.get(&call.id) {
@@ -410,14 +411,21 @@ impl AgentRuntime {
             match permissions.authorize(&tool, batch.permission(index), &call.id, &args).await {
                 Ok(()) => {
                     batch.authorize(index);
-                    pending.push(Entry::CallStart {
-                        turn,
-                        call_id: call.id.clone(),
-                        tool,
-                        replay: policy.as_str().to_owned(),
-                        idempotency_key: key,
-                    });
-                    journaled_start.insert(index);
+                    // Concurrent calls start together, and so does the first serial one:
+                    // their starts go in the batch commit. A serial call queued behind
+                    // another commits its start when its turn comes, so a crash before
+                    // then does not leave it looking started.
+                    let queued = !batch.is_concurrent(index) && std::mem::replace(&mut serial_seen, true);
+                    if !queued {
+                        pending.push(Entry::CallStart {
+                            turn,
+                            call_id: call.id.clone(),
+                            tool,
+                            replay: policy.as_str().to_owned(),
+                            idempotency_key: key,
+                        });
+                        journaled_start.insert(index);
+                    }
                 }
                 Err(DenyReason::NoApprover) => awaited.push(NeedsInput {
                     kind: NeedsInputKind::Approval,

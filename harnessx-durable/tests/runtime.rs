@@ -317,3 +317,56 @@ async fn timeouts_retry_safe_and_idempotent_and_stop_manual_for_an_answer() {
     assert_eq!(manual.load(Ordering::SeqCst), 1, "never re-run");
     assert_eq!(safe.load(Ordering::SeqCst), 2, "results were journaled; not run again on resume");
 }
+
+#[tokio::test]
+async fn a_serial_call_queued_behind_a_crash_is_not_taken_for_started() {
+    let world = Arc::new(World::default());
+    *world.hang_once.lock().unwrap() = vec!["first".into()];
+    let journal = MemoryJournal::new();
+    let build = |world: &Arc<World>| {
+        let calls = vec![ToolCall::new("s1", "first", "{}"), ToolCall::new("s2", "second", "{}")];
+        Agent::builder()
+            .model(FunctionModel::new(move |req| {
+                Ok(match req.messages.last() {
+                    Some(Message::User { .. }) => ModelResponse::tool_calls(calls.clone()),
+                    _ => ModelResponse::text("end"),
+                })
+            }))
+            .tool(tool(world, "first", ReplayPolicy::Manual).with_concurrent(false))
+            .tool(tool(world, "second", ReplayPolicy::Manual).with_concurrent(false))
+            .config(AgentConfig { planning: false, ..AgentConfig::default() })
+            .build()
+            .unwrap()
+    };
+    {
+        let runtime = AgentRuntime::new(build(&world), Arc::new(journal.clone()));
+        let run = runtime.start("q", "go");
+        tokio::pin!(run);
+        let started = tokio::time::timeout(Duration::from_secs(5), async {
+            tokio::select! {
+                _ = &mut run => panic!("first hangs"),
+                _ = async { while world.runs_of("first").is_empty() { tokio::time::sleep(Duration::from_millis(5)).await } } => {}
+            }
+        })
+        .await;
+        assert!(started.is_ok());
+    }
+    let starts: Vec<String> = journal
+        .load_run("q")
+        .unwrap()
+        .unwrap()
+        .1
+        .iter()
+        .filter_map(|e| match &e.entry {
+            Entry::CallStart { call_id, .. } => Some(call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, ["s1"], "s2 waited for its turn and never started");
+    let runtime = AgentRuntime::new(build(&world), Arc::new(journal.clone()));
+    let needs = runtime.resume("q").await.unwrap().needs_input.unwrap();
+    assert_eq!((needs.kind, needs.call_id.as_str()), (NeedsInputKind::Outcome, "s1"), "only s1 is in doubt");
+    runtime.answer("q", "s1", "first done").unwrap();
+    assert_eq!(runtime.resume("q").await.unwrap().output, "end");
+    assert_eq!((world.runs_of("first").len(), world.runs_of("second").len()), (1, 1));
+}
