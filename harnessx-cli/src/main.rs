@@ -1,10 +1,12 @@
 //! The `harnessx` command: run an agent, list, inspect and call tools.
 //!
 //! Exit status: 0 for a result, 1 for an error result (or a failed run), 2 for a usage
-//! error.
+//! error, 3 when a durable run stopped to wait for input ([`durable_cmd::NEEDS_INPUT`]).
 
 mod approve;
+mod durable_cmd;
 mod run_cmd;
+mod runs_cmd;
 mod setup;
 mod tools_cmd;
 
@@ -12,9 +14,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a failed run, a journal error); 2 usage error; 3 a durable run waits for input (`harnessx approve` or `harnessx answer`, then `harnessx resume`).";
+
 /// Safe, fast and predictable tools for LLM agents.
 #[derive(Debug, Parser)]
-#[command(name = "harnessx", version, about)]
+#[command(name = "harnessx", version, about, after_help = EXIT_STATUS)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -27,8 +31,27 @@ enum Command {
         #[command(subcommand)]
         command: tools_cmd::ToolsCommand,
     },
-    /// Run an agent on a prompt.
+    /// Run an agent on a prompt (with --durable FILE: journaled, resumable).
+    #[command(after_help = EXIT_STATUS)]
     Run(run_cmd::RunArgs),
+    /// Continue a durable run from its journal (after a pause, a crash or a failure).
+    ///
+    /// Give the same --tools, --model and other agent flags as the run, from the same
+    /// directory: the agent is built from them again. A run started with other tools or
+    /// another model is refused (exit status 1).
+    #[command(after_help = EXIT_STATUS)]
+    Resume(durable_cmd::ResumeArgs),
+    /// Decide on a call a paused durable run waits to have approved; then `resume` it.
+    Approve(durable_cmd::ApproveArgs),
+    /// Say whether a call whose outcome is unknown took effect; then `resume` the run.
+    ///
+    /// The text becomes the call's result for the model; the call is not run again.
+    Answer(durable_cmd::AnswerArgs),
+    /// List and inspect the runs in a journal.
+    Runs {
+        #[command(subcommand)]
+        command: runs_cmd::RunsCommand,
+    },
 }
 
 /// Why a command could not give a result. Each variant has its exit status; there is no
@@ -69,6 +92,10 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Tools { command } => tools_cmd::run(command).await,
             Command::Run(args) => run_cmd::run(args).await,
+            Command::Resume(args) => durable_cmd::resume(args).await,
+            Command::Approve(args) => durable_cmd::approve(args),
+            Command::Answer(args) => durable_cmd::answer(args),
+            Command::Runs { command } => runs_cmd::run(command),
         }
     });
     match outcome {

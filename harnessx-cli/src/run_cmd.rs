@@ -1,11 +1,12 @@
-//! `harnessx run PROMPT`: an agent over a model, with tools, in the terminal.
+//! `harnessx run PROMPT`: an agent over a model, with tools, in the terminal; with
+//! `--durable FILE` the same agent is driven by `durable_cmd` instead.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use futures_util::StreamExt;
 use harnessx::agent::{Agent, AgentConfig, AgentEvent};
 use harnessx::model::{AnthropicModel, Model, OpenAiModel, TestModel};
@@ -13,16 +14,20 @@ use harnessx::{PermissionLevel, ToolRegistry};
 
 use crate::CliError;
 use crate::approve;
+use crate::durable_cmd;
 use crate::setup::{BasePath, PermissionArgs, SandboxArgs, WebArgs, load_tools};
 
 /// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
 /// answers for a real model's.
 pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls each tool once and reports what came back. Pick a real model with --model openai:MODEL or --model anthropic:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
 
+const DEFAULT_MAX_TURNS: u32 = 50;
+
+/// The flags that make the agent. `run` and `resume` take them alike: a durable run is
+/// resumed by an agent built from the same flags (the journal refuses other tools or
+/// another model).
 #[derive(Debug, Args)]
-pub(crate) struct RunArgs {
-    /// What to ask the agent.
-    prompt: String,
+pub(crate) struct AgentArgs {
     /// `test` (no network, the default), `openai:MODEL` or `anthropic:MODEL`.
     #[arg(long, default_value = "test", value_name = "MODEL")]
     model: String,
@@ -36,14 +41,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DIR")]
     base_path: Option<PathBuf>,
     /// Most model requests in the run.
-    #[arg(long, default_value_t = 50, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_MAX_TURNS, value_name = "N")]
     max_turns: u32,
-    /// Print one JSON event per line instead of text.
-    #[arg(long)]
-    json: bool,
-    /// Make one complete (non-streaming) model request per turn.
-    #[arg(long)]
-    no_stream: bool,
     /// Approve every tool call that would otherwise ask.
     #[arg(long, short = 'y')]
     yes: bool,
@@ -53,6 +52,88 @@ pub(crate) struct RunArgs {
     web: WebArgs,
     #[command(flatten)]
     permissions: PermissionArgs,
+}
+
+impl AgentArgs {
+    /// These flags as a command line gives them, for the `resume` command the CLI
+    /// prints: it must build the same agent. Defaults are left out.
+    pub(crate) fn to_flags(&self) -> Vec<String> {
+        let mut flags: Vec<String> = Vec::new();
+        let mut flag = |name: &str, value: Option<String>| {
+            flags.push(name.to_owned());
+            flags.extend(value);
+        };
+        if self.model != "test" {
+            flag("--model", Some(self.model.clone()));
+        }
+        if let Some(url) = &self.base_url {
+            flag("--base-url", Some(url.clone()));
+        }
+        if !self.tools.is_empty() {
+            flag("--tools", Some(self.tools.join(",")));
+        }
+        if let Some(dir) = &self.base_path {
+            flag("--base-path", Some(dir.display().to_string()));
+        }
+        if self.max_turns != DEFAULT_MAX_TURNS {
+            flag("--max-turns", Some(self.max_turns.to_string()));
+        }
+        if self.yes {
+            flag("--yes", None);
+        }
+        if let Some(kind) = self.sandbox.sandbox {
+            flag("--sandbox", Some(value_name(kind)));
+        }
+        if self.sandbox.sandbox_network {
+            flag("--sandbox-network", None);
+        }
+        if self.web.web_allow_private {
+            flag("--web-allow-private", None);
+        }
+        for host in &self.web.web_allow {
+            flag("--web-allow", Some(host.clone()));
+        }
+        if let Some(level) = self.permissions.default_permission {
+            flag("--default-permission", Some(value_name(level)));
+        }
+        for name in &self.permissions.allow {
+            flag("--allow", Some(name.clone()));
+        }
+        for name in &self.permissions.deny {
+            flag("--deny", Some(name.clone()));
+        }
+        flags
+    }
+}
+
+/// A flag value as clap spells it.
+fn value_name(value: impl ValueEnum) -> String {
+    value.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default()
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// What to ask the agent.
+    prompt: String,
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// Print one JSON event per line instead of text (with --durable: one JSON object
+    /// with run_id, status, output and needs_input).
+    #[arg(long)]
+    json: bool,
+    /// Make one complete (non-streaming) model request per turn (a durable run always
+    /// does).
+    #[arg(long)]
+    no_stream: bool,
+    /// Journal the run in this SQLite file (created if missing; its folder must exist), so
+    /// it can be resumed after a crash or a pause: see `harnessx resume`. Without a
+    /// terminal and without --yes, a call that asks pauses the run (exit status 3)
+    /// instead of being denied.
+    #[arg(long, value_name = "FILE")]
+    durable: Option<PathBuf>,
+    /// The durable run's id (default: run-MILLIS-PID). Needs --durable.
+    #[arg(long, value_name = "ID", requires = "durable")]
+    run_id: Option<String>,
 }
 
 fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, CliError> {
@@ -86,11 +167,12 @@ fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, CliEr
     }
 }
 
-pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
+/// The agent the flags describe.
+pub(crate) fn build_agent(args: &AgentArgs, stream: bool) -> Result<Agent, CliError> {
     let model = model_for(&args.model, args.base_url.as_deref())?;
     let registry = ToolRegistry::new();
     // File tools are contained under the current directory unless --base-path says where.
-    let base_path = BasePath::from_flag(args.base_path, || std::env::current_dir().ok());
+    let base_path = BasePath::from_flag(args.base_path.clone(), || std::env::current_dir().ok());
     if let BasePath::Host = base_path {
         return Err(CliError::Usage(
             "the current directory cannot be read, so it cannot contain the file tools; pass --base-path DIR"
@@ -112,15 +194,25 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     } else if approve::interactive() {
         approve::prompt_on_terminal(manager)
     } else {
-        manager // no way to approve: ASK is denied
+        // No one to approve, so no callback: a plain run denies ASK calls, a durable run
+        // pauses on them (needs_input) until `harnessx approve` decides.
+        manager
     };
-    let agent = Agent::builder()
+    Agent::builder()
         .model_arc(model)
         .registry(registry)
         .permissions(manager)
-        .config(AgentConfig { max_turns: args.max_turns, stream: !args.no_stream, ..AgentConfig::default() })
+        .config(AgentConfig { max_turns: args.max_turns, stream, ..AgentConfig::default() })
         .build()
-        .map_err(CliError::usage)?;
+        .map_err(CliError::usage)
+}
+
+pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
+    if let Some(journal) = &args.durable {
+        let agent = build_agent(&args.agent, true)?;
+        return durable_cmd::start(agent, &args.agent, journal, args.run_id, &args.prompt, args.json).await;
+    }
+    let agent = build_agent(&args.agent, !args.no_stream)?;
     let mut events = agent.run_stream(args.prompt);
     let mut failed = false;
     let mut printed_text = false;
@@ -168,7 +260,63 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-fn one_line(s: &str, max: usize) -> String {
+/// `s` on one line, cut to `max` characters.
+pub(crate) fn one_line(s: &str, max: usize) -> String {
     let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max { flat.chars().take(max).collect::<String>() + "…" } else { flat }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        agent: AgentArgs,
+    }
+
+    fn parse(flags: &[&str]) -> AgentArgs {
+        Flags::try_parse_from(std::iter::once("harnessx").chain(flags.iter().copied())).unwrap().agent
+    }
+
+    #[test]
+    fn to_flags_gives_back_the_same_agent_flags() {
+        let every = [
+            "--model",
+            "openai:gpt-4o",
+            "--base-url",
+            "http://localhost:1",
+            "--tools",
+            "read_file,write_file",
+            "--base-path",
+            "some dir",
+            "--max-turns",
+            "7",
+            "--yes",
+            "--sandbox",
+            "bubblewrap",
+            "--sandbox-network",
+            "--web-allow-private",
+            "--web-allow",
+            "10.0.0.0/8",
+            "--web-allow",
+            "intra",
+            "--default-permission",
+            "ask",
+            "--allow",
+            "grep",
+            "--deny",
+            "delete",
+        ];
+        for flags in [&every[..], &[], &["--tools", "write_file"]] {
+            let args = parse(flags);
+            let again = args.to_flags();
+            let again: Vec<&str> = again.iter().map(String::as_str).collect();
+            assert_eq!(format!("{:?}", parse(&again)), format!("{args:?}"), "{flags:?} -> {again:?}");
+        }
+        assert!(parse(&[]).to_flags().is_empty(), "defaults are left out");
+    }
 }

@@ -1,0 +1,181 @@
+//! `harnessx runs list | show ID --durable FILE`: what a journal holds.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use harnessx::agent::model::ModelResponse;
+use harnessx::durable::{Entry, JournalEntry, RunRecord, RunReport};
+use serde_json::json;
+
+use crate::CliError;
+use crate::durable_cmd::{JournalArg, awaited, journal_runtime, kind_name};
+use crate::run_cmd::one_line;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RunsCommand {
+    /// One line per run, newest first: id, status, last change (UTC), prompt.
+    List {
+        #[command(flatten)]
+        journal: JournalArg,
+        /// Print the run headers as one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A run: its status, answer, what it waits for, and its journal, one entry per line.
+    Show {
+        /// The run's id.
+        run_id: String,
+        #[command(flatten)]
+        journal: JournalArg,
+        /// Print `{"report": RunReport, "entries": [...]}` as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
+    match command {
+        RunsCommand::List { journal, json } => {
+            let runtime = journal_runtime(&journal)?;
+            let runs = runtime.journal().list_runs().map_err(CliError::failed)?;
+            if json {
+                println!("{}", serde_json::to_string(&runs).map_err(CliError::failed)?);
+            } else {
+                for run in &runs {
+                    println!("{}", list_line(run));
+                }
+            }
+        }
+        RunsCommand::Show { run_id, journal, json } => {
+            let runtime = journal_runtime(&journal)?;
+            let report = runtime.status(&run_id).map_err(CliError::failed)?;
+            let entries = match runtime.journal().load_run(&run_id).map_err(CliError::failed)? {
+                Some((_, entries)) => entries,
+                None => Vec::new(), // removed since `status` read it
+            };
+            if json {
+                println!("{}", json!({"report": report, "entries": entries}));
+            } else {
+                print_report(&report, &entries);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list_line(run: &RunRecord) -> String {
+    format!(
+        "{}  {:<11}  {}  {}",
+        run.run_id,
+        run.status.as_str(),
+        utc(run.updated_at_ms),
+        one_line(&run.prompt, 60)
+    )
+}
+
+fn print_report(report: &RunReport, entries: &[JournalEntry]) {
+    let run = &report.run;
+    println!("run {}", run.run_id);
+    println!("status: {}", run.status.as_str());
+    println!("prompt: {}", one_line(&run.prompt, 200));
+    println!("created: {}  updated: {}", utc(run.created_at_ms), utc(run.updated_at_ms));
+    println!("turns: {}  calls with a result: {}", report.turns, report.calls);
+    if let Some(output) = &run.output {
+        println!("output:\n{output}");
+    }
+    for n in &report.needs_input {
+        println!("waiting for {}", awaited(n));
+        println!("  {}", n.reason);
+    }
+    println!("entries:");
+    for e in entries {
+        let (kind, summary) = summary(&e.entry);
+        println!("{:>4} {kind:<14} {summary}", e.seq);
+    }
+}
+
+/// An entry's kind and what it says, on one line.
+fn summary(entry: &Entry) -> (&'static str, String) {
+    match entry {
+        Entry::ModelResponse { turn, response } => {
+            let said = match serde_json::from_value::<ModelResponse>(response.clone()) {
+                Ok(r) if !r.tool_calls.is_empty() => {
+                    let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
+                    format!("calls {}", names.join(", "))
+                }
+                Ok(r) => format!("text: {}", one_line(&r.content, 80)),
+                Err(_) => "(unreadable)".to_owned(),
+            };
+            ("model_response", format!("turn {turn}: {said}"))
+        }
+        Entry::CallStart { turn, call_id, tool, replay, .. } => {
+            ("call_start", format!("turn {turn}: {call_id} {tool} ({replay})"))
+        }
+        Entry::CallResult { turn, result, timed_out } => {
+            let mark = if *timed_out {
+                "timed out"
+            } else if result.is_error {
+                "error"
+            } else {
+                "ok"
+            };
+            (
+                "call_result",
+                format!(
+                    "turn {turn}: {} {} {mark}: {}",
+                    result.call_id,
+                    result.name,
+                    one_line(&result.content, 80)
+                ),
+            )
+        }
+        Entry::Approval { call_id, tool, decision } => {
+            // Its serialised name (`approve`, `approve_for_session`, `deny`), as in --json.
+            let decision = serde_json::to_value(decision).ok();
+            let decision = decision.as_ref().and_then(|d| d.as_str()).unwrap_or("?");
+            ("approval", format!("{call_id} {tool}: {decision}"))
+        }
+        Entry::Paused { needs_input } => {
+            let waiting: Vec<String> =
+                serde_json::from_value::<Vec<harnessx::agent::NeedsInput>>(needs_input.clone())
+                    .map(|needs| {
+                        needs.iter().map(|n| format!("{} of {}", kind_name(n.kind), n.call_id)).collect()
+                    })
+                    .unwrap_or_default();
+            ("paused", format!("waiting for {}", waiting.join(", ")))
+        }
+        Entry::Answer { call_id, text } => ("answer", format!("{call_id}: {}", one_line(text, 80))),
+        Entry::Final { output } => ("final", one_line(output, 80)),
+        Entry::Failed { error } => ("failed", one_line(error, 80)),
+    }
+}
+
+/// Milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM:SSZ` (UTC).
+fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formats_known_instants() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00Z");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00Z");
+        assert_eq!(utc(1_798_761_599_999), "2026-12-31 23:59:59Z");
+        assert_eq!(utc(4_107_542_400_000), "2100-03-01 00:00:00Z");
+    }
+}
