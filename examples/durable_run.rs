@@ -12,9 +12,11 @@ use serde_json::json;
 fn agent() -> Agent {
     let model = FunctionModel::new(|req| {
         Ok(match req.messages.last() {
-            Some(Message::User { .. }) => {
-                ModelResponse::tool_calls(vec![ToolCall::new("c1", "send_invoice", r#"{"to":"ada@example.com"}"#)])
-            }
+            Some(Message::User { .. }) => ModelResponse::tool_calls(vec![ToolCall::new(
+                "c1",
+                "send_invoice",
+                r#"{"to":"ada@example.com"}"#,
+            )]),
             Some(Message::Tool { content, .. }) => ModelResponse::text(format!("Done: {content}")),
             _ => ModelResponse::text("?"),
         })
@@ -23,7 +25,9 @@ fn agent() -> Agent {
         "send_invoice",
         "Send the invoice by email.",
         json!({"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}),
-        ToolHandler::from_async(|args, _ctx| async move { Ok(format!("invoice sent to {}", args["to"]).into()) }),
+        ToolHandler::from_async(
+            |args, _ctx| async move { Ok(format!("invoice sent to {}", args["to"]).into()) },
+        ),
     );
     Agent::builder()
         .model(model)

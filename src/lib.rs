@@ -14,10 +14,10 @@ pub use harnessx_agent as agent;
 pub use harnessx_agent::model;
 /// The built-in bundles (filesystem, planning, ...): `harnessx::builtin::fs::register_filesystem_tools`.
 pub use harnessx_builtin as builtin;
+pub use harnessx_core::*;
 /// Durable runs (`AgentRuntime`, journals); see `docs/durable.md`.
 #[cfg(feature = "durable")]
 pub use harnessx_durable as durable;
-pub use harnessx_core::*;
 pub use harnessx_macros::{tool, toolbox};
 
 pub mod guide;
