@@ -15,8 +15,8 @@ use harnessx_agent::model::{FunctionModel, Message, ModelResponse};
 use harnessx_agent::{Agent, AgentConfig};
 use harnessx_core::{ToolCall, ToolHandler, ToolOptions, ToolRegistry};
 use harnessx_durable::{
-    AgentRuntime, Entry, JournalEntry, JournalError, JournalStore, MemoryJournal, RunRecord, RunStatus,
-    SqliteJournal, Synchronous,
+    AgentRuntime, Entry, JournalEntry, JournalError, JournalStore, MemoryJournal, RunLock, RunRecord,
+    RunStatus, SqliteJournal, Synchronous,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -91,6 +91,9 @@ impl<J: JournalStore> JournalStore for Counting<J> {
     }
     fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError> {
         self.inner.list_runs()
+    }
+    fn lock_run(&self, run_id: &str) -> Result<RunLock, JournalError> {
+        self.inner.lock_run(run_id)
     }
 }
 

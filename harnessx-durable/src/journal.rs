@@ -166,6 +166,11 @@ pub enum JournalError {
     /// The store was written by a newer version.
     #[error("{0}")]
     Version(String),
+    /// Another driver (a process, or a task of this one) holds the run.
+    #[error(
+        "run {0:?} is being driven by another process or task; wait until it stops, then resume it (approve and answer work meanwhile)"
+    )]
+    Busy(String),
     /// Anything else the storage reported.
     #[error("journal storage error: {0}")]
     Storage(String),
@@ -196,7 +201,18 @@ pub trait JournalStore: Send + Sync {
 
     /// Every run's header, newest first.
     fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError>;
+
+    /// Takes the run for one driver, so two processes (or two tasks) never drive the
+    /// same run at once: the runtime holds it from loading the journal to its last
+    /// commit. Released when the returned guard is dropped, and when the process dies
+    /// (a killed driver does not keep the run). [`JournalError::Busy`] while another
+    /// driver holds it.
+    fn lock_run(&self, run_id: &str) -> Result<RunLock, JournalError>;
 }
+
+/// Held while a driver has a run; see [`JournalStore::lock_run`]. Dropping it releases
+/// the run.
+pub type RunLock = Box<dyn std::any::Any + Send + Sync>;
 
 macro_rules! forward_journal_store {
     ($($ty:ty),*) => {$(
@@ -217,6 +233,9 @@ macro_rules! forward_journal_store {
             }
             fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError> {
                 (**self).list_runs()
+            }
+            fn lock_run(&self, run_id: &str) -> Result<RunLock, JournalError> {
+                (**self).lock_run(run_id)
             }
         }
     )*};

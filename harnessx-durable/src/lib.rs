@@ -8,7 +8,7 @@ pub mod memory;
 pub mod runtime;
 pub mod sqlite;
 
-pub use journal::{Entry, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
+pub use journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, RunRecord, RunStatus};
 pub use memory::MemoryJournal;
 pub use runtime::{AgentRuntime, DurableError, RunReport};
 pub use sqlite::{SqliteJournal, Synchronous};

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
+use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, RunRecord, RunStatus};
 
 /// Journals in memory. Cloning it shares the runs (the clones are handles on one
 /// journal), so two runtimes given clones see each other's writes.
@@ -41,6 +41,20 @@ use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunRecord,
 #[derive(Debug, Clone, Default)]
 pub struct MemoryJournal {
     runs: Arc<Mutex<HashMap<String, Run>>>,
+    /// Runs a driver holds (see `JournalStore::lock_run`).
+    locked: Arc<Mutex<std::collections::HashSet<String>>>,
+}
+
+/// Releases a run of a [`MemoryJournal`] when dropped.
+struct MemoryLock {
+    locked: Arc<Mutex<std::collections::HashSet<String>>>,
+    run_id: String,
+}
+
+impl Drop for MemoryLock {
+    fn drop(&mut self) {
+        self.locked.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.run_id);
+    }
 }
 
 /// One run: its header and its entries in seq order (entry `i` has seq `i + 1`).
@@ -98,6 +112,13 @@ impl JournalStore for MemoryJournal {
             run.header.output = output;
         }
         Ok(run.entries.len() as u64)
+    }
+
+    fn lock_run(&self, run_id: &str) -> Result<RunLock, JournalError> {
+        if !self.locked.lock().unwrap_or_else(|e| e.into_inner()).insert(run_id.to_owned()) {
+            return Err(JournalError::Busy(run_id.to_owned()));
+        }
+        Ok(Box::new(MemoryLock { locked: self.locked.clone(), run_id: run_id.to_owned() }))
     }
 
     fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError> {

@@ -243,6 +243,9 @@ impl AgentRuntime {
     }
 
     async fn drive(&self, run_id: &str) -> Result<RunResult, DurableError> {
+        // One driver at a time: a second `resume` while this one runs would run the
+        // same calls again.
+        let _lock = self.journal.lock_run(run_id)?;
         let (run, entries) = self.load(run_id)?;
         if run.status == RunStatus::Completed {
             return Err(DurableError::Completed(run_id.to_owned()));

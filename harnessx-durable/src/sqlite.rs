@@ -19,11 +19,32 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
-use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
+use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, RunRecord, RunStatus};
 use crate::memory::now_ms;
 
 /// How long a write waits for another connection (or process) to release the lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The folder of the run lock files of the journal at `path`.
+fn lock_dir(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push("-locks");
+    path.with_file_name(name)
+}
+
+/// A file name for any run id: its bytes in hex (ids can hold any character), cut and
+/// completed by a hash when long.
+fn lock_file_name(run_id: &str) -> String {
+    let hex: String = run_id.bytes().map(|b| format!("{b:02x}")).collect();
+    if hex.len() <= 120 {
+        return format!("{hex}.lock");
+    }
+    // FNV-1a: stable across builds, unlike std's hasher.
+    let hash = run_id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("{}-{hash:016x}.lock", &hex[..100])
+}
 
 /// How long [`SqliteJournal::open`] retries a set-up another process holds up.
 const SETUP_WAIT: Duration = Duration::from_secs(10);
@@ -303,6 +324,28 @@ impl JournalStore for SqliteJournal {
             }
             Ok(from_sql(seq))
         })
+    }
+
+    /// An exclusive lock (`flock`) on a file of its own for the run, in the folder
+    /// `JOURNAL-locks` beside the journal. The system drops the lock when the process
+    /// dies. The files stay (one small empty file per run driven): removing a lock file
+    /// while another process may be opening it would let two drivers in.
+    fn lock_run(&self, run_id: &str) -> Result<RunLock, JournalError> {
+        let dir = lock_dir(&self.path);
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            JournalError::Storage(format!("cannot create the lock folder {}: {e}", dir.display()))
+        })?;
+        let path = dir.join(lock_file_name(run_id));
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(
+            |e| JournalError::Storage(format!("cannot open the lock file {}: {e}", path.display())),
+        )?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(file)),
+            Err(std::fs::TryLockError::WouldBlock) => Err(JournalError::Busy(run_id.to_owned())),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(JournalError::Storage(format!("cannot lock {}: {e}", path.display())))
+            }
+        }
     }
 
     fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError> {

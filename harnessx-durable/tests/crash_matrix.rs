@@ -19,7 +19,8 @@ use harnessx_agent::model::{FunctionModel, Message, ModelResponse};
 use harnessx_agent::{Agent, AgentConfig, NeedsInputKind};
 use harnessx_core::{ApprovalDecision, PermissionLevel, ReplayPolicy, ToolCall, ToolDefinition, ToolHandler};
 use harnessx_durable::{
-    AgentRuntime, Entry, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus, SqliteJournal,
+    AgentRuntime, Entry, JournalEntry, JournalError, JournalStore, RunLock, RunRecord, RunStatus,
+    SqliteJournal,
 };
 use serde_json::json;
 
@@ -144,6 +145,9 @@ impl JournalStore for Crashing {
     }
     fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError> {
         self.inner.list_runs()
+    }
+    fn lock_run(&self, run_id: &str) -> Result<RunLock, JournalError> {
+        self.inner.lock_run(run_id)
     }
 }
 

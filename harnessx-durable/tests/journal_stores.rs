@@ -186,6 +186,24 @@ fn runs_are_listed_newest_first(store: &dyn JournalStore) {
     assert_eq!(store.list_runs().unwrap()[0], run("z", 30), "the whole header is listed");
 }
 
+fn a_run_has_one_driver_at_a_time(store: &dyn JournalStore) {
+    store.create_run(&run("r", 1)).unwrap();
+    store.create_run(&run("other/id with spaces é", 2)).unwrap();
+    let held = store.lock_run("r").unwrap();
+    let Err(err) = store.lock_run("r") else { panic!("a second driver is refused") };
+    assert_eq!(err, JournalError::Busy("r".into()));
+    assert!(err.to_string().contains("being driven by another process or task"), "{err}");
+    // Other runs are not held up, whatever their ids hold.
+    let other = store.lock_run("other/id with spaces é").unwrap();
+    let long = "x".repeat(500);
+    let _long = store.lock_run(&long).unwrap();
+    // Appends need no lock (approve and answer record while a driver runs).
+    store.append("r", &[answer(1)], None).unwrap();
+    drop(held);
+    let _again = store.lock_run("r").expect("free once the guard is dropped");
+    drop(other);
+}
+
 /// Runs each suite function against both stores, as `memory::NAME` and `sqlite::NAME`.
 macro_rules! both_stores {
     ($($name:ident),* $(,)?) => {
@@ -211,6 +229,7 @@ both_stores!(
     creating_an_existing_run_is_refused_and_changes_nothing,
     appending_to_a_missing_run_is_refused_and_creates_nothing,
     runs_are_listed_newest_first,
+    a_run_has_one_driver_at_a_time,
 );
 
 // ---- MemoryJournal only ----

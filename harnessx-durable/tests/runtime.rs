@@ -370,3 +370,24 @@ async fn a_serial_call_queued_behind_a_crash_is_not_taken_for_started() {
     assert_eq!(runtime.resume("q").await.unwrap().output, "end");
     assert_eq!((world.runs_of("first").len(), world.runs_of("second").len()), (1, 1));
 }
+
+#[tokio::test]
+async fn a_second_resume_while_one_drives_the_run_is_refused() {
+    let world = Arc::new(World::default());
+    *world.hang_once.lock().unwrap() = vec!["send".into()];
+    let journal = MemoryJournal::new();
+    let first = AgentRuntime::new(agent(&world, three_calls(), None), Arc::new(journal.clone()));
+    let second = AgentRuntime::new(agent(&world, three_calls(), None), Arc::new(journal.clone()));
+    let run = first.start("d", "go");
+    tokio::pin!(run);
+    let refused = tokio::select! {
+        _ = &mut run => panic!("send hangs"),
+        r = async {
+            while world.runs_of("send").is_empty() { tokio::time::sleep(Duration::from_millis(5)).await }
+            second.resume("d").await
+        } => r,
+    };
+    let err = refused.unwrap_err().to_string();
+    assert!(err.contains("run \"d\" is being driven by another process or task"), "{err}");
+    assert_eq!(world.runs_of("send").len(), 1, "the second driver ran nothing");
+}
