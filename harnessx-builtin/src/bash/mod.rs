@@ -30,8 +30,7 @@ use std::sync::Arc;
 
 use harnessx_core::catalog::{BuiltinBundle, BundleOptions, CommonOptions, select_tools};
 use harnessx_core::{
-    RegistryError, ReplayPolicy, Sandbox, ToolAnnotations, ToolDefinition, ToolHandler, ToolOptions,
-    ToolRegistry,
+    RegistryError, ReplayPolicy, Sandbox, ToolAnnotations, ToolDefinition, ToolHandler, ToolRegistry,
 };
 use serde::Deserialize;
 
@@ -151,9 +150,7 @@ pub fn register_bash_tools(
     .with_replay_policy(ReplayPolicy::Manual)
     .with_timeout_seconds(RUN_BASH_TIMEOUT_SECONDS)
     .with_annotations(ANNOTATIONS);
-    let mut opts = ToolOptions::new().replace(common.replace);
-    opts.permission = common.permission;
-    Ok(vec![registry.register_tool_with(def, opts)?.name])
+    Ok(vec![registry.register_tool_with(def, common.tool_options())?.name])
 }
 
 #[cfg(test)]

@@ -39,8 +39,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use harnessx_core::catalog::{BuiltinBundle, BundleOptions, CommonOptions, select_tools};
 use harnessx_core::{
-    MemoryStore, RegistryError, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolHandler, ToolOptions,
-    ToolRegistry,
+    MemoryStore, RegistryError, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolHandler, ToolRegistry,
 };
 use serde::Deserialize;
 
@@ -185,10 +184,7 @@ pub fn register_memory_tools(
         (None, None) => Arc::new(InMemoryStore::new()),
     };
     let namespace: Arc<str> = options.namespace.as_str().into();
-    let mut registration = ToolOptions::new().replace(common.replace);
-    if let Some(permission) = common.permission {
-        registration = registration.permission(permission);
-    }
+    let registration = common.tool_options();
     let mut names = Vec::with_capacity(selected.len());
     for name in selected {
         let def = definition(name, &store, &namespace).expect("selected from MEMORY_TOOLS");

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use harnessx_core::catalog::{BuiltinBundle, BundleOptions, CommonOptions, select_tools};
 use harnessx_core::{
-    RegistryError, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolHandler, ToolOptions, ToolRegistry,
+    RegistryError, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolHandler, ToolRegistry,
 };
 use serde::Deserialize;
 
@@ -112,10 +112,7 @@ pub fn register_planning_tools(
         registry.ensure_free(&selected)?;
     }
     let state = options.state.clone().unwrap_or_default();
-    let mut registration = ToolOptions::new().replace(common.replace);
-    if let Some(permission) = common.permission {
-        registration = registration.permission(permission);
-    }
+    let registration = common.tool_options();
     let mut names = Vec::with_capacity(selected.len());
     for name in selected {
         let def = definition(name, &state).expect("selected from PLANNING_TOOLS");

@@ -38,7 +38,7 @@ use std::sync::{Arc, OnceLock};
 use harnessx_core::catalog::{BuiltinBundle, BundleOptions, CommonOptions, select_tools};
 use harnessx_core::{
     IntoToolDefinition, RegistryError, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolHandler,
-    ToolOptions, ToolRegistry,
+    ToolRegistry,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -303,9 +303,7 @@ pub fn register_web_tools(
         user_agent: options.user_agent.clone(),
     };
     let def = fetch_url.build(options.max_length);
-    let mut opts = ToolOptions::new().replace(common.replace);
-    opts.permission = common.permission;
-    Ok(vec![registry.register_tool_with(def, opts)?.name])
+    Ok(vec![registry.register_tool_with(def, common.tool_options())?.name])
 }
 
 #[cfg(test)]

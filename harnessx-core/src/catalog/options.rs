@@ -42,6 +42,16 @@ pub struct CommonOptions {
     pub replace: bool,
 }
 
+impl CommonOptions {
+    /// What every tool of the bundle is registered with: `replace`, and `permission`
+    /// when one is given (omitted, the manager's default applies).
+    pub fn tool_options(&self) -> crate::tool::definition::ToolOptions {
+        let mut options = crate::tool::definition::ToolOptions::new().replace(self.replace);
+        options.permission = self.permission;
+        options
+    }
+}
+
 /// A bundle's options struct: `#[derive(Deserialize)]` with
 /// `#[serde(default, deny_unknown_fields)]` over the bundle's own keys, holding the
 /// [`CommonOptions`] too (a `#[serde(skip)]` field, which the catalog fills in through
