@@ -156,3 +156,25 @@ impl From<serde_json::Error> for ToolError {
         Self::Failed(e.to_string())
     }
 }
+
+/// An error and its sources, joined with `: `, leaving out a source whose text the chain
+/// already holds: one line for a message, from errors (an HTTP client's, an I/O one)
+/// whose `Display` shows only the outermost layer.
+///
+/// ```
+/// let io = std::io::Error::new(std::io::ErrorKind::Other, "connection reset");
+/// assert_eq!(harnessx_core::error::error_chain(&io), "connection reset");
+/// ```
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let next = e.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = e.source();
+    }
+    text
+}

@@ -1,6 +1,7 @@
 //! What both provider adapters share: the HTTP client, status and error mapping, and the
 //! loop that turns a response body into [`ModelEvent`]s.
 
+use harnessx_core::error::error_chain;
 use std::collections::VecDeque;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -48,21 +49,6 @@ pub(crate) fn missing_key(provider: Provider) -> ModelError {
         "no API key for the {}: set {} or pass one with `.api_key(...)`",
         provider.name, provider.key_env
     ))
-}
-
-/// An error and its sources, joined with `: `.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let next = e.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = e.source();
-    }
-    text
 }
 
 fn transport(error: &reqwest::Error) -> ModelError {

@@ -1,5 +1,6 @@
 //! `fetch_url`'s handler: the guarded client, the capped download, and the result.
 
+use harnessx_core::error::error_chain;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -261,19 +262,4 @@ fn describe(error: &reqwest::Error, url: &Url) -> String {
         "request failed"
     };
     format!("could not fetch {url}: {what}: {}", error_chain(error))
-}
-
-/// An error and its sources, joined with `: `, without repeats.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let next = e.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = e.source();
-    }
-    text
 }
