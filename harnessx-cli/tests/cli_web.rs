@@ -1,31 +1,25 @@
 //! `fetch_url` from the command line: refused on local addresses by default, opened by
 //! `--web-allow` and `--web-allow-private`.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
 
 use harnessx_test_support::bin::{Binary, stderr, stdout};
+use harnessx_test_support::server::{Reply, Server};
 use serde_json::Value;
 
-/// A server on 127.0.0.1 answering every request with one small HTML page.
-fn serve() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            let body = "<h1>Local</h1><p>only with the opt-in</p>";
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    port
+/// A server on 127.0.0.1 answering `n` requests with one small HTML page each.
+fn serve(n: usize) -> Server {
+    let page = Reply {
+        status: 200,
+        content_type: "text/html",
+        body: b"<h1>Local</h1><p>only with the opt-in</p>".to_vec(),
+        split: None,
+    };
+    Server::start(vec![page; n])
+}
+
+fn port(server: &Server) -> u16 {
+    server.url.rsplit(':').next().unwrap().parse().unwrap()
 }
 
 fn call(dir: &Path, port: u16, extra: &[&str]) -> (Value, i32) {
@@ -41,7 +35,8 @@ fn call(dir: &Path, port: u16, extra: &[&str]) -> (Value, i32) {
 #[test]
 fn local_addresses_need_the_web_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let port = serve();
+    let server = serve(3);
+    let port = port(&server);
     let (v, code) = call(dir.path(), port, &["--tools", "web"]);
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["is_error"], true);
@@ -56,6 +51,7 @@ fn local_addresses_need_the_web_flags() {
         assert_eq!(code, 0, "{flags:?}: {v}");
         assert_eq!(v["content"], "# Local\n\nonly with the opt-in", "{flags:?}");
     }
+    assert_eq!(server.requests().len(), 3, "the refused call never reached the server");
 }
 
 #[test]
