@@ -12,6 +12,8 @@
 //! - [`system`]: Debian packages installed on demand, and which processes are alive.
 
 pub mod bin;
+pub mod npm;
+pub mod restate;
 pub mod server;
 pub mod sse;
 pub mod system;
