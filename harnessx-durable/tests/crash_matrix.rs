@@ -52,8 +52,14 @@ fn tool(dir: &Path, name: &str, policy: ReplayPolicy) -> ToolDefinition {
         ToolHandler::from_async(move |_args, ctx| {
             let (dir, n) = (dir.clone(), n.clone());
             async move {
-                // Long enough that a kill during the batch finds handlers running.
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                // Different lengths, so the results of the batch are committed one by
+                // one and a kill can fall between them, with handlers still running.
+                let ms = match n.as_str() {
+                    "charge" => 40,
+                    "send" => 80,
+                    _ => 5,
+                };
+                tokio::time::sleep(Duration::from_millis(ms)).await;
                 log(
                     &dir,
                     &format!("{n}.log"),
@@ -203,9 +209,12 @@ fn run_child(dir: &Path, role: &str, crash: Option<(usize, &str)>) -> bool {
 /// Drives a scenario to completion: starts (crashing the `crash_in`-th child as told),
 /// then resumes, approving `publish` and answering unknown outcomes with exactly what
 /// the tool says, so the transcript can equal an uncrashed run's. Returns how many
-/// children were killed.
-fn scenario(dir: &Path, crash_in: usize, crash: Option<(usize, &str)>) -> usize {
+/// children were killed, and, when the targeted child was not, how many commits it made
+/// (the results of a batch are grouped by timing, so a child may make fewer commits than
+/// the uncrashed run's and never reach the one it was to die at).
+fn scenario(dir: &Path, crash_in: usize, crash: Option<(usize, &str)>) -> (usize, Option<usize>) {
     let mut killed = 0;
+    let mut reached = None;
     let mut children = 0;
     let parent =
         AgentRuntime::new(agent(dir), Arc::new(SqliteJournal::open(dir.join("journal.db")).unwrap()));
@@ -214,13 +223,15 @@ fn scenario(dir: &Path, crash_in: usize, crash: Option<(usize, &str)>) -> usize 
         let this_crash = if children == crash_in { crash } else { None };
         if run_child(dir, role, this_crash) {
             killed += 1;
+        } else if this_crash.is_some() {
+            reached = lines(dir, "appends.log").last().map(|n| n.parse().unwrap());
         }
         children += 1;
         assert!(children < 8, "the run did not complete: {:?}", parent.status(RUN).map(|r| r.run.status));
         // The run is created before the first commit, so it exists whatever was killed.
         let report = parent.status(RUN).unwrap();
         match report.run.status {
-            RunStatus::Completed => return killed,
+            RunStatus::Completed => return (killed, reached),
             RunStatus::NeedsInput => {
                 for need in &report.needs_input {
                     match need.kind {
@@ -272,7 +283,7 @@ fn every_crash_point_recovers_without_repeating_what_was_journaled() {
     }
     // The uncrashed run: its transcript, and how many commits each child made.
     let reference = tempfile::tempdir().unwrap();
-    assert_eq!(scenario(reference.path(), usize::MAX, None), 0);
+    assert_eq!(scenario(reference.path(), usize::MAX, None), (0, None));
     let messages = std::fs::read_to_string(reference.path().join("final.json")).unwrap();
     assert!(messages.contains("saw: read done | charge done | send done | publish done"), "{messages}");
     let expected = transcript(reference.path());
@@ -291,10 +302,14 @@ fn every_crash_point_recovers_without_repeating_what_was_journaled() {
             for when in ["before", "after"] {
                 let dir = tempfile::tempdir().unwrap();
                 let d = dir.path();
-                let k = scenario(d, child, Some((at, when)));
+                let (k, reached) = scenario(d, child, Some((at, when)));
                 let case = format!("child {child}, commit {at}, {when}");
                 cases += 1;
                 killed += k;
+                match reached {
+                    None => assert_eq!(k, 1, "{case}: killed"),
+                    Some(n) => assert!(n < at, "{case}: the child made {n} commits and was not killed"),
+                }
                 if at <= 2 {
                     assert_eq!(k, 1, "{case}: the first two commits of a child are always reached");
                 }
@@ -328,5 +343,5 @@ fn every_crash_point_recovers_without_repeating_what_was_journaled() {
     }
     eprintln!("{cases} crash points, {killed} children killed, commits per child {appends:?}");
     assert!(cases >= 10, "{cases} crash points");
-    assert!(killed * 10 >= cases * 9, "only {killed} of {cases} children were killed");
+    assert!(killed * 2 >= cases, "only {killed} of {cases} children were killed");
 }
