@@ -116,8 +116,13 @@ impl RestateServer {
     /// Registers the service endpoint at `uri` (`http://127.0.0.1:PORT`); returns the
     /// admin API's answer.
     pub fn register(&self, uri: &str) -> Result<String, String> {
+        Self::register_at(&self.admin_url, uri)
+    }
+
+    /// [`register`](Self::register) with the admin URL only (from another thread).
+    pub fn register_at(admin_url: &str, uri: &str) -> Result<String, String> {
         let body = format!(r#"{{"uri": "{uri}"}}"#);
-        match http("POST", &format!("{}/deployments", self.admin_url), Some(&body)) {
+        match http("POST", &format!("{admin_url}/deployments"), Some(&body)) {
             Ok((200 | 201, text)) => Ok(text),
             Ok((status, text)) => Err(format!("registering {uri}: HTTP {status}: {text}")),
             Err(e) => Err(format!("registering {uri}: {e}")),

@@ -1,0 +1,137 @@
+//! Durable runs on a Restate cluster (feature `restate`). WORK IN PROGRESS (issue 13):
+//! a spike of the design in the issue notes, not yet the `AgentRuntime` semantics.
+//!
+//! - `HarnessxRun` (a workflow keyed by run id) drives the agent: each model request is
+//!   a journaled `ctx.run`; each turn's calls fan out as invocations of `HarnessxTool`.
+//! - `HarnessxTool` (a virtual object keyed `"{run}/{call}"`) runs one call: it journals
+//!   a start, then the execution. A start replayed with an execution not journaled means
+//!   an earlier attempt died mid-call: `manual` tools are then not run again.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use restate_sdk::prelude::*;
+
+use harnessx_agent::model::{Message, ModelResponse};
+use harnessx_agent::{Agent, call_ids_for_turn, history_safe};
+use harnessx_core::{ReplayPolicy, RunContext, RunHooks, ToolCall, ToolResult};
+
+/// What a tool invocation answers when an earlier attempt started the call and died
+/// before its result was journaled, and the tool is `manual`.
+pub const OUTCOME_UNKNOWN: &str = "harnessx: outcome unknown";
+
+/// The workflow that drives one run.
+pub struct HarnessxRun {
+    agent: Arc<Agent>,
+}
+
+/// The object that runs one call.
+pub struct HarnessxTool {
+    agent: Arc<Agent>,
+}
+
+impl HarnessxRun {
+    /// The workflow over `agent`.
+    pub fn new(agent: Arc<Agent>) -> Self {
+        Self { agent }
+    }
+}
+
+impl HarnessxTool {
+    /// The tool object over `agent`'s tools.
+    pub fn new(agent: Arc<Agent>) -> Self {
+        Self { agent }
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> HandlerError {
+    TerminalError::new(e.to_string()).into()
+}
+
+#[restate_sdk::workflow]
+impl HarnessxRun {
+    #[handler]
+    async fn run(&self, ctx: WorkflowContext<'_>, prompt: String) -> Result<String, HandlerError> {
+        let run_id = ctx.key().to_owned();
+        let mut request = self.agent.first_request(Vec::new(), prompt);
+        for turn in 1..=self.agent.config().max_turns {
+            let agent = self.agent.clone();
+            let req = request.clone();
+            let Json(response): Json<ModelResponse> = ctx
+                .run(|| async move { agent.complete(&req).await.map(Json).map_err(failed) })
+                .name(format!("model {turn}"))
+                .await?;
+            let calls = call_ids_for_turn(response.tool_calls.clone(), turn);
+            if calls.is_empty() {
+                return Ok(response.content);
+            }
+            request
+                .messages
+                .push(Message::assistant(response.content.clone(), calls.iter().map(history_safe).collect()));
+            let mut pending = DurableFuturesUnordered::new();
+            for call in &calls {
+                pending.push(
+                    ctx.object_client::<HarnessxToolClient<'_>>(format!("{run_id}/{}", call.id))
+                        .execute(Json(call.clone()))
+                        .call(),
+                );
+            }
+            let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+            while let Some((index, result)) = pending.next().await? {
+                results[index] = Some(result?.into_inner());
+            }
+            for result in results.into_iter().flatten() {
+                request.messages.push(Message::tool(&result));
+            }
+        }
+        Err(failed(format!("the run used all {} turns", self.agent.config().max_turns)))
+    }
+}
+
+#[restate_sdk::object]
+impl HarnessxTool {
+    #[handler]
+    async fn execute(
+        &self,
+        ctx: ObjectContext<'_>,
+        call: Json<ToolCall>,
+    ) -> Result<Json<ToolResult>, HandlerError> {
+        let call = call.into_inner();
+        let key = ctx.key().to_owned();
+        let fresh = Arc::new(AtomicBool::new(false));
+        let started = fresh.clone();
+        ctx.run(|| async move {
+            started.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+        .name("start")
+        .await?;
+        let agent = self.agent.clone();
+        let Json(result): Json<ToolResult> = ctx
+            .run(|| async move {
+                let mut batch = agent.tools().plan_batch(std::slice::from_ref(&call));
+                if !fresh.load(Ordering::SeqCst) && batch.replay_policy(0) == Some(ReplayPolicy::Manual) {
+                    return Ok(Json(ToolResult::error(&call.id, &call.name, OUTCOME_UNKNOWN)));
+                }
+                batch.set_idempotency_key(0, key);
+                let ctx = RunContext::new().with_permissions(agent.permissions().clone());
+                let hooks = RunHooks::new().retry_timeouts(true);
+                let mut outcomes = agent.tools().run_planned(batch, &ctx, &hooks).await;
+                Ok(Json(outcomes.pop().expect("one call").result))
+            })
+            .name("exec")
+            .await?;
+        Ok(Json(result))
+    }
+}
+
+/// Serves the run workflow and the tool object for `agent` on `listener` until `stop`.
+pub async fn serve(
+    agent: Arc<Agent>,
+    listener: tokio::net::TcpListener,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let endpoint =
+        Endpoint::builder().bind(HarnessxRun::new(agent.clone())).bind(HarnessxTool::new(agent)).build();
+    HttpServer::new(endpoint).serve_with_cancel(listener, stop).await;
+}
