@@ -80,12 +80,52 @@ impl HarnessxRun {
             while let Some((index, result)) = pending.next().await? {
                 results[index] = Some(result?.into_inner());
             }
-            for result in results.into_iter().flatten() {
+            for (call, result) in calls.iter().zip(results) {
+                let mut result = result.expect("every call answered");
+                if result.is_error && result.content == OUTCOME_UNKNOWN {
+                    // Wait, durably, for someone to say whether it took effect.
+                    let waiting = serde_json::json!([{
+                        "kind": "outcome",
+                        "call_id": call.id,
+                        "tool": call.name,
+                        "arguments": call.arguments,
+                        "reason": format!("{} started and its outcome is unknown (its worker died); it is `manual`, so it is not run again. Say whether it took effect", call.name),
+                    }]);
+                    ctx.set("needs_input", Json(waiting));
+                    let key = format!("outcome/{}", call.id);
+                    let text: String = ctx.promise::<String>(&key).await?;
+                    ctx.clear("needs_input");
+                    result = ToolResult::success(&call.id, &call.name, text.into());
+                }
                 request.messages.push(Message::tool(&result));
             }
         }
         Err(failed(format!("the run used all {} turns", self.agent.config().max_turns)))
     }
+
+    /// Answers whether a `manual` call with an unknown outcome took effect.
+    #[handler]
+    async fn answer(&self, ctx: SharedWorkflowContext<'_>, answer: Json<Answer>) -> Result<(), HandlerError> {
+        let Answer { call_id, text } = answer.into_inner();
+        ctx.resolve_promise::<String>(&format!("outcome/{call_id}"), text);
+        Ok(())
+    }
+
+    /// What the run waits for (a JSON array, empty when it waits for nothing).
+    #[handler]
+    async fn waiting(&self, ctx: SharedWorkflowContext<'_>) -> Result<Json<serde_json::Value>, HandlerError> {
+        let found: Option<Json<serde_json::Value>> = ctx.get("needs_input").await?;
+        Ok(found.unwrap_or_else(|| Json(serde_json::json!([]))))
+    }
+}
+
+/// The body of `HarnessxRun/answer`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Answer {
+    /// The call.
+    pub call_id: String,
+    /// Whether it took effect, and what it did; becomes its result.
+    pub text: String,
 }
 
 #[restate_sdk::object]

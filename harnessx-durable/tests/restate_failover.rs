@@ -177,13 +177,40 @@ fn a_worker_killed_mid_batch_is_replaced_and_the_manual_call_is_not_run_again() 
     }
     drop(a); // SIGKILL, mid-call
 
+    // Worker B takes over and the run stops, durably, to ask whether send took effect.
+    let waiting_url = format!("{}/HarnessxRun/r1/waiting", server.ingress_url);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let waiting = loop {
+        let (status, body) = http("POST", &waiting_url, None).unwrap();
+        assert_eq!(status, 200, "{body}");
+        if body.contains("\"call_id\":\"c2\"") {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "the run never asked:\n{}", server.log_tail());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(waiting.contains("\"kind\":\"outcome\""), "{waiting}");
+    let (status, body) =
+        http("GET", &format!("{}/restate/workflow/HarnessxRun/r1/output", server.ingress_url), None).unwrap();
+    assert_ne!(status, 200, "not finished while it waits: {body}");
+    assert_eq!(lines(d, "send.log"), ["A"], "the manual call ran once, on the killed worker");
+
+    // Another process (here: this one, over the ingress) answers; the run finishes.
+    let (status, body) = http(
+        "POST",
+        &format!("{}/HarnessxRun/r1/answer", server.ingress_url),
+        Some(r#"{"call_id": "c2", "text": "the message went out"}"#),
+    )
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
     let (status, body) =
         http("GET", &format!("{}/restate/workflow/HarnessxRun/r1/attach", server.ingress_url), None).unwrap();
-    drop(b);
     assert_eq!(status, 200, "{body}\n{}", server.log_tail());
-    assert_eq!(lines(d, "send.log"), ["A"], "the manual call ran once, on the killed worker");
+    assert_eq!(body, "\"saw: read done | the message went out\"");
+    assert_eq!(lines(d, "send.log"), ["A"], "never run again");
     let reads = lines(d, "read.log");
     assert!(!reads.is_empty() && reads.len() <= 2, "safe: at most once more: {reads:?}");
-    assert!(body.contains("read done"), "{body}");
-    assert!(body.contains(harnessx_durable::restate::OUTCOME_UNKNOWN), "the model is told: {body}");
+    let (_, waiting) = http("POST", &waiting_url, None).unwrap();
+    assert_eq!(waiting, "[]");
+    drop(b);
 }

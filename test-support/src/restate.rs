@@ -130,7 +130,7 @@ impl RestateServer {
     }
 }
 
-/// One HTTP/1.1 request to a loopback URL (`Connection: close`), JSON body when given;
+/// One HTTP/1.1 request to a loopback URL (`Connection: close`), a JSON body when given;
 /// returns the status and the body (chunked bodies decoded).
 pub fn http(method: &str, url: &str, body: Option<&str>) -> Result<(u16, String), String> {
     let rest = url.strip_prefix("http://").ok_or_else(|| format!("not an http URL: {url}"))?;
@@ -140,9 +140,11 @@ pub fn http(method: &str, url: &str, body: Option<&str>) -> Result<(u16, String)
     };
     let mut stream = TcpStream::connect(host).map_err(|e| format!("connecting to {host}: {e}"))?;
     stream.set_read_timeout(Some(Duration::from_secs(120))).map_err(|e| e.to_string())?;
+    // No body, no content type: Restate refuses one for a handler that takes no input.
+    let content_type = if body.is_some() { "Content-Type: application/json\r\n" } else { "" };
     let body = body.unwrap_or("");
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n{content_type}Accept: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).map_err(|e| format!("sending to {host}: {e}"))?;
