@@ -68,17 +68,39 @@ impl HarnessxRun {
             request
                 .messages
                 .push(Message::assistant(response.content.clone(), calls.iter().map(history_safe).collect()));
+            // Concurrent calls go out together; serial ones one at a time, in call
+            // order, alongside them (as the engine schedules a batch). Calls refused
+            // while planning (unknown tool, bad arguments) are answered here.
+            let plan = self.agent.tools().plan_batch(&calls);
+            let mut results: Vec<Option<ToolResult>> =
+                (0..calls.len()).map(|i| plan.result(i).cloned()).collect();
+            let mut serial: std::collections::VecDeque<usize> =
+                (0..calls.len()).filter(|&i| results[i].is_none() && !plan.is_concurrent(i)).collect();
+            let invoke = |i: usize| {
+                ctx.object_client::<HarnessxToolClient<'_>>(format!("{run_id}/{}", calls[i].id))
+                    .execute(Json(calls[i].clone()))
+                    .call()
+            };
             let mut pending = DurableFuturesUnordered::new();
-            for call in &calls {
-                pending.push(
-                    ctx.object_client::<HarnessxToolClient<'_>>(format!("{run_id}/{}", call.id))
-                        .execute(Json(call.clone()))
-                        .call(),
-                );
+            // Position in `pending` -> call index.
+            let mut slots: Vec<usize> = Vec::new();
+            for i in (0..calls.len()).filter(|&i| results[i].is_none() && plan.is_concurrent(i)) {
+                pending.push(invoke(i));
+                slots.push(i);
             }
-            let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
-            while let Some((index, result)) = pending.next().await? {
-                results[index] = Some(result?.into_inner());
+            if let Some(i) = serial.pop_front() {
+                pending.push(invoke(i));
+                slots.push(i);
+            }
+            while let Some((slot, result)) = pending.next().await? {
+                let i = slots[slot];
+                results[i] = Some(result?.into_inner());
+                if !plan.is_concurrent(i)
+                    && let Some(next) = serial.pop_front()
+                {
+                    pending.push(invoke(next));
+                    slots.push(next);
+                }
             }
             for (call, result) in calls.iter().zip(results) {
                 let mut result = result.expect("every call answered");

@@ -81,3 +81,91 @@ async fn a_run_completes_through_restate() {
     let _ = stop_tx.send(());
     let _ = serving.await;
 }
+
+fn logging_tool(
+    name: &str,
+    ms: u64,
+    concurrent: bool,
+    log: Arc<std::sync::Mutex<Vec<String>>>,
+) -> ToolDefinition {
+    let n = name.to_owned();
+    ToolDefinition::new(
+        name,
+        "Logs its start and end.",
+        json!({"type": "object", "properties": {}}),
+        ToolHandler::from_async(move |_args, _ctx| {
+            let (n, log) = (n.clone(), log.clone());
+            async move {
+                log.lock().unwrap().push(format!("{n} start"));
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                log.lock().unwrap().push(format!("{n} end"));
+                Ok(n.into())
+            }
+        }),
+    )
+    .with_concurrent(concurrent)
+    .with_replay_policy(ReplayPolicy::Safe)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serial_calls_take_turns_in_call_order_and_results_keep_call_order() {
+    let Some(server) = tokio::task::spawn_blocking(RestateServer::start).await.unwrap() else { return };
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let model = FunctionModel::new(|req| {
+        Ok(match req.messages.last() {
+            Some(Message::User { .. }) => ModelResponse::tool_calls(vec![
+                ToolCall::new("a", "slow_serial", "{}"),
+                ToolCall::new("b", "quick_serial", "{}"),
+                ToolCall::new("c", "parallel", "{}"),
+                ToolCall::new("d", "missing_tool", "{}"),
+            ]),
+            _ => {
+                let seen: Vec<&str> = req
+                    .messages
+                    .iter()
+                    .filter_map(|m| match m {
+                        Message::Tool { content, .. } => Some(content.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                ModelResponse::text(seen.join(" | "))
+            }
+        })
+    });
+    let agent = Arc::new(
+        Agent::builder()
+            .model(model)
+            .tool(logging_tool("slow_serial", 300, false, log.clone()))
+            .tool(logging_tool("quick_serial", 0, false, log.clone()))
+            .tool(logging_tool("parallel", 100, true, log.clone()))
+            .config(AgentConfig { planning: false, ..AgentConfig::default() })
+            .build()
+            .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let worker = format!("http://{}", listener.local_addr().unwrap());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(harnessx_durable::restate::serve(agent, listener, async {
+        let _ = stop_rx.await;
+    }));
+    let admin = server.admin_url.clone();
+    tokio::task::spawn_blocking(move || RestateServer::register_at(&admin, &worker)).await.unwrap().unwrap();
+    let ingress = server.ingress_url.clone();
+    let (status, body) = tokio::task::spawn_blocking(move || {
+        http("POST", &format!("{ingress}/HarnessxRun/s1/run"), Some("\"go\""))
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.starts_with("\"slow_serial | quick_serial | parallel | Unknown tool \\\"missing_tool\\\""),
+        "{body}"
+    );
+    let log = log.lock().unwrap().clone();
+    let at = |e: &str| log.iter().position(|l| l == e).unwrap_or_else(|| panic!("{e} missing: {log:?}"));
+    assert!(at("slow_serial end") < at("quick_serial start"), "serial calls take turns: {log:?}");
+    assert!(at("parallel start") < at("slow_serial end"), "the concurrent one runs alongside: {log:?}");
+    let _ = stop_tx.send(());
+    let _ = serving.await;
+}
