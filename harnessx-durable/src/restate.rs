@@ -14,7 +14,10 @@ use restate_sdk::prelude::*;
 
 use harnessx_agent::model::{Message, ModelResponse};
 use harnessx_agent::{Agent, call_ids_for_turn, history_safe};
-use harnessx_core::{ReplayPolicy, RunContext, RunHooks, ToolCall, ToolResult};
+use harnessx_core::{
+    ApprovalDecision, PERMISSION_DENIED, PermissionLevel, ReplayPolicy, RunContext, RunHooks, ToolCall,
+    ToolResult,
+};
 
 /// What a tool invocation answers when an earlier attempt started the call and died
 /// before its result was journaled, and the tool is `manual`.
@@ -54,6 +57,9 @@ impl HarnessxRun {
     async fn run(&self, ctx: WorkflowContext<'_>, prompt: String) -> Result<String, HandlerError> {
         let run_id = ctx.key().to_owned();
         let mut request = self.agent.first_request(Vec::new(), prompt);
+        // Tools granted for the rest of the run (`ApproveForSession`); rebuilt on replay
+        // from the journaled decisions.
+        let mut granted: std::collections::HashSet<String> = std::collections::HashSet::new();
         for turn in 1..=self.agent.config().max_turns {
             let agent = self.agent.clone();
             let req = request.clone();
@@ -74,11 +80,46 @@ impl HarnessxRun {
             let plan = self.agent.tools().plan_batch(&calls);
             let mut results: Vec<Option<ToolResult>> =
                 (0..calls.len()).map(|i| plan.result(i).cloned()).collect();
+            // Permissions, decided here so that they are journaled: ASK waits on a
+            // durable promise `approval/{call}` that `HarnessxRun/approve` resolves.
+            for i in 0..calls.len() {
+                if results[i].is_some() {
+                    continue;
+                }
+                let tool = plan.tool(i).expect("a call that will run has a tool").to_owned();
+                let level = self.agent.permissions().effective_level(&tool, plan.permission(i));
+                let allowed = match level {
+                    PermissionLevel::Allow => true,
+                    PermissionLevel::Deny => false,
+                    PermissionLevel::Ask if granted.contains(&tool) => true,
+                    PermissionLevel::Ask => {
+                        let waiting = serde_json::json!([{
+                            "kind": "approval",
+                            "call_id": calls[i].id,
+                            "tool": tool,
+                            "arguments": calls[i].arguments,
+                            "reason": format!("{tool} needs approval (ASK) and no one was there to approve it"),
+                        }]);
+                        ctx.set("needs_input", Json(waiting));
+                        let key = format!("approval/{}", calls[i].id);
+                        let Json(decision): Json<ApprovalDecision> =
+                            ctx.promise::<Json<ApprovalDecision>>(&key).await?;
+                        ctx.clear("needs_input");
+                        if decision == ApprovalDecision::ApproveForSession {
+                            granted.insert(tool.clone());
+                        }
+                        decision.is_approved()
+                    }
+                };
+                if !allowed {
+                    results[i] = Some(ToolResult::error(&calls[i].id, &tool, PERMISSION_DENIED));
+                }
+            }
             let mut serial: std::collections::VecDeque<usize> =
                 (0..calls.len()).filter(|&i| results[i].is_none() && !plan.is_concurrent(i)).collect();
             let invoke = |i: usize| {
                 ctx.object_client::<HarnessxToolClient<'_>>(format!("{run_id}/{}", calls[i].id))
-                    .execute(Json(calls[i].clone()))
+                    .execute(Json(Invocation { call: calls[i].clone(), authorized: true }))
                     .call()
             };
             let mut pending = DurableFuturesUnordered::new();
@@ -125,6 +166,18 @@ impl HarnessxRun {
         Err(failed(format!("the run used all {} turns", self.agent.config().max_turns)))
     }
 
+    /// Decides on an ASK call the run waits on.
+    #[handler]
+    async fn approve(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+        approval: Json<Approval>,
+    ) -> Result<(), HandlerError> {
+        let Approval { call_id, decision } = approval.into_inner();
+        ctx.resolve_promise::<Json<ApprovalDecision>>(&format!("approval/{call_id}"), Json(decision));
+        Ok(())
+    }
+
     /// Answers whether a `manual` call with an unknown outcome took effect.
     #[handler]
     async fn answer(&self, ctx: SharedWorkflowContext<'_>, answer: Json<Answer>) -> Result<(), HandlerError> {
@@ -139,6 +192,24 @@ impl HarnessxRun {
         let found: Option<Json<serde_json::Value>> = ctx.get("needs_input").await?;
         Ok(found.unwrap_or_else(|| Json(serde_json::json!([]))))
     }
+}
+
+/// The body of `HarnessxRun/approve`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Approval {
+    /// The call.
+    pub call_id: String,
+    /// The decision (`"approve"`, `"approve_for_session"`, `"deny"`).
+    pub decision: ApprovalDecision,
+}
+
+/// What the workflow asks `HarnessxTool/execute` to run.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Invocation {
+    /// The call.
+    pub call: ToolCall,
+    /// The workflow decided its permission already.
+    pub authorized: bool,
 }
 
 /// The body of `HarnessxRun/answer`.
@@ -156,9 +227,9 @@ impl HarnessxTool {
     async fn execute(
         &self,
         ctx: ObjectContext<'_>,
-        call: Json<ToolCall>,
+        invocation: Json<Invocation>,
     ) -> Result<Json<ToolResult>, HandlerError> {
-        let call = call.into_inner();
+        let Invocation { call, authorized } = invocation.into_inner();
         let key = ctx.key().to_owned();
         let fresh = Arc::new(AtomicBool::new(false));
         let started = fresh.clone();
@@ -176,6 +247,9 @@ impl HarnessxTool {
                     return Ok(Json(ToolResult::error(&call.id, &call.name, OUTCOME_UNKNOWN)));
                 }
                 batch.set_idempotency_key(0, key);
+                if authorized {
+                    batch.authorize(0);
+                }
                 let ctx = RunContext::new().with_permissions(agent.permissions().clone());
                 let hooks = RunHooks::new().retry_timeouts(true);
                 let mut outcomes = agent.tools().run_planned(batch, &ctx, &hooks).await;

@@ -12,6 +12,10 @@ use harnessx_test_support::restate::{RestateServer, http};
 use serde_json::json;
 
 fn agent(runs: Arc<AtomicUsize>) -> Arc<Agent> {
+    agent_with(runs, None)
+}
+
+fn agent_with(runs: Arc<AtomicUsize>, permissions: Option<harnessx_core::PermissionManager>) -> Arc<Agent> {
     let model = FunctionModel::new(|req| {
         Ok(match req.messages.last() {
             Some(Message::User { .. }) => ModelResponse::tool_calls(vec![
@@ -44,14 +48,89 @@ fn agent(runs: Arc<AtomicUsize>) -> Arc<Agent> {
         }),
     )
     .with_replay_policy(ReplayPolicy::Safe);
-    Arc::new(
-        Agent::builder()
-            .model(model)
-            .tool(add)
-            .config(AgentConfig { planning: false, ..AgentConfig::default() })
-            .build()
-            .unwrap(),
-    )
+    let mut builder = Agent::builder()
+        .model(model)
+        .tool(add)
+        .config(AgentConfig { planning: false, ..AgentConfig::default() });
+    if let Some(p) = permissions {
+        builder = builder.permissions(p);
+    }
+    Arc::new(builder.build().unwrap())
+}
+
+/// Polls `HarnessxRun/{run}/waiting` until it lists `call`.
+fn wait_for(server: &RestateServer, run: &str, call: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (status, body) =
+            http("POST", &format!("{}/HarnessxRun/{run}/waiting", server.ingress_url), None).unwrap();
+        assert_eq!(status, 200, "{body}");
+        if body.contains(&format!("\"call_id\":\"{call}\"")) {
+            return body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{run} never waited for {call}:\n{}",
+            server.log_tail()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_calls_wait_for_an_approval_sent_from_outside() {
+    let Some(server) = tokio::task::spawn_blocking(RestateServer::start).await.unwrap() else { return };
+    let server = Arc::new(server);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let ask = harnessx_core::PermissionManager::new(harnessx_core::PermissionLevel::Ask);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let worker = format!("http://{}", listener.local_addr().unwrap());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(harnessx_durable::restate::serve(
+        agent_with(runs.clone(), Some(ask)),
+        listener,
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    let s = server.clone();
+    let r = runs.clone();
+    tokio::task::spawn_blocking(move || {
+        s.register(&worker).unwrap();
+        // A session grant covers the second call of the same tool.
+        let (status, _) =
+            http("POST", &format!("{}/HarnessxRun/g1/run/send", s.ingress_url), Some("\"go\"")).unwrap();
+        assert_eq!(status, 202);
+        let waiting = wait_for(&s, "g1", "c1");
+        assert!(waiting.contains("\"kind\":\"approval\""), "{waiting}");
+        assert_eq!(r.load(Ordering::SeqCst), 0, "nothing ran before the approval");
+        let approve = format!("{}/HarnessxRun/g1/approve", s.ingress_url);
+        let (status, body) =
+            http("POST", &approve, Some(r#"{"call_id": "c1", "decision": "approve_for_session"}"#)).unwrap();
+        assert_eq!(status, 200, "{body}");
+        let (status, body) =
+            http("GET", &format!("{}/restate/workflow/HarnessxRun/g1/attach", s.ingress_url), None).unwrap();
+        assert_eq!((status, body.as_str()), (200, "\"saw: 2 | 3\""));
+        assert_eq!(r.load(Ordering::SeqCst), 2);
+
+        // Denials: each call asked on its own, each answered "Permission denied".
+        let (status, _) =
+            http("POST", &format!("{}/HarnessxRun/d1/run/send", s.ingress_url), Some("\"go\"")).unwrap();
+        assert_eq!(status, 202);
+        let approve = format!("{}/HarnessxRun/d1/approve", s.ingress_url);
+        wait_for(&s, "d1", "c1");
+        http("POST", &approve, Some(r#"{"call_id": "c1", "decision": "deny"}"#)).unwrap();
+        wait_for(&s, "d1", "c2");
+        http("POST", &approve, Some(r#"{"call_id": "c2", "decision": "deny"}"#)).unwrap();
+        let (status, body) =
+            http("GET", &format!("{}/restate/workflow/HarnessxRun/d1/attach", s.ingress_url), None).unwrap();
+        assert_eq!((status, body.as_str()), (200, "\"saw: Permission denied | Permission denied\""));
+        assert_eq!(r.load(Ordering::SeqCst), 2, "denied calls never ran");
+    })
+    .await
+    .unwrap();
+    let _ = stop_tx.send(());
+    let _ = serving.await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
