@@ -365,7 +365,8 @@ impl AgentRuntime {
         let mut batch: PlannedBatch = registry.plan_batch(calls);
         let mut awaited: Vec<NeedsInput> = Vec::new();
         // Calls whose start is (or will be) journaled before the batch runs.
-        let mut journaled_start: HashSet<usize> = HashSet::new();
+        // Starts of serial calls queued behind another: committed when their turn comes.
+        let mut deferred_starts: HashMap<usize, Entry> = HashMap::new();
         let mut policies: HashMap<usize, ReplayPolicy> = HashMap::new();
         let mut serial_seen = false;
         for (index, call) in calls.iter().enumerate() {
@@ -396,7 +397,6 @@ impl AgentRuntime {
                 match policy {
                     ReplayPolicy::Safe | ReplayPolicy::Idempotent => {
                         batch.authorize(index);
-                        journaled_start.insert(index);
                     }
                     ReplayPolicy::Manual => awaited.push(NeedsInput {
                         kind: NeedsInputKind::Outcome,
@@ -419,15 +419,17 @@ impl AgentRuntime {
                     // another commits its start when its turn comes, so a crash before
                     // then does not leave it looking started.
                     let queued = !batch.is_concurrent(index) && std::mem::replace(&mut serial_seen, true);
-                    if !queued {
-                        pending.push(Entry::CallStart {
-                            turn,
-                            call_id: call.id.clone(),
-                            tool,
-                            replay: policy.as_str().to_owned(),
-                            idempotency_key: key,
-                        });
-                        journaled_start.insert(index);
+                    let start = Entry::CallStart {
+                        turn,
+                        call_id: call.id.clone(),
+                        tool,
+                        replay: policy.as_str().to_owned(),
+                        idempotency_key: key,
+                    };
+                    if queued {
+                        deferred_starts.insert(index, start);
+                    } else {
+                        pending.push(start);
                     }
                 }
                 Err(DenyReason::NoApprover) => awaited.push(NeedsInput {
@@ -460,24 +462,8 @@ impl AgentRuntime {
         let timed_out_manual: Arc<Mutex<Vec<usize>>> = Arc::default();
         let hooks = {
             let sink = writer.clone();
-            let policies = policies.clone();
             let journal = self.journal.clone();
             let run = run_id.to_owned();
-            let starts: Vec<(String, String)> =
-                calls.iter().map(|c| (c.id.clone(), c.name.clone())).collect();
-            let start_info: HashMap<usize, (String, String, String)> = (0..calls.len())
-                .filter(|i| !journaled_start.contains(i))
-                .filter_map(|i| {
-                    Some((
-                        i,
-                        (
-                            batch.tool(i)?.to_owned(),
-                            policies.get(&i)?.as_str().to_owned(),
-                            format!("{run_id}/{}", calls[i].id),
-                        ),
-                    ))
-                })
-                .collect();
             let manual = timed_out_manual.clone();
             let settled: HashSet<usize> = (0..calls.len()).filter(|&i| batch.result(i).is_some()).collect();
             RunHooks::new()
@@ -485,17 +471,10 @@ impl AgentRuntime {
                 .on_start(move |i| {
                     // A call whose start was not in the batch commit: commit it now,
                     // before its handler runs.
-                    if let Some((tool, replay, key)) = start_info.get(&i) {
-                        let entry = Entry::CallStart {
-                            turn,
-                            call_id: starts[i].0.clone(),
-                            tool: tool.clone(),
-                            replay: replay.clone(),
-                            idempotency_key: key.clone(),
-                        };
-                        if let Err(e) = journal.append(&run, &[entry], None) {
-                            tracing::error!(run = %run, error = %e, "journaling a call start failed");
-                        }
+                    if let Some(entry) = deferred_starts.get(&i)
+                        && let Err(e) = journal.append(&run, std::slice::from_ref(entry), None)
+                    {
+                        tracing::error!(run = %run, error = %e, "journaling a call start failed");
                     }
                 })
                 .on_end(move |i, outcome| {
