@@ -8,6 +8,9 @@
 //!
 //! The children are this test binary run again with `HX_CRASH_ROLE` set.
 
+mod common;
+use common::*;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -29,19 +32,6 @@ const DIR: &str = "HX_CRASH_DIR";
 const AT: &str = "HX_CRASH_AT";
 const WHEN: &str = "HX_CRASH_WHEN";
 const RUN: &str = "r";
-
-/// Appends one line to `dir/name` (O_APPEND: safe across the processes of a scenario).
-fn log(dir: &Path, name: &str, line: &str) {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(name)).unwrap();
-    writeln!(f, "{line}").unwrap();
-}
-
-fn lines(dir: &Path, name: &str) -> Vec<String> {
-    std::fs::read_to_string(dir.join(name))
-        .map(|s| s.lines().map(str::to_owned).collect())
-        .unwrap_or_default()
-}
 
 fn tool(dir: &Path, name: &str, policy: ReplayPolicy) -> ToolDefinition {
     let (dir, n) = (dir.to_path_buf(), name.to_owned());
@@ -86,17 +76,7 @@ fn agent(dir: &Path) -> Agent {
                 ToolCall::new("c3", "send", "{}"),
             ]),
             2 => ModelResponse::tool_calls(vec![ToolCall::new("c4", "publish", "{}")]),
-            _ => {
-                let seen: Vec<&str> = req
-                    .messages
-                    .iter()
-                    .filter_map(|m| match m {
-                        Message::Tool { content, .. } => Some(content.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                ModelResponse::text(format!("saw: {}", seen.join(" | ")))
-            }
+            _ => ModelResponse::text(format!("saw: {}", tool_contents(req))),
         })
     });
     Agent::builder()

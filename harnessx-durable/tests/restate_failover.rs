@@ -5,6 +5,9 @@
 //! invocation stays pinned to its deployment, so failing over is the proxy's job).
 #![cfg(feature = "restate")]
 
+mod common;
+use common::*;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -18,18 +21,6 @@ use serde_json::json;
 
 const ROLE: &str = "HX_RESTATE_WORKER";
 const DIR: &str = "HX_RESTATE_DIR";
-
-fn log(dir: &Path, name: &str, line: &str) {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(name)).unwrap();
-    writeln!(f, "{line}").unwrap();
-}
-
-fn lines(dir: &Path, name: &str) -> Vec<String> {
-    std::fs::read_to_string(dir.join(name))
-        .map(|s| s.lines().map(str::to_owned).collect())
-        .unwrap_or_default()
-}
 
 fn tool(dir: &Path, worker: &str, name: &str, policy: ReplayPolicy) -> ToolDefinition {
     let (dir, worker, n) = (dir.to_path_buf(), worker.to_owned(), name.to_owned());
@@ -59,17 +50,7 @@ fn agent(dir: &Path, worker: &str) -> Arc<Agent> {
                 ToolCall::new("c1", "read", "{}"),
                 ToolCall::new("c2", "send", "{}"),
             ]),
-            _ => {
-                let seen: Vec<&str> = req
-                    .messages
-                    .iter()
-                    .filter_map(|m| match m {
-                        Message::Tool { content, .. } => Some(content.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                ModelResponse::text(format!("saw: {}", seen.join(" | ")))
-            }
+            _ => ModelResponse::text(format!("saw: {}", tool_contents(req))),
         })
     });
     Arc::new(

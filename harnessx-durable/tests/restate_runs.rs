@@ -2,6 +2,9 @@
 //! only when `npm` is missing).
 #![cfg(feature = "restate")]
 
+mod common;
+use common::*;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -22,17 +25,7 @@ fn agent_with(runs: Arc<AtomicUsize>, permissions: Option<harnessx_core::Permiss
                 ToolCall::new("c1", "add", r#"{"a": 1}"#),
                 ToolCall::new("c2", "add", r#"{"a": 2}"#),
             ]),
-            _ => {
-                let seen: Vec<&str> = req
-                    .messages
-                    .iter()
-                    .filter_map(|m| match m {
-                        Message::Tool { content, .. } => Some(content.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                ModelResponse::text(format!("saw: {}", seen.join(" | ")))
-            }
+            _ => ModelResponse::text(format!("saw: {}", tool_contents(req))),
         })
     });
     let add = ToolDefinition::new(
@@ -198,17 +191,7 @@ async fn serial_calls_take_turns_in_call_order_and_results_keep_call_order() {
                 ToolCall::new("c", "parallel", "{}"),
                 ToolCall::new("d", "missing_tool", "{}"),
             ]),
-            _ => {
-                let seen: Vec<&str> = req
-                    .messages
-                    .iter()
-                    .filter_map(|m| match m {
-                        Message::Tool { content, .. } => Some(content.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                ModelResponse::text(seen.join(" | "))
-            }
+            _ => ModelResponse::text(tool_contents(req)),
         })
     });
     let agent = Arc::new(

@@ -2,6 +2,9 @@
 //! future dropped mid-batch, as a killed process leaves its journal) is recovered per
 //! replay policy, approvals and unknown outcomes pause the run durably.
 
+mod common;
+use common::*;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -62,17 +65,7 @@ fn agent(world: &Arc<World>, calls: Vec<ToolCall>, permissions: Option<Permissio
         w.model_requests.fetch_add(1, Ordering::SeqCst);
         Ok(match req.messages.last() {
             Some(Message::User { .. }) => ModelResponse::tool_calls(calls.clone()),
-            _ => {
-                let seen: Vec<&str> = req
-                    .messages
-                    .iter()
-                    .filter_map(|m| match m {
-                        Message::Tool { content, .. } => Some(content.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                ModelResponse::text(format!("saw: {}", seen.join(" | ")))
-            }
+            _ => ModelResponse::text(format!("saw: {}", tool_contents(req))),
         })
     });
     let mut builder = Agent::builder()
