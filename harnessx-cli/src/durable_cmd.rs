@@ -19,6 +19,7 @@ use harnessx::durable::{AgentRuntime, DurableError, RunStatus, SqliteJournal};
 use serde_json::json;
 
 use crate::CliError;
+use crate::restate_cmd::Cluster;
 use crate::run_cmd::{AgentArgs, build_agent};
 
 /// The exit status of a run that stopped to wait for input.
@@ -55,12 +56,47 @@ pub(crate) fn journal_runtime(journal: &JournalArg) -> Result<AgentRuntime, CliE
     Ok(AgentRuntime::new(agent, Arc::new(journal)))
 }
 
+/// Where a run lives, for the commands that continue or answer one: a journal file or a
+/// Restate cluster.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Backend {
+    /// The journal (SQLite file) the run was started with (`run --durable FILE`).
+    #[arg(
+        long = "durable",
+        value_name = "FILE",
+        required_unless_present = "restate",
+        conflicts_with = "restate"
+    )]
+    path: Option<PathBuf>,
+    /// The ingress URL of the Restate cluster the run was started on (`run --restate URL`).
+    #[arg(long, value_name = "URL")]
+    restate: Option<String>,
+    /// With --restate: the cluster's admin API, asked why a run is stuck.
+    #[arg(long, value_name = "URL", requires = "restate")]
+    restate_admin: Option<String>,
+}
+
+impl Backend {
+    /// The cluster, when the run is on one.
+    fn cluster(&self, agent: Option<&AgentArgs>) -> Result<Option<Cluster>, CliError> {
+        match &self.restate {
+            Some(url) => Cluster::new(url, self.restate_admin.as_deref(), agent).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The journal, when the run is in one.
+    fn journal(&self) -> JournalArg {
+        JournalArg { path: self.path.clone().expect("clap requires --durable without --restate") }
+    }
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
     /// The run's id (`harnessx runs list` shows them).
     run_id: String,
     #[command(flatten)]
-    journal: JournalArg,
+    backend: Backend,
     /// Print one JSON object: run_id, status, output, needs_input.
     #[arg(long)]
     json: bool,
@@ -96,7 +132,7 @@ pub(crate) struct ApproveArgs {
     /// The id of the call the run waits on (printed when it stopped; `runs show` too).
     call_id: String,
     #[command(flatten)]
-    journal: JournalArg,
+    backend: Backend,
     /// What to decide.
     #[arg(long, value_enum, default_value = "approve", value_name = "DECISION")]
     decision: Decision,
@@ -111,7 +147,7 @@ pub(crate) struct AnswerArgs {
     /// Whether it took effect and what it did: this becomes the call's result for the model.
     text: String,
     #[command(flatten)]
-    journal: JournalArg,
+    backend: Backend,
 }
 
 /// `run --durable FILE`: starts a journaled run.
@@ -135,17 +171,25 @@ pub(crate) async fn start(
 
 /// `resume ID --durable FILE`.
 pub(crate) async fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
-    let journal = args.journal.open()?;
+    if let Some(cluster) = args.backend.cluster(Some(&args.agent))? {
+        return cluster.resume(&args.run_id, args.json).await;
+    }
+    let journal_arg = args.backend.journal();
+    let journal = journal_arg.open()?;
     let agent = build_agent(&args.agent, true)?;
     let runtime = AgentRuntime::new(agent, Arc::new(journal));
     let outcome = runtime.resume(&args.run_id).await;
-    let next = Continue { run_id: &args.run_id, journal: &args.journal.path, flags: &args.agent };
+    let next = Continue { run_id: &args.run_id, journal: &journal_arg.path, flags: &args.agent };
     report(&runtime, &next, outcome, args.json)
 }
 
 /// `approve RUN CALL --durable FILE [--decision ...]`.
-pub(crate) fn approve(args: ApproveArgs) -> Result<ExitCode, CliError> {
-    let runtime = journal_runtime(&args.journal)?;
+pub(crate) async fn approve(args: ApproveArgs) -> Result<ExitCode, CliError> {
+    if let Some(cluster) = args.backend.cluster(None)? {
+        return cluster.approve(&args.run_id, &args.call_id, args.decision.into()).await;
+    }
+    let journal = args.backend.journal();
+    let runtime = journal_runtime(&journal)?;
     runtime.approve(&args.run_id, &args.call_id, args.decision.into()).map_err(CliError::failed)?;
     let decision = args.decision.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default();
     eprintln!(
@@ -153,21 +197,25 @@ pub(crate) fn approve(args: ApproveArgs) -> Result<ExitCode, CliError> {
         args.call_id,
         args.run_id,
         shell_word(&args.run_id),
-        shell_word(&args.journal.path.display().to_string()),
+        shell_word(&journal.path.display().to_string()),
     );
     Ok(ExitCode::SUCCESS)
 }
 
 /// `answer RUN CALL TEXT --durable FILE`.
-pub(crate) fn answer(args: AnswerArgs) -> Result<ExitCode, CliError> {
-    let runtime = journal_runtime(&args.journal)?;
+pub(crate) async fn answer(args: AnswerArgs) -> Result<ExitCode, CliError> {
+    if let Some(cluster) = args.backend.cluster(None)? {
+        return cluster.answer(&args.run_id, &args.call_id, &args.text).await;
+    }
+    let journal = args.backend.journal();
+    let runtime = journal_runtime(&journal)?;
     runtime.answer(&args.run_id, &args.call_id, &args.text).map_err(CliError::failed)?;
     eprintln!(
         "harnessx: recorded the answer for call {} of run {}; continue it with: harnessx resume {} --durable {} (and the run's flags)",
         args.call_id,
         args.run_id,
         shell_word(&args.run_id),
-        shell_word(&args.journal.path.display().to_string()),
+        shell_word(&journal.path.display().to_string()),
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -303,7 +351,7 @@ pub(crate) fn kind_name(kind: NeedsInputKind) -> &'static str {
 }
 
 /// A new run id: `run-` + milliseconds since the epoch + `-` + the process id.
-fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     let millis = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())

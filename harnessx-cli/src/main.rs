@@ -5,6 +5,7 @@
 
 mod approve;
 mod durable_cmd;
+mod restate_cmd;
 mod run_cmd;
 mod runs_cmd;
 mod setup;
@@ -38,15 +39,24 @@ enum Command {
     ///
     /// Give the same --tools, --model and other agent flags as the run, from the same
     /// directory: the agent is built from them again. A run started with other tools or
-    /// another model is refused (exit status 1).
+    /// another model is refused (exit status 1). With --restate URL, the run goes on by
+    /// itself on the cluster's workers; this follows it until it finishes or waits.
     #[command(after_help = EXIT_STATUS)]
     Resume(durable_cmd::ResumeArgs),
-    /// Decide on a call a paused durable run waits to have approved; then `resume` it.
+    /// Decide on a call a paused durable run waits to have approved; then `resume` it
+    /// (a run on a Restate cluster goes on by itself).
     Approve(durable_cmd::ApproveArgs),
     /// Say whether a call whose outcome is unknown took effect; then `resume` the run.
     ///
     /// The text becomes the call's result for the model; the call is not run again.
     Answer(durable_cmd::AnswerArgs),
+    /// Serve the agent to a Restate cluster, so that its runs (`run --restate URL`)
+    /// execute here, and move to another worker if this one dies.
+    ///
+    /// Every worker of a cluster must be started with the same --tools, --model and
+    /// other agent flags: a run started with other tools is refused by this worker, and
+    /// waits for one that has them.
+    Worker(restate_cmd::WorkerArgs),
     /// List and inspect the runs in a journal.
     Runs {
         #[command(subcommand)]
@@ -93,8 +103,9 @@ fn main() -> ExitCode {
             Command::Tools { command } => tools_cmd::run(command).await,
             Command::Run(args) => run_cmd::run(args).await,
             Command::Resume(args) => durable_cmd::resume(args).await,
-            Command::Approve(args) => durable_cmd::approve(args),
-            Command::Answer(args) => durable_cmd::answer(args),
+            Command::Approve(args) => durable_cmd::approve(args).await,
+            Command::Answer(args) => durable_cmd::answer(args).await,
+            Command::Worker(args) => restate_cmd::worker(args).await,
             Command::Runs { command } => runs_cmd::run(command),
         }
     });

@@ -14,8 +14,8 @@ use harnessx::{PermissionLevel, ToolRegistry};
 
 use crate::CliError;
 use crate::approve;
-use crate::durable_cmd;
 use crate::setup::{BasePath, PermissionArgs, SandboxArgs, WebArgs, load_tools};
+use crate::{durable_cmd, restate_cmd};
 
 /// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
 /// answers for a real model's.
@@ -131,8 +131,17 @@ pub(crate) struct RunArgs {
     /// instead of being denied.
     #[arg(long, value_name = "FILE")]
     durable: Option<PathBuf>,
-    /// The durable run's id (default: run-MILLIS-PID). Needs --durable.
-    #[arg(long, value_name = "ID", requires = "durable")]
+    /// Start the run on a Restate cluster, at its ingress URL (e.g. http://127.0.0.1:8080),
+    /// and follow it: the cluster's workers (`harnessx worker`) run it with their own
+    /// agent flags, so none are given here. See `harnessx worker`.
+    #[arg(long, value_name = "URL", conflicts_with = "durable")]
+    restate: Option<String>,
+    /// With --restate: the cluster's admin API, asked why a run is stuck (a worker with
+    /// other tools, say) while it follows the run.
+    #[arg(long, value_name = "URL", requires = "restate")]
+    restate_admin: Option<String>,
+    /// The durable run's id (default: run-MILLIS-PID). Needs --durable or --restate.
+    #[arg(long, value_name = "ID")]
     run_id: Option<String>,
 }
 
@@ -169,6 +178,12 @@ fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, CliEr
 
 /// The agent the flags describe.
 pub(crate) fn build_agent(args: &AgentArgs, stream: bool) -> Result<Agent, CliError> {
+    build_agent_for(args, stream, approve::interactive())
+}
+
+/// [`build_agent`], with ASK calls asked on the terminal only when `on_terminal` (never
+/// for a worker, whose runs wait for `harnessx approve` instead).
+pub(crate) fn build_agent_for(args: &AgentArgs, stream: bool, on_terminal: bool) -> Result<Agent, CliError> {
     let model = model_for(&args.model, args.base_url.as_deref())?;
     let registry = ToolRegistry::new();
     // File tools are contained under the current directory unless --base-path says where.
@@ -191,7 +206,7 @@ pub(crate) fn build_agent(args: &AgentArgs, stream: bool) -> Result<Agent, CliEr
     }
     manager = if args.yes {
         approve::approve_all(manager)
-    } else if approve::interactive() {
+    } else if on_terminal {
         approve::prompt_on_terminal(manager)
     } else {
         // No one to approve, so no callback: a plain run denies ASK calls, a durable run
@@ -208,6 +223,13 @@ pub(crate) fn build_agent(args: &AgentArgs, stream: bool) -> Result<Agent, CliEr
 }
 
 pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
+    if let Some(ingress) = &args.restate {
+        let cluster = restate_cmd::Cluster::new(ingress, args.restate_admin.as_deref(), Some(&args.agent))?;
+        return cluster.start(args.run_id, &args.prompt, args.json).await;
+    }
+    if args.run_id.is_some() && args.durable.is_none() {
+        return Err(CliError::Usage("--run-id needs --durable FILE or --restate URL".into()));
+    }
     if let Some(journal) = &args.durable {
         let agent = build_agent(&args.agent, true)?;
         return durable_cmd::start(agent, &args.agent, journal, args.run_id, &args.prompt, args.json).await;

@@ -12,7 +12,5 @@ pub use journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, RunR
 pub use memory::MemoryJournal;
 pub use runtime::{AgentRuntime, DurableError, RunReport};
 pub use sqlite::{SqliteJournal, Synchronous};
-// The SDK's macros generate undocumented items.
 #[cfg(feature = "restate")]
-#[allow(missing_docs)]
 pub mod restate;

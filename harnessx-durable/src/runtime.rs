@@ -2,7 +2,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
@@ -17,7 +16,7 @@ use harnessx_core::{
 };
 
 use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
-use crate::memory::MemoryJournal;
+use crate::memory::{MemoryJournal, now_ms};
 use crate::sqlite::SqliteJournal;
 
 /// Why a durable operation failed. One line each.
@@ -57,6 +56,10 @@ pub enum DurableError {
     /// `resume` of a run that already finished.
     #[error("run {0:?} is already completed; `runs show` prints its answer")]
     Completed(String),
+    /// The Restate cluster could not be reached, or answered with an error (feature
+    /// `restate`): the run is as the cluster last recorded it.
+    #[error("{0}")]
+    Cluster(String),
 }
 
 /// Where a run stands, as [`AgentRuntime::status`] reports it.
@@ -84,17 +87,27 @@ pub struct AgentRuntime {
     journal: Arc<dyn JournalStore>,
 }
 
+/// What a run depends on, as (the text compared on resume, a summary for the error):
+/// the tools' schemas, the model's name and the system prompt.
+pub(crate) fn fingerprint(agent: &Agent) -> (String, String) {
+    let tools = agent.tools().get_tool_params();
+    let model = agent.model().map(|m| m.name().to_owned()).unwrap_or_default();
+    let system = agent.effective_system_prompt().unwrap_or_default();
+    let full = serde_json::json!({"model": model, "system": system, "tools": tools}).to_string();
+    let names: Vec<String> = agent.tools().list_tools().into_iter().map(|d| d.name.to_string()).collect();
+    let summary = format!(
+        "tools [{}], model {:?}, a system prompt of {} characters",
+        names.join(", "),
+        model,
+        system.chars().count()
+    );
+    (full, summary)
+}
+
 impl std::fmt::Debug for AgentRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentRuntime").field("agent", &self.agent).finish_non_exhaustive()
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 impl AgentRuntime {
@@ -128,19 +141,7 @@ impl AgentRuntime {
 
     /// What the run depends on, as (digest text, summary).
     fn fingerprint(&self) -> (String, String) {
-        let tools = self.agent.tools().get_tool_params();
-        let model = self.agent.model().map(|m| m.name().to_owned()).unwrap_or_default();
-        let system = self.agent.effective_system_prompt().unwrap_or_default();
-        let full = serde_json::json!({"model": model, "system": system, "tools": tools}).to_string();
-        let names: Vec<String> =
-            self.agent.tools().list_tools().into_iter().map(|d| d.name.to_string()).collect();
-        let summary = format!(
-            "tools [{}], model {:?}, a system prompt of {} characters",
-            names.join(", "),
-            model,
-            system.chars().count()
-        );
-        (full, summary)
+        fingerprint(&self.agent)
     }
 
     /// Starts a run. `run_id` must be new in the journal.

@@ -1,0 +1,310 @@
+//! The client side of runs on a Restate cluster: start, follow, answer and inspect them
+//! over the cluster's ingress (and, for why a run is stuck, its admin API); and register
+//! a worker's endpoint with the admin API.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode, Url};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use harnessx_agent::NeedsInput;
+use harnessx_core::ApprovalDecision;
+use harnessx_core::error::error_chain;
+
+use super::service::{Answer, Approval};
+use crate::journal::{JournalError, RunStatus};
+use crate::runtime::DurableError;
+
+/// Where a run on the cluster stands: the shape `harnessx run --restate --json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunState {
+    /// The run.
+    pub run_id: String,
+    /// Running, waiting for input, completed or failed.
+    pub status: RunStatus,
+    /// The final answer once completed; the error once failed.
+    pub output: Option<String>,
+    /// What the run waits for, when [`RunStatus::NeedsInput`].
+    pub needs_input: Vec<NeedsInput>,
+    /// While it is running: why its last attempt failed, as the admin API reports it
+    /// (a worker with another configuration, a worker that died), when the runtime
+    /// knows the admin URL ([`RestateRuntime::with_admin`]) and there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<String>,
+}
+
+/// Durable runs on a Restate cluster, from any process: the runs execute on the workers
+/// ([`serve`](super::serve), `harnessx worker`); this starts them, follows them and
+/// answers what they wait for. The calls mirror [`AgentRuntime`](crate::AgentRuntime)'s.
+#[derive(Debug, Clone)]
+pub struct RestateRuntime {
+    ingress: Url,
+    admin: Option<Url>,
+    http: reqwest::Client,
+    poll: Duration,
+}
+
+/// The process-wide HTTP client.
+fn client() -> Result<reqwest::Client, DurableError> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            // reqwest is built without a bundled crypto provider (for an `https` cluster);
+            // use ring unless the application installed one of its own.
+            if rustls::crypto::CryptoProvider::get_default().is_none() {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+            }
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .timeout(Duration::from_secs(60))
+                .user_agent(concat!("harnessx/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| error_chain(&e))
+        })
+        .clone()
+        .map_err(|e| DurableError::Cluster(format!("could not set up the HTTP client: {e}")))
+}
+
+fn base_url(url: &str, what: &str) -> Result<Url, DurableError> {
+    let parsed =
+        Url::parse(url).map_err(|e| DurableError::Cluster(format!("the {what} URL {url:?}: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.cannot_be_a_base() {
+        return Err(DurableError::Cluster(format!("the {what} URL {url:?} is not an http(s) URL")));
+    }
+    Ok(parsed)
+}
+
+/// `base` with `segments` appended, each percent-encoded (a run id may hold `/` or `?`).
+fn join(base: &Url, segments: &[&str]) -> Url {
+    let mut url = base.clone();
+    url.path_segments_mut().expect("checked to be a base").pop_if_empty().extend(segments);
+    url
+}
+
+/// The message of an error body: Restate answers `{"message": ...}`.
+fn message(body: &str) -> String {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| body.trim().to_owned())
+}
+
+impl RestateRuntime {
+    /// A runtime talking to the cluster's ingress at `ingress_url` (e.g.
+    /// `http://127.0.0.1:8080`).
+    pub fn new(ingress_url: &str) -> Result<Self, DurableError> {
+        Ok(Self {
+            ingress: base_url(ingress_url, "Restate ingress")?,
+            admin: None,
+            http: client()?,
+            poll: Duration::from_millis(100),
+        })
+    }
+
+    /// Also asks the admin API (e.g. `http://127.0.0.1:9070`) why a running run's last
+    /// attempt failed ([`RunState::last_failure`]).
+    pub fn with_admin(mut self, admin_url: &str) -> Result<Self, DurableError> {
+        self.admin = Some(base_url(admin_url, "Restate admin")?);
+        Ok(self)
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Value>,
+    ) -> Result<(StatusCode, String), DurableError> {
+        let mut request = self.http.request(method, url.clone());
+        if let Some(body) = body {
+            request = request.header("content-type", "application/json").body(body.to_string());
+        }
+        let failed = |e: reqwest::Error| {
+            DurableError::Cluster(format!("the Restate cluster at {url}: {}", error_chain(&e)))
+        };
+        let response = request.send().await.map_err(failed)?;
+        let status = response.status();
+        let text = response.text().await.map_err(failed)?;
+        Ok((status, text))
+    }
+
+    /// Calls a handler of the run's workflow and returns its JSON answer.
+    async fn call(&self, run_id: &str, handler: &str, body: Option<Value>) -> Result<Value, DurableError> {
+        let url = join(&self.ingress, &["HarnessxRun", run_id, handler]);
+        let (status, text) = self.send(Method::POST, url, body).await?;
+        if !status.is_success() {
+            return Err(DurableError::Cluster(message(&text)));
+        }
+        if text.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text).map_err(|e| {
+            DurableError::Cluster(format!("HarnessxRun/{handler} answered something that is not JSON: {e}"))
+        })
+    }
+
+    /// Starts run `run_id` on the cluster and returns at once; [`wait`](Self::wait)
+    /// follows it. An id already used on the cluster is refused.
+    pub async fn submit(&self, run_id: &str, prompt: &str) -> Result<(), DurableError> {
+        if run_id.is_empty() {
+            return Err(DurableError::Cluster("a run id must not be empty".into()));
+        }
+        let url = join(&self.ingress, &["HarnessxRun", run_id, "run", "send"]);
+        let (status, text) = self.send(Method::POST, url, Some(Value::String(prompt.to_owned()))).await?;
+        if !status.is_success() {
+            return Err(DurableError::Cluster(message(&text)));
+        }
+        let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if answer.get("status").and_then(Value::as_str) == Some("PreviouslyAccepted") {
+            return Err(JournalError::RunExists(run_id.to_owned()).into());
+        }
+        Ok(())
+    }
+
+    /// Starts run `run_id` and waits until it completes, fails or stops for input.
+    pub async fn start(&self, run_id: &str, prompt: &str) -> Result<RunState, DurableError> {
+        self.submit(run_id, prompt).await?;
+        self.wait(run_id, |_| {}).await
+    }
+
+    /// Waits until the run completes, fails or stops for input; `on_event` sees each of
+    /// its events (`turn 1: calls read (c1)`, ...) once, in order. The run goes on
+    /// without anyone waiting: this only follows it.
+    pub async fn wait(&self, run_id: &str, mut on_event: impl FnMut(&str)) -> Result<RunState, DurableError> {
+        let mut seen = 0;
+        let mut pause = self.poll;
+        loop {
+            let state = self.status(run_id).await?;
+            let events = self.events(run_id).await?;
+            for event in events.iter().skip(seen) {
+                on_event(event);
+            }
+            seen = seen.max(events.len());
+            if state.status != RunStatus::Running {
+                return Ok(state);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// Waits for a run that was answered (or that a worker's death interrupted) to get
+    /// on: on Restate it continues by itself; this follows it like [`wait`](Self::wait).
+    pub async fn resume(&self, run_id: &str) -> Result<RunState, DurableError> {
+        self.wait(run_id, |_| {}).await
+    }
+
+    /// Where the run stands now.
+    pub async fn status(&self, run_id: &str) -> Result<RunState, DurableError> {
+        let url = join(&self.ingress, &["restate", "workflow", "HarnessxRun", run_id, "output"]);
+        let (status, text) = self.send(Method::GET, url, None).await?;
+        let mut state = RunState {
+            run_id: run_id.to_owned(),
+            status: RunStatus::Running,
+            output: None,
+            needs_input: Vec::new(),
+            last_failure: None,
+        };
+        match status.as_u16() {
+            200 => {
+                state.status = RunStatus::Completed;
+                state.output = Some(serde_json::from_str::<String>(&text).unwrap_or(text));
+            }
+            // Not finished yet.
+            470 => {
+                let waiting = self.call(run_id, "waiting", None).await?;
+                state.needs_input = serde_json::from_value(waiting).map_err(|e| {
+                    DurableError::Cluster(format!("HarnessxRun/waiting answered an unexpected shape: {e}"))
+                })?;
+                if state.needs_input.is_empty() {
+                    state.last_failure = self.last_failure(run_id).await?;
+                } else {
+                    state.status = RunStatus::NeedsInput;
+                }
+            }
+            404 => {
+                return Err(DurableError::Cluster(format!(
+                    "no run with id {run_id:?} on the Restate cluster at {}",
+                    self.ingress
+                )));
+            }
+            _ => {
+                state.status = RunStatus::Failed;
+                state.output = Some(message(&text));
+            }
+        }
+        Ok(state)
+    }
+
+    /// The run's events so far, one line per step.
+    pub async fn events(&self, run_id: &str) -> Result<Vec<String>, DurableError> {
+        let events = self.call(run_id, "events", None).await?;
+        Ok(serde_json::from_value(events).unwrap_or_default())
+    }
+
+    /// Decides on an ASK call the run waits on; the run continues by itself.
+    pub async fn approve(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<(), DurableError> {
+        let body = Approval { call_id: call_id.to_owned(), decision };
+        self.call(run_id, "approve", Some(serde_json::to_value(body).expect("serialises"))).await.map(drop)
+    }
+
+    /// Answers whether a `manual` call whose outcome was unknown took effect; the text
+    /// becomes the call's result for the model, and the run continues by itself.
+    pub async fn answer(&self, run_id: &str, call_id: &str, text: &str) -> Result<(), DurableError> {
+        let body = Answer { call_id: call_id.to_owned(), text: text.to_owned() };
+        self.call(run_id, "answer", Some(serde_json::to_value(body).expect("serialises"))).await.map(drop)
+    }
+
+    /// Why the run's (or one of its calls') last attempt failed, from the admin API.
+    async fn last_failure(&self, run_id: &str) -> Result<Option<String>, DurableError> {
+        let Some(admin) = &self.admin else { return Ok(None) };
+        let quoted = run_id.replace('\'', "''");
+        let like = quoted.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        let query = format!(
+            "SELECT last_failure FROM sys_invocation WHERE last_failure IS NOT NULL AND \
+             ((target_service_name = 'HarnessxRun' AND target_service_key = '{quoted}') OR \
+              (target_service_name = 'HarnessxTool' AND target_service_key LIKE '{like}/%' ESCAPE '\\')) \
+             ORDER BY modified_at DESC LIMIT 1"
+        );
+        let (status, text) =
+            self.send(Method::POST, join(admin, &["query"]), Some(json!({ "query": query }))).await?;
+        if !status.is_success() {
+            return Err(DurableError::Cluster(format!("the Restate admin API's query: {}", message(&text))));
+        }
+        let rows: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(rows["rows"].get(0).and_then(|row| row["last_failure"].as_str()).map(str::to_owned))
+    }
+}
+
+/// Registers the worker endpoint reachable at `uri` with the Restate admin API at
+/// `admin_url`, and returns the deployment's id. Registering the same endpoint again is
+/// harmless. The endpoint must be serving already: Restate asks it which services it has.
+pub async fn register(admin_url: &str, uri: &str) -> Result<String, DurableError> {
+    let admin = base_url(admin_url, "Restate admin")?;
+    base_url(uri, "worker")?;
+    let url = join(&admin, &["deployments"]);
+    let response = client()?
+        .post(url.clone())
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(json!({ "uri": uri }).to_string())
+        .send()
+        .await
+        .map_err(|e| DurableError::Cluster(format!("registering {uri} at {url}: {}", error_chain(&e))))?;
+    let status = response.status();
+    let text = response.text().await.unwrap_or_default();
+    if !status.is_success() {
+        return Err(DurableError::Cluster(format!(
+            "registering {uri} at {url}: {status}: {}",
+            message(&text)
+        )));
+    }
+    let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Ok(answer["id"].as_str().unwrap_or_default().to_owned())
+}
