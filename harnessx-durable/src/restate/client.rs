@@ -116,7 +116,8 @@ impl RestateRuntime {
         url: Url,
         body: Option<Value>,
     ) -> Result<(StatusCode, String), DurableError> {
-        let mut request = self.http.request(method, url.clone());
+        // JSON answers (the admin API's query answers Arrow by default).
+        let mut request = self.http.request(method, url.clone()).header("accept", "application/json");
         if let Some(body) = body {
             request = request.header("content-type", "application/json").body(body.to_string());
         }

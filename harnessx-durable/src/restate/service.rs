@@ -59,9 +59,27 @@ impl WorkerConfig {
         };
         tracing::error!(run_id, "{error}");
         // Retryable: the run waits, nothing lost, for a worker with its configuration.
-        Err(error.into())
+        Err(Refused(error.to_string()).into())
     }
 }
+
+/// A retryable error whose message reads the same through `Debug`, which is how the SDK
+/// reports it to Restate (and so what the admin API's `last_failure` shows).
+struct Refused(String);
+
+impl std::fmt::Debug for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
 
 /// 64-bit FNV-1a: stable across builds and machines (std's hashers are not), and the
 /// digest only has to tell configurations apart, not resist an attacker.

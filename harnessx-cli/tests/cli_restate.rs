@@ -1,0 +1,159 @@
+//! Durable runs on a Restate cluster from the command line, end to end: a real
+//! restate-server on loopback (installed from npm by the test support), a `harnessx
+//! worker` process serving the test model, and `run`, `approve`, `answer` and `resume`
+//! with `--restate`, each its own process.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+use harnessx_test_support::bin::{Binary, stderr, stdout};
+use harnessx_test_support::restate::RestateServer;
+use serde_json::Value;
+
+fn harnessx(dir: &Path, args: &[&str]) -> Output {
+    Binary::new(env!("CARGO_BIN_EXE_harnessx")).run(dir, args)
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exited, not killed")
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_str(stdout(out).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(out), stderr(out)))
+}
+
+/// A `harnessx worker` process, stopped with SIGTERM when dropped.
+struct Worker {
+    child: Child,
+    /// Its `--json` line.
+    ready: Value,
+}
+
+impl Worker {
+    fn start(dir: &Path, server: &RestateServer, flags: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_harnessx"))
+            .current_dir(dir)
+            .args(["worker", "--restate-admin", &server.admin_url, "--listen", "127.0.0.1:0", "--json"])
+            .args(flags)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the harnessx binary starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let ready: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("{e}: the worker's first line {line:?}\n{}", server.log_tail()));
+        Self { child, ready }
+    }
+
+    /// SIGTERM, and its exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_run_on_the_cluster_waits_for_an_approval_from_another_process_and_finishes() {
+    let Some(server) = RestateServer::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let worker = Worker::start(d, &server, &["--tools", "write_file"]);
+    assert!(worker.ready["deployment"].as_str().unwrap().starts_with("dp_"), "{}", worker.ready);
+    assert!(
+        worker.ready["config"]["summary"].as_str().unwrap().contains("tools [write_file, "),
+        "{}",
+        worker.ready
+    );
+    let ingress = server.ingress_url.as_str();
+
+    // write_file asks; no one is there: the run waits, durably (exit 3).
+    let out = harnessx(d, &["run", "Write it.", "--restate", ingress, "--run-id", "w1", "--json"]);
+    assert_eq!(code(&out), 3, "{}\n{}", stderr(&out), server.log_tail());
+    let stopped = json(&out);
+    assert_eq!(stopped["run_id"], "w1");
+    assert_eq!(stopped["status"], "needs_input", "{stopped}");
+    assert_eq!(stopped["output"], Value::Null);
+    let waiting = &stopped["needs_input"][0];
+    assert_eq!(waiting["kind"], "approval", "{stopped}");
+    assert_eq!(waiting["tool"], "write_file");
+    let call = waiting["call_id"].as_str().unwrap().to_owned();
+
+    // The same id again is refused; so is an approval of a call it does not wait on.
+    let out = harnessx(d, &["run", "Again.", "--restate", ingress, "--run-id", "w1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("a run with id \"w1\" already exists"), "{}", stderr(&out));
+    let out = harnessx(d, &["approve", "w1", "nope", "--restate", ingress]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "run \"w1\" is not waiting for an approval of call \"nope\" (it waits for an approval of call \"{call}\")"
+        )),
+        "{}",
+        stderr(&out)
+    );
+
+    // Approved from a third process; the run goes on by itself, `resume` follows it.
+    let out = harnessx(d, &["approve", "w1", &call, "--restate", ingress]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = harnessx(d, &["resume", "w1", "--restate", ingress, "--json"]);
+    assert_eq!(code(&out), 0, "{}\n{}", stderr(&out), server.log_tail());
+    let done = json(&out);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["output"].as_str().unwrap().starts_with("Ran "), "{done}");
+    assert_eq!(done["needs_input"], serde_json::json!([]));
+
+    // Text mode follows the run's events on stderr and prints the answer.
+    let out = harnessx(d, &["resume", "w1", "--restate", ingress]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("turn 1: calls write_file ("), "{}", stderr(&out));
+    assert!(stderr(&out).contains("turn 2: the final answer"), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("Ran "), "{}", stdout(&out));
+
+    let status = worker.stop();
+    assert!(status.success(), "a worker stops cleanly on SIGTERM: {status}");
+}
+
+#[test]
+fn restate_flags_are_checked_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Agent flags belong to the workers.
+    let out = harnessx(d, &["run", "x", "--restate", "http://127.0.0.1:9", "--tools", "read_file"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--tools has no effect with --restate: the cluster's workers run the run with their own agent flags"),
+        "{}",
+        stderr(&out)
+    );
+    // --durable and --restate exclude each other; --run-id needs one of them.
+    let out = harnessx(d, &["run", "x", "--restate", "http://127.0.0.1:9", "--durable", "runs.db"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let out = harnessx(d, &["run", "x", "--run-id", "r"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--run-id needs --durable FILE or --restate URL"), "{}", stderr(&out));
+    let out = harnessx(d, &["resume", "r"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    // Not a URL; a dead cluster.
+    let out = harnessx(d, &["run", "x", "--restate", "localhost:8080"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("is not an http(s) URL"), "{}", stderr(&out));
+    let out = harnessx(d, &["approve", "r", "c", "--restate", "http://127.0.0.1:9"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("the Restate cluster at http://127.0.0.1:9/"), "{}", stderr(&out));
+    // A worker whose admin API is not there does not serve.
+    let out = harnessx(d, &["worker", "--restate-admin", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("registering http://127.0.0.1:"), "{}", stderr(&out));
+}
