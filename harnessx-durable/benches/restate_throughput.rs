@@ -4,9 +4,11 @@
 //! other and with 16 in flight, and the wall time of a sequential run per step.
 //!
 //! `cargo bench -p harnessx-durable --features restate --bench restate_throughput`
-//! (`HX_BENCH_RUNS` sets the runs per measurement, 64 by default). A plain timing loop,
-//! not criterion: the server is started once per setup, and a run cannot be repeated
-//! under the same id. Without `npm` the Restate rows are skipped, printing why.
+//! (`HX_BENCH_RUNS` sets the runs per measurement, 64 by default; the journals and the
+//! server's data go to a temporary directory, so `TMPDIR` picks the disk). A plain timing
+//! loop, not criterion: the server is started once per setup, and a run cannot be
+//! repeated under the same id. Without `npm` the Restate rows are skipped, printing why.
+//! Results are in `docs/performance.md`, "Durable runs on Restate".
 //!
 //! The Restate setups:
 //! - one worker, [`serve`] on this process's runtime, registered directly;
@@ -185,6 +187,23 @@ async fn measure_restate(label: &str, ingress: &str, runs: usize) -> Vec<Row> {
     vec![attach, start]
 }
 
+/// The median time of writing 256 bytes to a file in `dir` and `fdatasync`ing it: what a
+/// commit costs at least, on the disk the journals and the server's data are on (the
+/// server syncs its log too).
+fn fsync_probe(dir: &std::path::Path) -> Duration {
+    let mut file = std::fs::File::create(dir.join("fsync-probe")).unwrap();
+    let mut times: Vec<Duration> = (0..200)
+        .map(|_| {
+            let t = Instant::now();
+            file.write_all(&[0u8; 256]).unwrap();
+            file.sync_data().unwrap();
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
 /// A worker process: serves on a loopback port, prints `port N`; on a line on stdin
 /// prints `served MODEL TOOL` (the steps it executed) and exits.
 fn worker_main() {
@@ -306,6 +325,11 @@ fn main() {
         "{TURNS} turns x {CALLS} calls ({STEPS} steps) a run, {runs} runs per measurement, \
          {IN_FLIGHT} in flight in the second column; ms/run and ms/step are sequential"
     );
+    println!(
+        "journals and server data in {} (TMPDIR picks another place); fsync there: {:.3} ms",
+        std::env::temp_dir().display(),
+        fsync_probe(dir.path()).as_secs_f64() * 1e3
+    );
     header();
     rt.block_on(async {
         let plain = agent(Arc::default());
@@ -353,4 +377,5 @@ fn main() {
         cluster(1, runs).await;
         cluster(2, runs).await;
     });
+    println!("fsync at the end: {:.3} ms", fsync_probe(dir.path()).as_secs_f64() * 1e3);
 }

@@ -424,6 +424,17 @@ fn a_worker_with_other_tools_is_refused_and_the_run_waits_for_one_with_the_runs_
         "{failure}"
     );
     assert!(!model_requests(d).iter().any(|r| r.starts_with('O')), "the other worker asked no model");
+    // Following the run shows why it is stuck.
+    let mut seen: Vec<String> = Vec::new();
+    let followed = cluster.runtime.block_on(async {
+        let follow = cluster.client.wait("r1", |event| seen.push(event.to_owned()));
+        tokio::time::timeout(Duration::from_secs(2), follow).await
+    });
+    assert!(followed.is_err(), "still stuck: {followed:?}");
+    assert!(
+        seen.iter().any(|e| e.starts_with("retrying: run \"r1\" was started with tools [read, send, put]")),
+        "{seen:?}"
+    );
 
     // A worker with the run's tools comes back: the run finishes where it stopped.
     drop(other);

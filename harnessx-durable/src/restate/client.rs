@@ -116,8 +116,22 @@ impl RestateRuntime {
         url: Url,
         body: Option<Value>,
     ) -> Result<(StatusCode, String), DurableError> {
+        self.send_for(method, url, body, None).await
+    }
+
+    /// [`send`](Self::send), waiting up to `timeout` for the answer instead of a minute.
+    async fn send_for(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Value>,
+        timeout: Option<Duration>,
+    ) -> Result<(StatusCode, String), DurableError> {
         // JSON answers (the admin API's query answers Arrow by default).
         let mut request = self.http.request(method, url.clone()).header("accept", "application/json");
+        if let Some(timeout) = timeout {
+            request = request.timeout(timeout);
+        }
         if let Some(body) = body {
             request = request.header("content-type", "application/json").body(body.to_string());
         }
@@ -170,11 +184,19 @@ impl RestateRuntime {
     }
 
     /// Waits until the run completes, fails or stops for input; `on_event` sees each of
-    /// its events (`turn 1: calls read (c1)`, ...) once, in order. The run goes on
+    /// its events (`turn 1: calls read (c1)`, ...) once, in order, and, with an admin
+    /// URL, each new reason its last attempt failed (`retrying: ...`). The run goes on
     /// without anyone waiting: this only follows it.
     pub async fn wait(&self, run_id: &str, mut on_event: impl FnMut(&str)) -> Result<RunState, DurableError> {
         let mut seen = 0;
+        let mut failure: Option<String> = None;
         let mut pause = self.poll;
+        // The ingress answers `attach` the moment the run finishes; the polls between
+        // catch a run that stops for input, its events and why it is stuck.
+        let attach_url = join(&self.ingress, &["restate", "workflow", "HarnessxRun", run_id, "attach"]);
+        let mut attach =
+            std::pin::pin!(self.send_for(Method::GET, attach_url, None, Some(Duration::from_secs(3600))));
+        let mut attached = false;
         loop {
             let state = self.status(run_id).await?;
             let events = self.events(run_id).await?;
@@ -182,11 +204,18 @@ impl RestateRuntime {
                 on_event(event);
             }
             seen = seen.max(events.len());
+            if state.last_failure.is_some() && state.last_failure != failure {
+                failure.clone_from(&state.last_failure);
+                on_event(&format!("retrying: {}", failure.as_deref().unwrap_or_default()));
+            }
             if state.status != RunStatus::Running {
                 return Ok(state);
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(500));
+            tokio::select! {
+                // Finished (or the attach failed: then polling alone goes on).
+                _ = &mut attach, if !attached => attached = true,
+                () = tokio::time::sleep(pause) => pause = (pause * 2).min(Duration::from_millis(500)),
+            }
         }
     }
 
@@ -279,8 +308,17 @@ impl RestateRuntime {
             return Err(DurableError::Cluster(format!("the Restate admin API's query: {}", message(&text))));
         }
         let rows: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Ok(rows["rows"].get(0).and_then(|row| row["last_failure"].as_str()).map(str::to_owned))
+        Ok(rows["rows"].get(0).and_then(|row| row["last_failure"].as_str()).map(failure_message))
     }
+}
+
+/// A `last_failure` without the wrapping of a handler's retryable error
+/// (`[500 Internal] Handler failed with retryable error: MESSAGE'`): the message.
+fn failure_message(failure: &str) -> String {
+    failure
+        .strip_prefix("[500 Internal] Handler failed with retryable error: ")
+        .map_or(failure, |message| message.strip_suffix('\'').unwrap_or(message))
+        .to_owned()
 }
 
 /// Registers the worker endpoint reachable at `uri` with the Restate admin API at
@@ -308,4 +346,36 @@ pub async fn register(admin_url: &str, uri: &str) -> Result<String, DurableError
     }
     let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     Ok(answer["id"].as_str().unwrap_or_default().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handlers_retryable_error_reads_as_its_message_and_others_as_they_are() {
+        assert_eq!(
+            failure_message(
+                "[500 Internal] Handler failed with retryable error: run \"r1\" was started with x'"
+            ),
+            "run \"r1\" was started with x"
+        );
+        let transport = "[500 Internal] unexpected error while reading the response body: broken pipe";
+        assert_eq!(failure_message(transport), transport);
+    }
+
+    #[test]
+    fn run_ids_are_one_path_segment_each() {
+        let base = Url::parse("http://127.0.0.1:8080/").unwrap();
+        let url = join(&base, &["HarnessxRun", "a/b?c d", "run", "send"]);
+        assert_eq!(url.as_str(), "http://127.0.0.1:8080/HarnessxRun/a%2Fb%3Fc%20d/run/send");
+        let prefixed = Url::parse("https://cluster.example/restate").unwrap();
+        assert_eq!(join(&prefixed, &["x"]).as_str(), "https://cluster.example/restate/x");
+    }
+
+    #[test]
+    fn restates_error_bodies_give_their_message() {
+        assert_eq!(message(r#"{"code": 500, "message": "no such run"}"#), "no such run");
+        assert_eq!(message("plain text\n"), "plain text");
+    }
 }

@@ -13,21 +13,59 @@ mod client;
 mod service;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use harnessx_agent::Agent;
-use restate_sdk::http_server::HttpServer;
+use hyper::server::conn::http2;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use restate_sdk::hyper::HyperEndpoint;
 
 pub use client::{RestateRuntime, RunState, register};
 pub use service::{Answer, Approval, Executed, HarnessxRun, HarnessxTool, Invocation, Unknown, WorkerConfig};
 
 /// Serves the run workflow and the tool object for `agent` on `listener` until `stop`
-/// completes. Every worker of a cluster must serve the same tools, model and system
-/// prompt: a step reaching a worker whose [`WorkerConfig`] differs from the one its run
-/// started with fails (and Restate retries it) with an error naming both.
+/// completes, then lets open connections finish (at most 10 s). Every worker of a
+/// cluster must serve the same tools, model and system prompt: a step reaching a worker
+/// whose [`WorkerConfig`] differs from the one its run started with fails (and Restate
+/// retries it) with an error naming both.
 pub async fn serve(
     agent: Arc<Agent>,
     listener: tokio::net::TcpListener,
     stop: impl std::future::Future<Output = ()>,
 ) {
-    HttpServer::new(service::endpoint(agent)).serve_with_cancel(listener, stop).await;
+    // The SDK's `HttpServer`, with TCP_NODELAY: each journaled step is a small HTTP/2
+    // frame, and Nagle's algorithm held each one back (a run took twice as long).
+    let endpoint = HyperEndpoint::new(service::endpoint(agent));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, remote) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of descriptors, say: wait a little rather than spin.
+                        tracing::warn!("accepting a connection: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                if let Err(e) = stream.set_nodelay(true) {
+                    tracing::debug!("TCP_NODELAY on {remote}: {e}");
+                }
+                let connection = http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), endpoint.clone());
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    if let Err(e) = connection.await {
+                        tracing::debug!("serving {remote}: {e}");
+                    }
+                });
+            }
+            () = &mut stop => break,
+        }
+    }
+    if tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await.is_err() {
+        tracing::warn!("connections still open 10 s after the worker was told to stop");
+    }
 }
