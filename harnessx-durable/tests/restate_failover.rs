@@ -38,6 +38,8 @@ const DIR: &str = "HX_RESTATE_DIR";
 const HOLD: &str = "HX_RESTATE_HOLD";
 /// `other`: the worker has other tools than the run.
 const TOOLS: &str = "HX_RESTATE_TOOLS";
+/// Set: every call asks (the workers have no approver, so the run waits for `approve`).
+const ASK: &str = "HX_RESTATE_ASK";
 
 /// Blocks forever when this is worker A and `point` is where it should die.
 async fn hold(worker: &str, point: &str) {
@@ -93,6 +95,10 @@ fn agent(dir: &Path, worker: &str) -> Arc<Agent> {
             "put",
             ReplayPolicy::Idempotent,
         ));
+    }
+    if std::env::var(ASK).is_ok() {
+        builder =
+            builder.permissions(harnessx_core::PermissionManager::new(harnessx_core::PermissionLevel::Ask));
     }
     Arc::new(builder.build().unwrap())
 }
@@ -447,4 +453,50 @@ fn a_worker_with_other_tools_is_refused_and_the_run_waits_for_one_with_the_runs_
     for tool in ["read", "send", "put"] {
         assert_eq!(ran(d, tool), ["A"], "{tool}");
     }
+}
+
+#[test]
+fn a_run_waiting_for_approval_outlives_its_worker_and_an_approval_from_another_process_resumes_it_elsewhere()
+{
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    let Some(cluster) = Cluster::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = start_worker(d, &cluster.front, "A", &[(ASK, "1")]);
+    let _b = start_worker(d, &cluster.front, "B", &[(ASK, "1")]);
+    cluster.register();
+    let rt = &cluster.runtime;
+    rt.block_on(cluster.client.submit("r1", "go")).unwrap();
+    // The three calls of the turn wait together.
+    let state = cluster.until("r1", "the approval pause", |s| s.status == RunStatus::NeedsInput);
+    let asked: Vec<(NeedsInputKind, &str)> =
+        state.needs_input.iter().map(|n| (n.kind, n.call_id.as_str())).collect();
+    assert_eq!(
+        asked,
+        [
+            (NeedsInputKind::Approval, "c1"),
+            (NeedsInputKind::Approval, "c2"),
+            (NeedsInputKind::Approval, "c3")
+        ]
+    );
+    drop(a); // the worker that ran it so far is gone; the run is in Restate's journal
+
+    // This process (neither worker) decides; the run goes on, on B.
+    rt.block_on(cluster.client.approve("r1", "c1", harnessx_core::ApprovalDecision::Approve)).unwrap();
+    rt.block_on(cluster.client.approve("r1", "c2", harnessx_core::ApprovalDecision::Deny)).unwrap();
+    let waiting = cluster.status("r1");
+    assert_eq!(waiting.needs_input.len(), 1, "only c3 is left: {waiting:?}");
+    rt.block_on(cluster.client.approve("r1", "c3", harnessx_core::ApprovalDecision::Approve)).unwrap();
+    let err =
+        rt.block_on(cluster.client.approve("r1", "c3", harnessx_core::ApprovalDecision::Deny)).unwrap_err();
+    assert!(err.to_string().starts_with("run \"r1\" is not waiting for an approval of call \"c3\""), "{err}");
+    let state = cluster.finished("r1");
+    assert_eq!(state.status, RunStatus::Completed, "{state:?}");
+    assert_eq!(state.output.as_deref(), Some("saw: read done | Permission denied | put done"));
+    assert_eq!(ran(d, "read"), ["B"]);
+    assert!(ran(d, "send").is_empty(), "denied");
+    assert_eq!(ran(d, "put"), ["B"]);
+    assert_eq!(model_requests(d), ["A 1", "B 2"], "turn 1 is not asked again");
 }
