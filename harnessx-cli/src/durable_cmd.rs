@@ -19,7 +19,7 @@ use harnessx::durable::{AgentRuntime, DurableError, RunStatus, SqliteJournal};
 use serde_json::json;
 
 use crate::CliError;
-use crate::restate_cmd::Cluster;
+use crate::restate_cmd::{Cluster, Flags};
 use crate::run_cmd::{AgentArgs, build_agent};
 
 /// The exit status of a run that stopped to wait for input.
@@ -80,7 +80,7 @@ impl Backend {
     /// The cluster, when the run is on one.
     fn cluster(&self, agent: Option<&AgentArgs>) -> Result<Option<Cluster>, CliError> {
         match &self.restate {
-            Some(url) => Cluster::new(url, self.restate_admin.as_deref(), agent).map(Some),
+            Some(url) => Cluster::new(url, self.restate_admin.as_deref(), agent, Flags::Refused).map(Some),
             None => Ok(None),
         }
     }

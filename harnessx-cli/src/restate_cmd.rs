@@ -107,27 +107,43 @@ async fn shutdown_signal() {
 pub(crate) struct Cluster {
     runtime: RestateRuntime,
     ingress: String,
+    /// What the run's agent flags make, when some were given: the workers must match.
+    expect: Option<WorkerConfig>,
+}
+
+/// How agent flags given with `--restate` are taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flags {
+    /// `run`: they say which tools, model and system prompt the workers must have.
+    Expected,
+    /// `resume`: the run has its workers already; flags are refused.
+    Refused,
 }
 
 impl Cluster {
-    /// The cluster at `ingress` (and `admin`). Agent flags are refused: the workers run
-    /// the run with theirs.
+    /// The cluster at `ingress` (and `admin`).
     pub(crate) fn new(
         ingress: &str,
         admin: Option<&str>,
         agent: Option<&AgentArgs>,
+        flags: Flags,
     ) -> Result<Self, CliError> {
         let given = agent.map(AgentArgs::to_flags).unwrap_or_default();
-        if let Some(flag) = given.iter().find(|f| f.starts_with("--")) {
-            return Err(CliError::Usage(format!(
-                "{flag} has no effect with --restate: the cluster's workers run the run with their own agent flags (`harnessx worker`)"
-            )));
-        }
+        let expect = match (given.iter().find(|f| f.starts_with("--")), agent) {
+            (None, _) | (_, None) => None,
+            (Some(flag), Some(_)) if flags == Flags::Refused => {
+                return Err(CliError::Usage(format!(
+                    "{flag} has no effect with --restate: the run goes on on the cluster's workers, with their agent flags"
+                )));
+            }
+            // The workers build the agent; this one is built only to compare with theirs.
+            (Some(_), Some(args)) => Some(WorkerConfig::of(&build_agent_for(args, false, false)?)),
+        };
         let mut runtime = RestateRuntime::new(ingress).map_err(CliError::usage)?;
         if let Some(admin) = admin {
             runtime = runtime.with_admin(admin).map_err(CliError::usage)?;
         }
-        Ok(Self { runtime, ingress: ingress.to_owned() })
+        Ok(Self { runtime, ingress: ingress.to_owned(), expect })
     }
 
     /// `run --restate URL`: starts the run and follows it.
@@ -141,7 +157,10 @@ impl Cluster {
         if run_id.trim().is_empty() {
             return Err(CliError::Usage("--run-id must not be empty".into()));
         }
-        self.runtime.submit(&run_id, prompt).await.map_err(CliError::failed)?;
+        self.runtime
+            .submit_expecting(&run_id, prompt, self.expect.as_ref())
+            .await
+            .map_err(CliError::failed)?;
         eprintln!("harnessx: run id {run_id} on {}", self.ingress);
         self.follow(&run_id, json).await
     }

@@ -132,8 +132,9 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "FILE")]
     durable: Option<PathBuf>,
     /// Start the run on a Restate cluster, at its ingress URL (e.g. http://127.0.0.1:8080),
-    /// and follow it: the cluster's workers (`harnessx worker`) run it with their own
-    /// agent flags, so none are given here. See `harnessx worker`.
+    /// and follow it. The cluster's workers (`harnessx worker`) run it with their own
+    /// agent; agent flags given here (--tools, --model, ...) only say what they must
+    /// have: a run that lands on workers with other tools, model or system prompt fails.
     #[arg(long, value_name = "URL", conflicts_with = "durable")]
     restate: Option<String>,
     /// With --restate: the cluster's admin API, asked why a run is stuck (a worker with
@@ -224,7 +225,12 @@ pub(crate) fn build_agent_for(args: &AgentArgs, stream: bool, on_terminal: bool)
 
 pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if let Some(ingress) = &args.restate {
-        let cluster = restate_cmd::Cluster::new(ingress, args.restate_admin.as_deref(), Some(&args.agent))?;
+        let cluster = restate_cmd::Cluster::new(
+            ingress,
+            args.restate_admin.as_deref(),
+            Some(&args.agent),
+            restate_cmd::Flags::Expected,
+        )?;
         return cluster.start(args.run_id, &args.prompt, args.json).await;
     }
     if args.run_id.is_some() && args.durable.is_none() {

@@ -79,7 +79,11 @@ fn a_run_on_the_cluster_waits_for_an_approval_from_another_process_and_finishes(
     let ingress = server.ingress_url.as_str();
 
     // write_file asks; no one is there: the run waits, durably (exit 3).
-    let out = harnessx(d, &["run", "Write it.", "--restate", ingress, "--run-id", "w1", "--json"]);
+    // Agent flags with --restate say what the workers must have; these match.
+    let out = harnessx(
+        d,
+        &["run", "Write it.", "--restate", ingress, "--run-id", "w1", "--tools", "write_file", "--json"],
+    );
     assert_eq!(code(&out), 3, "{}\n{}", stderr(&out), server.log_tail());
     let stopped = json(&out);
     assert_eq!(stopped["run_id"], "w1");
@@ -121,6 +125,18 @@ fn a_run_on_the_cluster_waits_for_an_approval_from_another_process_and_finishes(
     assert!(stderr(&out).contains("turn 2: the final answer"), "{}", stderr(&out));
     assert!(stdout(&out).starts_with("Ran "), "{}", stdout(&out));
 
+    // Flags that do not match the workers: the run fails at once, naming both.
+    let out = harnessx(
+        d,
+        &["run", "Read it.", "--restate", ingress, "--run-id", "w2", "--tools", "read_file", "--json"],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let failed = json(&out);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let why = failed["output"].as_str().unwrap();
+    assert!(why.starts_with("run \"w2\" asked for tools [read_file, "), "{why}");
+    assert!(why.contains("; the cluster's workers have tools [write_file, "), "{why}");
+
     let status = worker.stop();
     assert!(status.success(), "a worker stops cleanly on SIGTERM: {status}");
 }
@@ -129,11 +145,11 @@ fn a_run_on_the_cluster_waits_for_an_approval_from_another_process_and_finishes(
 fn restate_flags_are_checked_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // Agent flags belong to the workers.
-    let out = harnessx(d, &["run", "x", "--restate", "http://127.0.0.1:9", "--tools", "read_file"]);
+    // A run on a cluster goes on with its workers' agent flags.
+    let out = harnessx(d, &["resume", "r", "--restate", "http://127.0.0.1:9", "--tools", "read_file"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("--tools has no effect with --restate: the cluster's workers run the run with their own agent flags"),
+        stderr(&out).contains("--tools has no effect with --restate: the run goes on on the cluster's workers, with their agent flags"),
         "{}",
         stderr(&out)
     );

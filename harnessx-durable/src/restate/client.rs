@@ -13,7 +13,7 @@ use harnessx_agent::NeedsInput;
 use harnessx_core::ApprovalDecision;
 use harnessx_core::error::error_chain;
 
-use super::service::{Answer, Approval};
+use super::service::{Answer, Approval, WorkerConfig};
 use crate::journal::{JournalError, RunStatus};
 use crate::runtime::DurableError;
 
@@ -162,11 +162,24 @@ impl RestateRuntime {
     /// Starts run `run_id` on the cluster and returns at once; [`wait`](Self::wait)
     /// follows it. An id already used on the cluster is refused.
     pub async fn submit(&self, run_id: &str, prompt: &str) -> Result<(), DurableError> {
+        self.submit_expecting(run_id, prompt, None).await
+    }
+
+    /// [`submit`](Self::submit), for workers with the configuration `expect` (say,
+    /// [`WorkerConfig::of`] an agent built from the same flags as theirs): a run that
+    /// reaches workers with another one fails at once, naming both.
+    pub async fn submit_expecting(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        expect: Option<&WorkerConfig>,
+    ) -> Result<(), DurableError> {
         if run_id.is_empty() {
             return Err(DurableError::Cluster("a run id must not be empty".into()));
         }
         let url = join(&self.ingress, &["HarnessxRun", run_id, "run", "send"]);
-        let (status, text) = self.send(Method::POST, url, Some(Value::String(prompt.to_owned()))).await?;
+        let body = json!({ "prompt": prompt, "expect": expect });
+        let (status, text) = self.send(Method::POST, url, Some(body)).await?;
         if !status.is_success() {
             return Err(DurableError::Cluster(message(&text)));
         }

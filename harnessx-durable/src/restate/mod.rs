@@ -21,7 +21,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use restate_sdk::hyper::HyperEndpoint;
 
 pub use client::{RestateRuntime, RunState, register};
-pub use service::{Answer, Approval, Executed, HarnessxRun, HarnessxTool, Invocation, Unknown, WorkerConfig};
+pub use service::{
+    Answer, Approval, Executed, HarnessxRun, HarnessxTool, Invocation, RunInput, Unknown, WorkerConfig,
+};
 
 /// Serves the run workflow and the tool object for `agent` on `listener` until `stop`
 /// completes, then lets open connections finish (at most 10 s). Every worker of a

@@ -131,6 +131,38 @@ pub struct Executed {
     pub unknown: Option<Unknown>,
 }
 
+/// The input of `HarnessxRun/run`: a prompt, as a JSON string or as
+/// `{"prompt": .., "expect": WorkerConfig}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(from = "RunInputWire")]
+pub struct RunInput {
+    /// What to ask the agent.
+    pub prompt: String,
+    /// The configuration the caller expects the workers to have: when set, a run that
+    /// lands on workers with another one fails at once instead of running.
+    pub expect: Option<WorkerConfig>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RunInputWire {
+    Prompt(String),
+    Full {
+        prompt: String,
+        #[serde(default)]
+        expect: Option<WorkerConfig>,
+    },
+}
+
+impl From<RunInputWire> for RunInput {
+    fn from(wire: RunInputWire) -> Self {
+        match wire {
+            RunInputWire::Prompt(prompt) => Self { prompt, expect: None },
+            RunInputWire::Full { prompt, expect } => Self { prompt, expect },
+        }
+    }
+}
+
 /// What the workflow asks `HarnessxTool/execute` to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Invocation {
@@ -172,13 +204,20 @@ fn promise_key(kind: NeedsInputKind, call_id: &str) -> String {
 #[restate_sdk::workflow]
 impl HarnessxRun {
     #[handler]
-    async fn run(&self, ctx: WorkflowContext<'_>, prompt: String) -> Result<String, HandlerError> {
+    async fn run(&self, ctx: WorkflowContext<'_>, input: Json<RunInput>) -> Result<String, HandlerError> {
         let run_id = ctx.key().to_owned();
+        let RunInput { prompt, expect } = input.into_inner();
         let (agent, here) = (&self.0.agent, &self.0.config);
         let first = here.clone();
         let Json(started): Json<WorkerConfig> =
             ctx.run(|| async move { Ok(Json(first)) }).name("config").await?;
         here.refuse(&run_id, &started)?;
+        if let Some(expect) = expect.filter(|e| e.digest != started.digest) {
+            return Err(terminal(format!(
+                "run {run_id:?} asked for {}; the cluster's workers have {}. Start workers with the run's agent flags, or start the run without them",
+                expect.summary, started.summary
+            )));
+        }
 
         let mut request = agent.first_request(Vec::new(), prompt);
         let mut events: Vec<String> = Vec::new();
