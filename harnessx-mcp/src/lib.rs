@@ -1,0 +1,389 @@
+//! MCP for harnessx, over `rmcp`: the tools of an MCP server registered in a
+//! [`ToolRegistry`], where they go through the same pipeline as any other tool (name
+//! repair, validation, permissions, ordering, timeouts).
+//!
+//! Work in progress (issue 14): stdio servers and the client side so far; streamable
+//! HTTP, restarts after a crash, `tools/list_changed` and serving a registry over MCP
+//! come next.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents, Tool};
+use rmcp::service::{RunningService, ServiceError};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use harnessx_core::{
+    PermissionLevel, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolError, ToolHandler, ToolOutput,
+    ToolRegistry,
+};
+
+/// The timeout of an MCP tool, in seconds (the spec's table: MCP tools get 300 s).
+pub const MCP_TIMEOUT_SECONDS: f64 = 300.0;
+
+/// Why an MCP server could not be used. One line each.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// The server's process could not be started.
+    #[error("could not start the MCP server `{command}`: {reason}")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// What the OS said.
+        reason: String,
+    },
+    /// The server did not complete the MCP handshake or the tool listing.
+    #[error("the MCP server `{server}` {what}: {reason}")]
+    Protocol {
+        /// The server, as its command line.
+        server: String,
+        /// What failed (`did not initialize`, `could not list its tools`).
+        what: &'static str,
+        /// The error.
+        reason: String,
+    },
+    /// A tool's name is taken in the registry (give [`McpOptions::prefix`]).
+    #[error(transparent)]
+    Registry(#[from] harnessx_core::RegistryError),
+}
+
+/// An MCP server to connect to.
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    command: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl McpServer {
+    /// A server run as a child process, spoken to over its stdin and stdout.
+    pub fn stdio(
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+        env: impl IntoIterator<Item = (impl Into<String>, impl Into<String>)>,
+    ) -> Self {
+        Self {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        }
+    }
+
+    /// The command line, for messages.
+    pub fn display(&self) -> String {
+        std::iter::once(self.command.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Which of a server's tools to register, and how.
+#[derive(Debug, Clone, Default)]
+pub struct McpOptions {
+    /// Only these tools (by the server's names); all when `None`.
+    pub include: Option<Vec<String>>,
+    /// Not these (by the server's names).
+    pub exclude: Vec<String>,
+    /// Put before each name, to keep two servers' tools apart (`fs_` + `read_file`).
+    pub prefix: Option<String>,
+    /// The permission of every tool registered; omitted, they follow the manager.
+    pub permission: Option<PermissionLevel>,
+}
+
+/// A connected server whose tools are in a registry. Close it with [`close`](Self::close);
+/// dropping every handle to it (the connection and the registry's tools) also stops the
+/// server's process.
+pub struct McpConnection {
+    link: Arc<Link>,
+    server: String,
+    names: Vec<String>,
+}
+
+impl std::fmt::Debug for McpConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpConnection").field("server", &self.server).field("names", &self.names).finish()
+    }
+}
+
+impl McpConnection {
+    /// The names the server's tools were registered under.
+    pub fn tool_names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The process id of the server's current process, while it is connected.
+    pub async fn pid(&self) -> Option<u32> {
+        let state = self.link.state.lock().await;
+        state.service.as_ref().filter(|s| !s.is_transport_closed()).and(state.pid)
+    }
+
+    /// Closes the connection and stops the server's process (stdin closed, then
+    /// SIGTERM, then SIGKILL, as MCP's stdio shutdown says). Its tools then answer with
+    /// an error result.
+    pub async fn close(self) {
+        let service = {
+            let mut state = self.link.state.lock().await;
+            state.closed = true;
+            state.service.take()
+        };
+        if let Some(service) = service {
+            match Arc::try_unwrap(service) {
+                Ok(service) => {
+                    let _ = service.cancel().await;
+                }
+                // A call in flight holds it; its end drops the last handle, which stops
+                // the process.
+                Err(shared) => shared.cancellation_token().cancel(),
+            }
+        }
+    }
+}
+
+/// Starts `server`, lists its tools and registers them in `registry` (see
+/// [`McpOptions`]). Each is a tool like any other, with MCP's annotations mapped:
+/// `readOnlyHint` makes it concurrent and read-only, `destructiveHint` destructive (so a
+/// CLI run asks), `idempotentHint` gives the `idempotent` replay policy, otherwise
+/// `manual`; its timeout is [`MCP_TIMEOUT_SECONDS`].
+pub async fn register_mcp(
+    registry: &ToolRegistry,
+    server: McpServer,
+    options: McpOptions,
+) -> Result<McpConnection, McpError> {
+    let shown = server.display();
+    let (service, pid) = connect(&server).await?;
+    let tools = service.list_all_tools().await.map_err(|e| McpError::Protocol {
+        server: shown.clone(),
+        what: "could not list its tools",
+        reason: e.to_string(),
+    })?;
+    let link =
+        Arc::new(Link { server, shown: shown.clone(), state: Mutex::new(LinkState::up(service, pid)) });
+    let chosen: Vec<Tool> = tools
+        .into_iter()
+        .filter(|t| options.include.as_ref().is_none_or(|only| only.iter().any(|n| n == t.name.as_ref())))
+        .filter(|t| !options.exclude.iter().any(|n| n == t.name.as_ref()))
+        .collect();
+    let prefix = options.prefix.clone().unwrap_or_default();
+    let names: Vec<String> = chosen.iter().map(|t| format!("{prefix}{}", t.name)).collect();
+    let taken: Vec<&str> = names.iter().map(String::as_str).collect();
+    registry.ensure_free(&taken)?;
+    for (tool, name) in chosen.iter().zip(&names) {
+        registry.register_tool(definition(tool, name, &link, &options))?;
+    }
+    Ok(McpConnection { link, server: shown, names })
+}
+
+type Service = RunningService<RoleClient, ()>;
+
+/// Starts the server's process and completes the MCP handshake.
+async fn connect(server: &McpServer) -> Result<(Service, Option<u32>), McpError> {
+    let shown = server.display();
+    let command = tokio::process::Command::new(&server.command).configure(|c| {
+        c.args(&server.args).envs(server.env.iter().map(|(k, v)| (k, v)));
+    });
+    let transport = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map(|(transport, _stderr)| transport)
+        .map_err(|e| McpError::Spawn { command: shown.clone(), reason: e.to_string() })?;
+    let pid = transport.id();
+    let service = ().serve(transport).await.map_err(|e| McpError::Protocol {
+        server: shown,
+        what: "did not initialize",
+        reason: e.to_string(),
+    })?;
+    Ok((service, pid))
+}
+
+/// The first wait before restarting a server that died, doubled after each failed
+/// restart up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// A server and its current connection, shared by its tools' handlers.
+struct Link {
+    server: McpServer,
+    shown: String,
+    state: Mutex<LinkState>,
+}
+
+struct LinkState {
+    service: Option<Arc<Service>>,
+    pid: Option<u32>,
+    /// No restart before this.
+    not_before: Option<Instant>,
+    backoff: Duration,
+    closed: bool,
+}
+
+impl LinkState {
+    fn up(service: Service, pid: Option<u32>) -> Self {
+        Self {
+            service: Some(Arc::new(service)),
+            pid,
+            not_before: None,
+            backoff: FIRST_BACKOFF,
+            closed: false,
+        }
+    }
+}
+
+impl Link {
+    /// The live connection, restarting the server if it died (at most once per backoff).
+    async fn service(&self) -> Result<Arc<Service>, String> {
+        let mut state = self.state.lock().await;
+        if state.closed {
+            return Err(format!("the MCP server `{}` is closed", self.shown));
+        }
+        if let Some(service) = &state.service {
+            if !service.is_transport_closed() {
+                return Ok(service.clone());
+            }
+            state.service = None;
+        }
+        if let Some(wait) = state.not_before.map(|t| t.saturating_duration_since(Instant::now()))
+            && !wait.is_zero()
+        {
+            return Err(format!(
+                "the MCP server `{}` stopped; it is restarted in {:.1} s",
+                self.shown,
+                wait.as_secs_f64()
+            ));
+        }
+        match connect(&self.server).await {
+            Ok((service, pid)) => {
+                let service = Arc::new(service);
+                state.service = Some(service.clone());
+                state.pid = pid;
+                state.not_before = None;
+                state.backoff = FIRST_BACKOFF;
+                Ok(service)
+            }
+            Err(e) => {
+                state.not_before = Some(Instant::now() + state.backoff);
+                state.backoff = (state.backoff * 2).min(MAX_BACKOFF);
+                Err(format!("{e}; retried after {:.1} s", state.backoff.as_secs_f64() / 2.0))
+            }
+        }
+    }
+
+    /// After a call failed on `service` because its transport closed: restart on the next call.
+    async fn lost(&self, service: &Arc<Service>) {
+        let mut state = self.state.lock().await;
+        if state.service.as_ref().is_some_and(|s| Arc::ptr_eq(s, service)) {
+            state.service = None;
+            state.not_before = None;
+        }
+    }
+}
+
+/// The harnessx definition of one MCP tool.
+fn definition(tool: &Tool, name: &str, link: &Arc<Link>, options: &McpOptions) -> ToolDefinition {
+    let remote = tool.name.to_string();
+    let description = tool.description.as_deref().unwrap_or_default().to_owned();
+    let link = link.clone();
+    let handler = ToolHandler::from_async(move |args: Value, _ctx| {
+        let (link, remote) = (link.clone(), remote.clone());
+        async move {
+            let service = link.service().await.map_err(ToolError::new)?;
+            let mut params = CallToolRequestParams::new(remote.clone());
+            if let Value::Object(map) = args {
+                params = params.with_arguments(map);
+            }
+            match service.call_tool(params).await {
+                Ok(result) => output(result),
+                Err(e) => {
+                    if matches!(e, ServiceError::TransportClosed) || service.is_transport_closed() {
+                        link.lost(&service).await;
+                        return Err(ToolError::new(format!(
+                            "the MCP server `{}` stopped during {remote}; it is restarted on the next call",
+                            link.shown
+                        )));
+                    }
+                    Err(ToolError::new(format!("the MCP server `{}` failed on {remote}: {e}", link.shown)))
+                }
+            }
+        }
+    });
+    let mut definition = ToolDefinition::new(name, description, schema(tool), handler)
+        .with_timeout_seconds(MCP_TIMEOUT_SECONDS)
+        .with_replay_policy(ReplayPolicy::Manual);
+    if let Some(hints) = &tool.annotations {
+        let mut annotations = ToolAnnotations::new();
+        if let Some(read_only) = hints.read_only_hint {
+            annotations = annotations.read_only(read_only);
+            definition = definition.with_concurrent(read_only);
+        }
+        if let Some(destructive) = hints.destructive_hint {
+            annotations = annotations.destructive(destructive);
+        }
+        if let Some(idempotent) = hints.idempotent_hint {
+            annotations = annotations.idempotent(idempotent);
+            if idempotent {
+                definition = definition.with_replay_policy(ReplayPolicy::Idempotent);
+            }
+        }
+        if let Some(open_world) = hints.open_world_hint {
+            annotations = annotations.open_world(open_world);
+        }
+        definition = definition.with_annotations(annotations);
+    }
+    if let Some(level) = options.permission {
+        definition = definition.with_permission(level);
+    }
+    definition
+}
+
+/// The tool's input schema as an object schema (MCP requires `"type": "object"`; a
+/// server that leaves out `properties` gets an empty set).
+fn schema(tool: &Tool) -> Value {
+    let mut schema = tool.input_schema.as_ref().clone();
+    schema.entry("type").or_insert_with(|| Value::String("object".into()));
+    schema.entry("properties").or_insert_with(|| Value::Object(serde_json::Map::new()));
+    Value::Object(schema)
+}
+
+/// What the model reads of a result: text blocks joined, other blocks described (never
+/// dropped silently), structured content kept; `isError` makes it an error result.
+fn output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
+    let mut parts: Vec<String> = result.content.iter().map(describe).collect();
+    if parts.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        parts.push(structured.to_string());
+    }
+    let text = parts.join("\n");
+    if result.is_error == Some(true) {
+        return Err(ToolError::new(if text.is_empty() { "the tool failed".to_owned() } else { text }));
+    }
+    Ok(ToolOutput { content: text, structured_content: result.structured_content })
+}
+
+fn describe(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(text) => text.text.clone(),
+        ContentBlock::Image(image) => {
+            format!("[image: {}, {} bytes of base64]", image.mime_type, image.data.len())
+        }
+        ContentBlock::Audio(audio) => {
+            format!("[audio: {}, {} bytes of base64]", audio.mime_type, audio.data.len())
+        }
+        ContentBlock::Resource(embedded) => match &embedded.resource {
+            ResourceContents::TextResourceContents { uri, text, .. } => format!("[resource {uri}]\n{text}"),
+            ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => format!(
+                "[resource {uri}: {}, {} bytes of base64]",
+                mime_type.as_deref().unwrap_or("binary"),
+                blob.len()
+            ),
+            _ => "[a resource of a kind this client does not know]".to_owned(),
+        },
+        ContentBlock::ResourceLink(link) => format!("[resource link: {}]", link.uri),
+        #[allow(unreachable_patterns)]
+        _ => "[content of a kind this client does not know]".to_owned(),
+    }
+}

@@ -1,0 +1,156 @@
+//! The tools of `@modelcontextprotocol/server-everything` (from the npm registry, installed
+//! by the test into a cache folder) registered in a registry and called through it.
+
+use harnessx_core::{PermissionLevel, PermissionManager, ReplayPolicy, ToolCall, ToolRegistry};
+use harnessx_mcp::{MCP_TIMEOUT_SECONDS, McpError, McpOptions, McpServer, register_mcp};
+use harnessx_test_support::npm::{ensure_npm_package, installed_file};
+
+const PACKAGE: &str = "@modelcontextprotocol/server-everything";
+const VERSION: &str = "2026.8.31";
+
+/// The server as `node dist/index.js stdio` (not through `npx`, whose `node` child
+/// would outlive a killed `npx`). `None` when npm is missing.
+fn everything() -> Option<McpServer> {
+    let prefix = ensure_npm_package(PACKAGE, VERSION)?;
+    let script = installed_file(&prefix, "@modelcontextprotocol/server-everything/dist/index.js")
+        .expect("the package has dist/index.js");
+    Some(McpServer::stdio(
+        "node",
+        [script.display().to_string(), "stdio".into()],
+        Vec::<(String, String)>::new(),
+    ))
+}
+
+fn call(name: &str, args: &str) -> ToolCall {
+    ToolCall::new("c1", name, args)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_tools_are_registered_with_their_annotations_and_run_through_the_pipeline() {
+    let Some(server) = tokio::task::spawn_blocking(everything).await.unwrap() else { return };
+    let registry = ToolRegistry::new();
+    let options = McpOptions {
+        prefix: Some("ev_".into()),
+        exclude: vec!["toggle-simulated-logging".into()],
+        ..McpOptions::default()
+    };
+    let connection = register_mcp(&registry, server, options).await.unwrap();
+    let names = connection.tool_names();
+    assert!(names.contains(&"ev_echo".to_owned()), "{names:?}");
+    assert!(!names.contains(&"ev_toggle-simulated-logging".to_owned()), "excluded: {names:?}");
+
+    let echo = registry.get_tool("ev_echo").unwrap();
+    assert_eq!(echo.annotations.read_only, Some(true));
+    assert_eq!(echo.annotations.destructive, Some(false));
+    assert!(echo.concurrent, "read-only tools run concurrently");
+    assert_eq!(echo.replay_policy, ReplayPolicy::Idempotent);
+    assert_eq!(echo.timeout_seconds, Some(MCP_TIMEOUT_SECONDS));
+    assert_eq!(echo.permission, None, "follows the manager");
+    assert_eq!(echo.input_schema["type"], "object");
+    let toggle = registry.get_tool("ev_toggle-subscriber-updates").unwrap();
+    assert_eq!(toggle.replay_policy, ReplayPolicy::Manual, "not idempotent");
+    assert!(!toggle.concurrent);
+
+    let r = registry.execute(&call("ev_echo", r#"{"message": "hi"}"#), None).await;
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(r.content, "Echo: hi");
+
+    let r = registry.execute(&call("ev_get-sum", r#"{"a": 2, "b": 3}"#), None).await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(r.content.contains('5'), "{r:?}");
+
+    // Our own validation refuses what the schema forbids, before the server sees it.
+    let r = registry.execute(&call("ev_get-sum", r#"{"a": "x", "b": 3}"#), None).await;
+    assert!(r.is_error, "{r:?}");
+
+    // Structured content is kept; images are described, not dropped.
+    let r = registry.execute(&call("ev_get-structured-content", r#"{"location": "Chicago"}"#), None).await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(r.structured_content.is_some(), "{r:?}");
+    let r = registry.execute(&call("ev_get-tiny-image", "{}"), None).await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(r.content.contains("[image: image/png, "), "{}", r.content);
+
+    // The permission manager holds for MCP tools as for any other.
+    let deny = PermissionManager::new(PermissionLevel::Allow);
+    deny.set_override("ev_echo", PermissionLevel::Deny);
+    let r = registry.execute(&call("ev_echo", r#"{"message": "hi"}"#), Some(&deny)).await;
+    assert!(r.is_error && r.content == "Permission denied", "{r:?}");
+
+    // A second server whose names clash: the usual duplicate-name error, and nothing of
+    // it registered.
+    let again = tokio::task::spawn_blocking(everything).await.unwrap().unwrap();
+    let before = registry.len();
+    let clash = McpOptions { prefix: Some("ev_".into()), ..McpOptions::default() };
+    let err = register_mcp(&registry, again, clash).await.map(|_| ()).unwrap_err();
+    assert!(matches!(err, McpError::Registry(_)), "{err}");
+    assert!(err.to_string().contains("ev_"), "names the tool: {err}");
+    assert_eq!(registry.len(), before);
+    connection.close().await;
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_is_a_one_line_error() {
+    let server = McpServer::stdio("/nonexistent/mcp-server", ["--flag"], Vec::<(String, String)>::new());
+    let err = register_mcp(&ToolRegistry::new(), server, McpOptions::default()).await.unwrap_err();
+    assert!(
+        err.to_string().starts_with("could not start the MCP server `/nonexistent/mcp-server --flag`: "),
+        "{err}"
+    );
+    let server = McpServer::stdio("sh", ["-c", "exit 3"], Vec::<(String, String)>::new());
+    let err = register_mcp(&ToolRegistry::new(), server, McpOptions::default()).await.unwrap_err();
+    assert!(err.to_string().starts_with("the MCP server `sh -c exit 3` did not initialize: "), "{err}");
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie (exited, not yet reaped) counts as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_call_gives_an_error_result_and_the_next_call_restarts_it() {
+    let Some(server) = tokio::task::spawn_blocking(everything).await.unwrap() else { return };
+    let registry = ToolRegistry::new();
+    let options = McpOptions {
+        include: Some(vec!["echo".into(), "trigger-long-running-operation".into()]),
+        ..McpOptions::default()
+    };
+    let connection = register_mcp(&registry, server, options).await.unwrap();
+    assert_eq!(connection.tool_names(), ["echo", "trigger-long-running-operation"]);
+    let pid = connection.pid().await.expect("running");
+
+    let slow = {
+        let registry = registry.clone();
+        tokio::spawn(async move {
+            registry
+                .execute(&call("trigger-long-running-operation", r#"{"duration": 30, "steps": 3}"#), None)
+                .await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    let r = slow.await.unwrap();
+    assert!(r.is_error, "{r:?}");
+    assert!(
+        r.content.contains("stopped during trigger-long-running-operation; it is restarted on the next call"),
+        "{}",
+        r.content
+    );
+
+    // The next call starts it again.
+    let r = registry.execute(&call("echo", r#"{"message": "again"}"#), None).await;
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(r.content, "Echo: again");
+    let restarted = connection.pid().await.expect("running again");
+    assert_ne!(restarted, pid);
+
+    // Closed: the process is gone and the tools say so.
+    connection.close().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(restarted) {
+        assert!(std::time::Instant::now() < deadline, "the server outlived close()");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let r = registry.execute(&call("echo", r#"{"message": "x"}"#), None).await;
+    assert!(r.is_error && r.content.ends_with("is closed"), "{r:?}");
+}
