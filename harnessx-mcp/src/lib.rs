@@ -9,9 +9,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents, Tool};
 use rmcp::service::{RunningService, ServiceError};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Mutex;
@@ -46,6 +48,14 @@ pub enum McpError {
         /// The error.
         reason: String,
     },
+    /// The server's description is unusable (a header that HTTP cannot carry).
+    #[error("the MCP server `{server}`: {reason}")]
+    Config {
+        /// The server's URL.
+        server: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A tool's name is taken in the registry (give [`McpOptions::prefix`]).
     #[error(transparent)]
     Registry(#[from] harnessx_core::RegistryError),
@@ -54,9 +64,13 @@ pub enum McpError {
 /// An MCP server to connect to.
 #[derive(Debug, Clone)]
 pub struct McpServer {
-    command: String,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Stdio { command: String, args: Vec<String>, env: Vec<(String, String)> },
+    Http { url: String, headers: Vec<(String, String)> },
 }
 
 impl McpServer {
@@ -67,18 +81,37 @@ impl McpServer {
         env: impl IntoIterator<Item = (impl Into<String>, impl Into<String>)>,
     ) -> Self {
         Self {
-            command: command.into(),
-            args: args.into_iter().map(Into::into).collect(),
-            env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            kind: Kind::Stdio {
+                command: command.into(),
+                args: args.into_iter().map(Into::into).collect(),
+                env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            },
         }
     }
 
-    /// The command line, for messages.
+    /// A server at `url`, spoken to over MCP's streamable HTTP, with `headers` on every
+    /// request (an `Authorization` header, say).
+    pub fn http(
+        url: impl Into<String>,
+        headers: impl IntoIterator<Item = (impl Into<String>, impl Into<String>)>,
+    ) -> Self {
+        Self {
+            kind: Kind::Http {
+                url: url.into(),
+                headers: headers.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            },
+        }
+    }
+
+    /// The command line or the URL, for messages.
     pub fn display(&self) -> String {
-        std::iter::once(self.command.as_str())
-            .chain(self.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ")
+        match &self.kind {
+            Kind::Stdio { command, args, .. } => std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Kind::Http { url, .. } => url.clone(),
+        }
     }
 }
 
@@ -180,24 +213,49 @@ pub async fn register_mcp(
 
 type Service = RunningService<RoleClient, ()>;
 
-/// Starts the server's process and completes the MCP handshake.
+/// Starts the server's process (or reaches its URL) and completes the MCP handshake.
 async fn connect(server: &McpServer) -> Result<(Service, Option<u32>), McpError> {
     let shown = server.display();
-    let command = tokio::process::Command::new(&server.command).configure(|c| {
-        c.args(&server.args).envs(server.env.iter().map(|(k, v)| (k, v)));
-    });
-    let transport = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map(|(transport, _stderr)| transport)
-        .map_err(|e| McpError::Spawn { command: shown.clone(), reason: e.to_string() })?;
-    let pid = transport.id();
-    let service = ().serve(transport).await.map_err(|e| McpError::Protocol {
-        server: shown,
+    let handshake = |e: rmcp::service::ClientInitializeError| McpError::Protocol {
+        server: shown.clone(),
         what: "did not initialize",
         reason: e.to_string(),
-    })?;
-    Ok((service, pid))
+    };
+    match &server.kind {
+        Kind::Stdio { command, args, env } => {
+            let command = tokio::process::Command::new(command).configure(|c| {
+                c.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+            });
+            let transport = TokioChildProcess::builder(command)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map(|(transport, _stderr)| transport)
+                .map_err(|e| McpError::Spawn { command: shown.clone(), reason: e.to_string() })?;
+            let pid = transport.id();
+            let service = ().serve(transport).await.map_err(handshake)?;
+            Ok((service, pid))
+        }
+        Kind::Http { url, headers } => {
+            // reqwest is built without a bundled crypto provider; use ring unless the
+            // application installed one of its own.
+            if rustls::crypto::CryptoProvider::get_default().is_none() {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+            }
+            let mut map = std::collections::HashMap::new();
+            for (name, value) in headers {
+                let bad = |reason: String| McpError::Config { server: shown.clone(), reason };
+                let name = HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|e| bad(format!("header {name:?}: {e}")))?;
+                let value = HeaderValue::from_str(value)
+                    .map_err(|e| bad(format!("the value of header {name}: {e}")))?;
+                map.insert(name, value);
+            }
+            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
+            let service =
+                ().serve(StreamableHttpClientTransport::from_config(config)).await.map_err(handshake)?;
+            Ok((service, None))
+        }
+    }
 }
 
 /// The first wait before restarting a server that died, doubled after each failed

@@ -154,3 +154,69 @@ async fn a_server_killed_mid_call_gives_an_error_result_and_the_next_call_restar
     let r = registry.execute(&call("echo", r#"{"message": "x"}"#), None).await;
     assert!(r.is_error && r.content.ends_with("is closed"), "{r:?}");
 }
+
+/// server-everything over streamable HTTP on a free loopback port, stopped when dropped.
+struct HttpEverything {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_everything() -> Option<HttpEverything> {
+    let prefix = ensure_npm_package(PACKAGE, VERSION)?;
+    let script = installed_file(&prefix, "@modelcontextprotocol/server-everything/dist/index.js")
+        .expect("the package has dist/index.js");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new("node")
+        .arg(script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("node runs");
+    let server = HttpEverything { child, url: format!("http://127.0.0.1:{port}/mcp") };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "server-everything did not listen on {port}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Some(server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_server_s_tools_run_through_the_registry() {
+    let Some(server) = tokio::task::spawn_blocking(http_everything).await.unwrap() else { return };
+    let registry = ToolRegistry::new();
+    let remote = McpServer::http(server.url.as_str(), [("Authorization", "Bearer test-token")]);
+    let connection = register_mcp(&registry, remote, McpOptions::default()).await.unwrap();
+    assert!(connection.tool_names().contains(&"echo".to_owned()));
+    assert_eq!(connection.pid().await, None, "no process of ours");
+    let r = registry.execute(&call("echo", r#"{"message": "over http"}"#), None).await;
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(r.content, "Echo: over http");
+    connection.close().await;
+
+    // A header HTTP cannot carry, and a URL where nothing listens: one-line errors.
+    let bad = McpServer::http(server.url.as_str(), [("Bad Header", "x")]);
+    let err = register_mcp(&registry, bad, McpOptions::default()).await.unwrap_err();
+    assert!(
+        err.to_string().starts_with(&format!("the MCP server `{}`: header \"Bad Header\": ", server.url)),
+        "{err}"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dead = McpServer::http(format!("http://127.0.0.1:{port}/mcp"), Vec::<(String, String)>::new());
+    let err = register_mcp(&registry, dead, McpOptions::default()).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with(&format!("the MCP server `http://127.0.0.1:{port}/mcp` did not initialize: ")),
+        "{err}"
+    );
+}
