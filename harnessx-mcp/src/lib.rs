@@ -133,13 +133,12 @@ pub struct McpOptions {
 /// server's process.
 pub struct McpConnection {
     link: Arc<Link>,
-    server: String,
     names: Vec<String>,
 }
 
 impl std::fmt::Debug for McpConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpConnection").field("server", &self.server).field("names", &self.names).finish()
+        f.debug_struct("McpConnection").field("server", &self.link.shown).field("names", &self.names).finish()
     }
 }
 
@@ -208,7 +207,7 @@ pub async fn register_mcp(
     for (tool, name) in chosen.iter().zip(&names) {
         registry.register_tool(definition(tool, name, &link, &options))?;
     }
-    Ok(McpConnection { link, server: shown, names })
+    Ok(McpConnection { link, names })
 }
 
 type Service = RunningService<RoleClient, ()>;
