@@ -62,6 +62,7 @@ impl Agent {
         {
             p.clear();
         }
+        let mut revision = self.registry.revision();
         let mut request = self.first_request(history, prompt);
         let mut ctx = RunContext::new().with_permissions(self.permissions.clone());
         if let Some(tx) = &events {
@@ -76,6 +77,13 @@ impl Agent {
         for turn in 1..=self.config.max_turns {
             if let Some(p) = &planning {
                 crate::planning::attach(p, &mut request.messages);
+            }
+            // Tools registered or removed since the last request (an MCP server's
+            // `tools/list_changed`): the model sees the new set from this turn on.
+            let now = self.registry.revision();
+            if now != revision {
+                revision = now;
+                request.tools = self.registry.get_tool_params();
             }
             if let Some(tx) = &events {
                 let _ = tx.send(AgentEvent::ModelRequest { turn, model: model.name() });

@@ -29,7 +29,7 @@ pub use permission::{
     MemoryApprovalStore, PermissionLevel, PermissionManager,
 };
 pub use registry::resolve::UnknownTool;
-pub use registry::{NameResolution, ToolRegistry, ToolSource, ToolSpec};
+pub use registry::{NameResolution, ToolRegistry, ToolSource, ToolSpec, WeakToolRegistry};
 pub use sandbox::{
     CommandEnd, CommandOutput, OutputChunk, OutputStream, Sandbox, SandboxCommand, SandboxError,
     SandboxFilesystem,

@@ -2,25 +2,28 @@
 //! [`ToolRegistry`], where they go through the same pipeline as any other tool (name
 //! repair, validation, permissions, ordering, timeouts).
 //!
-//! Work in progress (issue 14): stdio servers and the client side so far; streamable
-//! HTTP, restarts after a crash, `tools/list_changed` and serving a registry over MCP
-//! come next.
+//! A server's `notifications/tools/list_changed` updates the registry in the
+//! background; an agent sends the new set to the model from its next turn.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use indexmap::IndexMap;
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents, Tool};
-use rmcp::service::{RunningService, ServiceError};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
+    ResourceContents, Tool,
+};
+use rmcp::service::{NotificationContext, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 use harnessx_core::{
     PermissionLevel, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolError, ToolHandler, ToolOutput,
-    ToolRegistry,
+    ToolRegistry, WeakToolRegistry,
 };
 
 /// The timeout of an MCP tool, in seconds (the spec's table: MCP tools get 300 s).
@@ -133,19 +136,27 @@ pub struct McpOptions {
 /// server's process.
 pub struct McpConnection {
     link: Arc<Link>,
-    names: Vec<String>,
 }
 
 impl std::fmt::Debug for McpConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpConnection").field("server", &self.link.shown).field("names", &self.names).finish()
+        f.debug_struct("McpConnection")
+            .field("server", &self.link.shown)
+            .field("names", &self.tool_names())
+            .finish()
     }
 }
 
 impl McpConnection {
-    /// The names the server's tools were registered under.
-    pub fn tool_names(&self) -> &[String] {
-        &self.names
+    /// The names the server's tools are registered under now (a `tools/list_changed`
+    /// from the server updates them), in the server's order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.link.registered().values().map(|(name, _)| name.clone()).collect()
+    }
+
+    /// The server's command line or URL.
+    pub fn server(&self) -> &str {
+        &self.link.shown
     }
 
     /// The process id of the server's current process, while it is connected.
@@ -163,6 +174,8 @@ impl McpConnection {
             state.closed = true;
             state.service.take()
         };
+        // Ends the refresh task.
+        self.link.changed.notify_one();
         if let Some(service) = service {
             match Arc::try_unwrap(service) {
                 Ok(service) => {
@@ -187,33 +200,73 @@ pub async fn register_mcp(
     options: McpOptions,
 ) -> Result<McpConnection, McpError> {
     let shown = server.display();
-    let (service, pid) = connect(&server).await?;
+    let changed = Arc::new(Notify::new());
+    let (service, pid) = connect(&server, &changed).await?;
     let tools = service.list_all_tools().await.map_err(|e| McpError::Protocol {
         server: shown.clone(),
         what: "could not list its tools",
         reason: e.to_string(),
     })?;
-    let link =
-        Arc::new(Link { server, shown: shown.clone(), state: Mutex::new(LinkState::up(service, pid)) });
-    let chosen: Vec<Tool> = tools
-        .into_iter()
-        .filter(|t| options.include.as_ref().is_none_or(|only| only.iter().any(|n| n == t.name.as_ref())))
-        .filter(|t| !options.exclude.iter().any(|n| n == t.name.as_ref()))
-        .collect();
-    let prefix = options.prefix.clone().unwrap_or_default();
-    let names: Vec<String> = chosen.iter().map(|t| format!("{prefix}{}", t.name)).collect();
-    let taken: Vec<&str> = names.iter().map(String::as_str).collect();
-    registry.ensure_free(&taken)?;
-    for (tool, name) in chosen.iter().zip(&names) {
-        registry.register_tool(definition(tool, name, &link, &options))?;
+    let link = Arc::new(Link {
+        server,
+        shown: shown.clone(),
+        options,
+        state: Mutex::new(LinkState::up(service, pid)),
+        registered: std::sync::Mutex::new(IndexMap::new()),
+        changed: changed.clone(),
+    });
+    let chosen = link.choose(tools);
+    let names: Vec<&str> = chosen.values().map(|(name, _)| name.as_str()).collect();
+    registry.ensure_free(&names)?;
+    for (name, tool) in chosen.values() {
+        registry.register_tool(definition(tool, name, &link))?;
     }
-    Ok(McpConnection { link, names })
+    *link.registered() = chosen;
+    tokio::spawn(refresh_task(Arc::downgrade(&link), registry.downgrade(), changed));
+    Ok(McpConnection { link })
 }
 
-type Service = RunningService<RoleClient, ()>;
+/// Keeps the registry in step with the server's tools: runs on each
+/// `notifications/tools/list_changed` (and after a restart), until the connection is
+/// closed or dropped, or the registry is.
+async fn refresh_task(link: Weak<Link>, registry: WeakToolRegistry, changed: Arc<Notify>) {
+    loop {
+        changed.notified().await;
+        let (Some(link), Some(registry)) = (link.upgrade(), registry.upgrade()) else { return };
+        if link.state.lock().await.closed {
+            return;
+        }
+        if let Err(e) = link.refresh(&registry).await {
+            tracing::warn!(server = %link.shown, error = %e, "could not refresh the MCP server's tools");
+        }
+    }
+}
+
+/// The client side of a connection: says who we are, and turns the server's
+/// `notifications/tools/list_changed` into a refresh of the registered tools.
+#[derive(Clone)]
+struct Client {
+    changed: Arc<Notify>,
+}
+
+impl ClientHandler for Client {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("harnessx", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+type Service = RunningService<RoleClient, Client>;
 
 /// Starts the server's process (or reaches its URL) and completes the MCP handshake.
-async fn connect(server: &McpServer) -> Result<(Service, Option<u32>), McpError> {
+async fn connect(server: &McpServer, changed: &Arc<Notify>) -> Result<(Service, Option<u32>), McpError> {
+    let client = Client { changed: changed.clone() };
     let shown = server.display();
     let handshake = |e: rmcp::service::ClientInitializeError| McpError::Protocol {
         server: shown.clone(),
@@ -231,7 +284,7 @@ async fn connect(server: &McpServer) -> Result<(Service, Option<u32>), McpError>
                 .map(|(transport, _stderr)| transport)
                 .map_err(|e| McpError::Spawn { command: shown.clone(), reason: e.to_string() })?;
             let pid = transport.id();
-            let service = ().serve(transport).await.map_err(handshake)?;
+            let service = client.serve(transport).await.map_err(handshake)?;
             Ok((service, pid))
         }
         Kind::Http { url, headers } => {
@@ -251,7 +304,7 @@ async fn connect(server: &McpServer) -> Result<(Service, Option<u32>), McpError>
             }
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
             let service =
-                ().serve(StreamableHttpClientTransport::from_config(config)).await.map_err(handshake)?;
+                client.serve(StreamableHttpClientTransport::from_config(config)).await.map_err(handshake)?;
             Ok((service, None))
         }
     }
@@ -266,7 +319,19 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 struct Link {
     server: McpServer,
     shown: String,
+    options: McpOptions,
     state: Mutex<LinkState>,
+    /// The server's tools in the registry: the server's name -> (our name, its listing).
+    registered: std::sync::Mutex<IndexMap<String, (String, Tool)>>,
+    /// Notified on `tools/list_changed`, after a restart, on close and on drop.
+    changed: Arc<Notify>,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        // Wakes the refresh task, which finds the link gone and ends.
+        self.changed.notify_one();
+    }
 }
 
 struct LinkState {
@@ -312,13 +377,15 @@ impl Link {
                 wait.as_secs_f64()
             ));
         }
-        match connect(&self.server).await {
+        match connect(&self.server, &self.changed).await {
             Ok((service, pid)) => {
                 let service = Arc::new(service);
                 state.service = Some(service.clone());
                 state.pid = pid;
                 state.not_before = None;
                 state.backoff = FIRST_BACKOFF;
+                // The new process may offer other tools.
+                self.changed.notify_one();
                 Ok(service)
             }
             Err(e) => {
@@ -327,6 +394,62 @@ impl Link {
                 Err(format!("{e}; retried after {:.1} s", state.backoff.as_secs_f64() / 2.0))
             }
         }
+    }
+
+    fn registered(&self) -> std::sync::MutexGuard<'_, IndexMap<String, (String, Tool)>> {
+        self.registered.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tools of `listed` that the options pick, by the server's name, with the name
+    /// each is registered under.
+    fn choose(&self, listed: Vec<Tool>) -> IndexMap<String, (String, Tool)> {
+        let options = &self.options;
+        let prefix = options.prefix.as_deref().unwrap_or_default();
+        listed
+            .into_iter()
+            .filter(|t| options.include.as_ref().is_none_or(|only| only.iter().any(|n| n == t.name.as_ref())))
+            .filter(|t| !options.exclude.iter().any(|n| n == t.name.as_ref()))
+            .map(|t| (t.name.to_string(), (format!("{prefix}{}", t.name), t)))
+            .collect()
+    }
+
+    /// Lists the server's tools again and brings the registry in step: tools gone are
+    /// removed, new ones registered, changed ones replaced; the others are left as they
+    /// are (so the tools' order, and a model's cached prompt prefix, stay put). A new
+    /// tool whose name is taken by another tool is skipped with a warning.
+    async fn refresh(self: &Arc<Self>, registry: &ToolRegistry) -> Result<(), String> {
+        let service = {
+            let state = self.state.lock().await;
+            match &state.service {
+                Some(service) if !service.is_transport_closed() => service.clone(),
+                // Refreshed after the restart.
+                _ => return Ok(()),
+            }
+        };
+        let listed = service.list_all_tools().await.map_err(|e| e.to_string())?;
+        let wanted = self.choose(listed);
+        let mut registered = self.registered();
+        registered.retain(|remote, (name, tool)| {
+            let keep = wanted.get(remote).is_some_and(|(_, new)| new == tool);
+            if !keep {
+                registry.remove_tool(name);
+            }
+            keep
+        });
+        for (remote, (name, tool)) in wanted {
+            if registered.contains_key(&remote) {
+                continue;
+            }
+            match registry.register_tool(definition(&tool, &name, self)) {
+                Ok(_) => {
+                    registered.insert(remote, (name, tool));
+                }
+                Err(e) => {
+                    tracing::warn!(server = %self.shown, error = %e, "skipped a tool the MCP server added")
+                }
+            }
+        }
+        Ok(())
     }
 
     /// After a call failed on `service` because its transport closed: restart on the next call.
@@ -340,9 +463,10 @@ impl Link {
 }
 
 /// The harnessx definition of one MCP tool.
-fn definition(tool: &Tool, name: &str, link: &Arc<Link>, options: &McpOptions) -> ToolDefinition {
+fn definition(tool: &Tool, name: &str, link: &Arc<Link>) -> ToolDefinition {
     let remote = tool.name.to_string();
     let description = tool.description.as_deref().unwrap_or_default().to_owned();
+    let permission = link.options.permission;
     let link = link.clone();
     let handler = ToolHandler::from_async(move |args: Value, _ctx| {
         let (link, remote) = (link.clone(), remote.clone());
@@ -390,7 +514,7 @@ fn definition(tool: &Tool, name: &str, link: &Arc<Link>, options: &McpOptions) -
         }
         definition = definition.with_annotations(annotations);
     }
-    if let Some(level) = options.permission {
+    if let Some(level) = permission {
         definition = definition.with_permission(level);
     }
     definition

@@ -40,6 +40,8 @@ struct State {
     effective: EffectivePolicy,
     serial: SerialQueue,
     sandbox: Option<Arc<dyn Sandbox>>,
+    /// Bumped by every registration and removal (see [`ToolRegistry::revision`]).
+    revision: u64,
 }
 
 impl State {
@@ -96,6 +98,19 @@ impl fmt::Debug for ToolRegistry {
     }
 }
 
+/// A [`ToolRegistry`] handle that does not keep it alive ([`ToolRegistry::downgrade`]).
+#[derive(Clone, Debug)]
+pub struct WeakToolRegistry {
+    inner: std::sync::Weak<RwLock<State>>,
+}
+
+impl WeakToolRegistry {
+    /// The registry, while some [`ToolRegistry`] handle to it is alive.
+    pub fn upgrade(&self) -> Option<ToolRegistry> {
+        self.inner.upgrade().map(|inner| ToolRegistry { inner })
+    }
+}
+
 /// A tool as providers need it: canonical, provider-neutral, without the handler.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
@@ -126,6 +141,7 @@ impl ToolRegistry {
                 effective,
                 serial: SerialQueue::new(),
                 sandbox: None,
+                revision: 0,
             })),
         }
     }
@@ -230,6 +246,7 @@ impl ToolRegistry {
             state.keys.entry(repair_key(&def.name)).or_default().push(name);
         }
         state.tools.insert(def.name.clone(), tool);
+        state.revision += 1;
         Ok(def)
     }
 
@@ -248,6 +265,7 @@ impl ToolRegistry {
     pub fn remove_tool(&self, name: &str) -> Option<ToolDefinition> {
         let mut state = self.write();
         let removed = state.tools.shift_remove(name)?;
+        state.revision += 1;
         let key = repair_key(name);
         if let Some(names) = state.keys.get_mut(&key) {
             names.retain(|n| &**n != name);
@@ -261,6 +279,19 @@ impl ToolRegistry {
     /// The definition registered under exactly this name.
     pub fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
         self.read().tools.get(name).map(|t| t.definition().clone())
+    }
+
+    /// A number that changes whenever a tool is registered or removed: a loop that sent
+    /// the model [`get_tool_params`](Self::get_tool_params) checks it between turns to
+    /// send the new set (the tools of an MCP server that announced a change, say).
+    pub fn revision(&self) -> u64 {
+        self.read().revision
+    }
+
+    /// A handle that does not keep the registry alive (for a background task that
+    /// updates it, such as an MCP server's tool-list refresh).
+    pub fn downgrade(&self) -> WeakToolRegistry {
+        WeakToolRegistry { inner: Arc::downgrade(&self.inner) }
     }
 
     /// Whether a tool of exactly this name is registered.
