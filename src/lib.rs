@@ -19,5 +19,8 @@ pub use harnessx_core::*;
 #[cfg(feature = "durable")]
 pub use harnessx_durable as durable;
 pub use harnessx_macros::{tool, toolbox};
+/// MCP: tools from MCP servers (`register_mcp`, `AgentBuilder::mcp`); see `docs/mcp.md`.
+#[cfg(feature = "mcp")]
+pub use harnessx_mcp as mcp;
 
 pub mod guide;

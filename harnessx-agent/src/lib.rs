@@ -50,6 +50,16 @@ pub enum AgentError {
     /// The agent was closed.
     #[error("the agent is closed")]
     Closed,
+    /// An MCP server could not be started, reached or listed.
+    #[cfg(feature = "mcp")]
+    #[error(transparent)]
+    Mcp(#[from] harnessx_mcp::McpError),
+    /// [`AgentBuilder::build`] was called with MCP servers, which connect asynchronously.
+    #[cfg(feature = "mcp")]
+    #[error(
+        "MCP servers connect asynchronously: build the agent with `.connect().await` instead of `.build()`"
+    )]
+    McpNeedsConnect,
 }
 
 /// What a durable run stopped to wait for.
@@ -108,6 +118,8 @@ pub struct AgentBuilder {
     permissions: Option<PermissionManager>,
     system_prompt: Option<String>,
     config: AgentConfig,
+    #[cfg(feature = "mcp")]
+    mcp: Vec<(harnessx_mcp::McpServer, harnessx_mcp::McpOptions)>,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -201,8 +213,46 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds the tools of an MCP server (all of them, under the server's names, following
+    /// the permission manager). Build with [`connect`](Self::connect), which starts the
+    /// server; [`Agent::close`] stops it.
+    #[cfg(feature = "mcp")]
+    pub fn mcp(self, server: harnessx_mcp::McpServer) -> Self {
+        self.mcp_with(server, harnessx_mcp::McpOptions::default())
+    }
+
+    /// Like [`mcp`](Self::mcp), choosing which tools and how (a name prefix, a permission).
+    #[cfg(feature = "mcp")]
+    pub fn mcp_with(mut self, server: harnessx_mcp::McpServer, options: harnessx_mcp::McpOptions) -> Self {
+        self.mcp.push((server, options));
+        self
+    }
+
+    /// Builds the agent and connects its MCP servers, registering their tools after the
+    /// builder's own. A server that cannot start or be listed (or whose tool names are
+    /// taken) fails the build, and the servers started before it are stopped.
+    #[cfg(feature = "mcp")]
+    pub async fn connect(mut self) -> Result<Agent, AgentError> {
+        let servers = std::mem::take(&mut self.mcp);
+        let agent = self.build()?;
+        for (server, options) in servers {
+            match harnessx_mcp::register_mcp(&agent.registry, server, options).await {
+                Ok(connection) => agent.mcp_connections().push(connection),
+                Err(e) => {
+                    agent.close().await;
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(agent)
+    }
+
     /// Registers the tools and builds the agent.
     pub fn build(self) -> Result<Agent, AgentError> {
+        #[cfg(feature = "mcp")]
+        if !self.mcp.is_empty() {
+            return Err(AgentError::McpNeedsConnect);
+        }
         let registry = self.registry.unwrap_or_default();
         registry.adopt_policy(&self.config.tools);
         if let Some(sandbox) = self.sandbox {
@@ -234,6 +284,8 @@ impl AgentBuilder {
             system_prompt: self.system_prompt,
             config: self.config,
             closed: AtomicBool::new(false),
+            #[cfg(feature = "mcp")]
+            mcp: std::sync::Mutex::new(Vec::new()),
         })
     }
 }
@@ -257,6 +309,9 @@ pub struct Agent {
     system_prompt: Option<String>,
     config: AgentConfig,
     closed: AtomicBool,
+    /// The MCP servers whose tools are registered; closed with the agent.
+    #[cfg(feature = "mcp")]
+    mcp: std::sync::Mutex<Vec<harnessx_mcp::McpConnection>>,
 }
 
 impl fmt::Debug for Agent {
@@ -343,9 +398,29 @@ impl Agent {
         }
     }
 
-    /// Closes the agent; later runs fail with [`AgentError::Closed`].
+    /// Closes the agent; later runs fail with [`AgentError::Closed`]. Its MCP servers
+    /// are stopped (their processes do not outlive this call's end by more than MCP's
+    /// stdio shutdown takes: stdin closed, then SIGTERM, then SIGKILL).
     pub async fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
+        #[cfg(feature = "mcp")]
+        {
+            let connections = std::mem::take(&mut *self.mcp_connections());
+            for connection in connections {
+                connection.close().await;
+            }
+        }
+    }
+
+    /// The names of the MCP servers connected to this agent (command lines or URLs).
+    #[cfg(feature = "mcp")]
+    pub fn mcp_servers(&self) -> Vec<String> {
+        self.mcp_connections().iter().map(|c| c.server().to_owned()).collect()
+    }
+
+    #[cfg(feature = "mcp")]
+    fn mcp_connections(&self) -> std::sync::MutexGuard<'_, Vec<harnessx_mcp::McpConnection>> {
+        self.mcp.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether [`close`](Self::close) was called.

@@ -14,9 +14,10 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
     ResourceContents, Tool,
 };
-use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::model::{JsonRpcMessage, ServerNotification};
+use rmcp::service::{RunningService, RxJsonRpcMessage, ServiceError, TxJsonRpcMessage};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Mutex, Notify};
@@ -30,7 +31,7 @@ use harnessx_core::{
 pub const MCP_TIMEOUT_SECONDS: f64 = 300.0;
 
 /// Why an MCP server could not be used. One line each.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpError {
     /// The server's process could not be started.
@@ -175,7 +176,7 @@ impl McpConnection {
             state.service.take()
         };
         // Ends the refresh task.
-        self.link.changed.notify_one();
+        self.link.changed.notify.notify_one();
         if let Some(service) = service {
             match Arc::try_unwrap(service) {
                 Ok(service) => {
@@ -200,7 +201,7 @@ pub async fn register_mcp(
     options: McpOptions,
 ) -> Result<McpConnection, McpError> {
     let shown = server.display();
-    let changed = Arc::new(Notify::new());
+    let changed = Arc::new(Changes::default());
     let (service, pid) = connect(&server, &changed).await?;
     let tools = service.list_all_tools().await.map_err(|e| McpError::Protocol {
         server: shown.clone(),
@@ -214,6 +215,8 @@ pub async fn register_mcp(
         state: Mutex::new(LinkState::up(service, pid)),
         registered: std::sync::Mutex::new(IndexMap::new()),
         changed: changed.clone(),
+        registry: registry.downgrade(),
+        applied: Mutex::new(0),
     });
     let chosen = link.choose(tools);
     let names: Vec<&str> = chosen.values().map(|(name, _)| name.as_str()).collect();
@@ -222,38 +225,48 @@ pub async fn register_mcp(
         registry.register_tool(definition(tool, name, &link))?;
     }
     *link.registered() = chosen;
-    tokio::spawn(refresh_task(Arc::downgrade(&link), registry.downgrade(), changed));
+    tokio::spawn(refresh_task(Arc::downgrade(&link), changed));
     Ok(McpConnection { link })
+}
+
+/// Changes a server announced, and the wake-up of the task that applies them.
+#[derive(Default)]
+struct Changes {
+    /// Counts the announcements (`tools/list_changed`, a restart).
+    announced: std::sync::atomic::AtomicU64,
+    notify: Notify,
+}
+
+impl Changes {
+    fn announce(&self) {
+        self.announced.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    fn announced(&self) -> u64 {
+        self.announced.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// Keeps the registry in step with the server's tools: runs on each
 /// `notifications/tools/list_changed` (and after a restart), until the connection is
 /// closed or dropped, or the registry is.
-async fn refresh_task(link: Weak<Link>, registry: WeakToolRegistry, changed: Arc<Notify>) {
+async fn refresh_task(link: Weak<Link>, changed: Arc<Changes>) {
     loop {
-        changed.notified().await;
-        let (Some(link), Some(registry)) = (link.upgrade(), registry.upgrade()) else { return };
-        if link.state.lock().await.closed {
+        changed.notify.notified().await;
+        let Some(link) = link.upgrade() else { return };
+        if link.state.lock().await.closed || link.registry.upgrade().is_none() {
             return;
         }
-        if let Err(e) = link.refresh(&registry).await {
-            tracing::warn!(server = %link.shown, error = %e, "could not refresh the MCP server's tools");
-        }
+        link.apply_changes().await;
     }
 }
 
-/// The client side of a connection: says who we are, and turns the server's
-/// `notifications/tools/list_changed` into a refresh of the registered tools.
+/// The client side of a connection: says who we are.
 #[derive(Clone)]
-struct Client {
-    changed: Arc<Notify>,
-}
+struct Client;
 
 impl ClientHandler for Client {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.changed.notify_one();
-    }
-
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
             ClientCapabilities::default(),
@@ -264,9 +277,42 @@ impl ClientHandler for Client {
 
 type Service = RunningService<RoleClient, Client>;
 
+/// A transport that notes the server's `notifications/tools/list_changed` as it is read,
+/// in order with the responses: a call whose response follows the announcement sees it
+/// (rmcp runs notification handlers as tasks of their own, in no set order).
+struct Watched<T> {
+    inner: T,
+    changed: Arc<Changes>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if let Some(JsonRpcMessage::Notification(n)) = &message
+            && matches!(n.notification, ServerNotification::ToolListChangedNotification(_))
+        {
+            self.changed.announce();
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
 /// Starts the server's process (or reaches its URL) and completes the MCP handshake.
-async fn connect(server: &McpServer, changed: &Arc<Notify>) -> Result<(Service, Option<u32>), McpError> {
-    let client = Client { changed: changed.clone() };
+async fn connect(server: &McpServer, changed: &Arc<Changes>) -> Result<(Service, Option<u32>), McpError> {
+    let client = Client;
     let shown = server.display();
     let handshake = |e: rmcp::service::ClientInitializeError| McpError::Protocol {
         server: shown.clone(),
@@ -284,6 +330,7 @@ async fn connect(server: &McpServer, changed: &Arc<Notify>) -> Result<(Service, 
                 .map(|(transport, _stderr)| transport)
                 .map_err(|e| McpError::Spawn { command: shown.clone(), reason: e.to_string() })?;
             let pid = transport.id();
+            let transport = Watched { inner: transport, changed: changed.clone() };
             let service = client.serve(transport).await.map_err(handshake)?;
             Ok((service, pid))
         }
@@ -303,8 +350,11 @@ async fn connect(server: &McpServer, changed: &Arc<Notify>) -> Result<(Service, 
                 map.insert(name, value);
             }
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
-            let service =
-                client.serve(StreamableHttpClientTransport::from_config(config)).await.map_err(handshake)?;
+            let transport = Watched {
+                inner: StreamableHttpClientTransport::from_config(config),
+                changed: changed.clone(),
+            };
+            let service = client.serve(transport).await.map_err(handshake)?;
             Ok((service, None))
         }
     }
@@ -323,14 +373,18 @@ struct Link {
     state: Mutex<LinkState>,
     /// The server's tools in the registry: the server's name -> (our name, its listing).
     registered: std::sync::Mutex<IndexMap<String, (String, Tool)>>,
-    /// Notified on `tools/list_changed`, after a restart, on close and on drop.
-    changed: Arc<Notify>,
+    /// Announced on `tools/list_changed` and after a restart; notified on close and drop.
+    changed: Arc<Changes>,
+    /// Where the tools are registered.
+    registry: WeakToolRegistry,
+    /// The announcements applied so far (held while applying).
+    applied: Mutex<u64>,
 }
 
 impl Drop for Link {
     fn drop(&mut self) {
         // Wakes the refresh task, which finds the link gone and ends.
-        self.changed.notify_one();
+        self.changed.notify.notify_one();
     }
 }
 
@@ -385,7 +439,7 @@ impl Link {
                 state.not_before = None;
                 state.backoff = FIRST_BACKOFF;
                 // The new process may offer other tools.
-                self.changed.notify_one();
+                self.changed.announce();
                 Ok(service)
             }
             Err(e) => {
@@ -411,6 +465,29 @@ impl Link {
             .filter(|t| !options.exclude.iter().any(|n| n == t.name.as_ref()))
             .map(|t| (t.name.to_string(), (format!("{prefix}{}", t.name), t)))
             .collect()
+    }
+
+    /// Applies what was announced and not yet applied (once, however many callers wait).
+    async fn apply_changes(self: &Arc<Self>) {
+        let target = self.changed.announced();
+        let mut applied = self.applied.lock().await;
+        if *applied >= target {
+            return;
+        }
+        let Some(registry) = self.registry.upgrade() else { return };
+        if let Err(e) = self.refresh(&registry).await {
+            tracing::warn!(server = %self.shown, error = %e, "could not refresh the MCP server's tools");
+        }
+        *applied = target;
+    }
+
+    /// After a call: when the server announced a change of its tools meanwhile (it
+    /// usually does so before answering the call that caused it), applies it before the
+    /// result is returned, so that the next model request has the new set.
+    async fn settle(self: &Arc<Self>) {
+        if self.changed.announced() > *self.applied.lock().await {
+            self.apply_changes().await;
+        }
     }
 
     /// Lists the server's tools again and brings the registry in step: tools gone are
@@ -477,7 +554,10 @@ fn definition(tool: &Tool, name: &str, link: &Arc<Link>) -> ToolDefinition {
                 params = params.with_arguments(map);
             }
             match service.call_tool(params).await {
-                Ok(result) => output(result),
+                Ok(result) => {
+                    link.settle().await;
+                    output(result)
+                }
                 Err(e) => {
                     if matches!(e, ServiceError::TransportClosed) || service.is_transport_closed() {
                         link.lost(&service).await;
