@@ -78,9 +78,11 @@ pub(crate) struct Backend {
 
 impl Backend {
     /// The cluster, when the run is on one.
-    fn cluster(&self, agent: Option<&AgentArgs>) -> Result<Option<Cluster>, CliError> {
+    async fn cluster(&self, agent: Option<&AgentArgs>) -> Result<Option<Cluster>, CliError> {
         match &self.restate {
-            Some(url) => Cluster::new(url, self.restate_admin.as_deref(), agent, Flags::Refused).map(Some),
+            Some(url) => {
+                Cluster::new(url, self.restate_admin.as_deref(), agent, Flags::Refused).await.map(Some)
+            }
             None => Ok(None),
         }
     }
@@ -166,26 +168,29 @@ pub(crate) async fn start(
     let runtime = AgentRuntime::new(agent, Arc::new(open_journal(journal)?));
     eprintln!("harnessx: run id {run_id}");
     let outcome = runtime.start(&run_id, prompt).await;
+    // Stops its MCP servers.
+    runtime.agent().close().await;
     report(&runtime, &Continue { run_id: &run_id, journal, flags }, outcome, json)
 }
 
 /// `resume ID --durable FILE`.
 pub(crate) async fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
-    if let Some(cluster) = args.backend.cluster(Some(&args.agent))? {
+    if let Some(cluster) = args.backend.cluster(Some(&args.agent)).await? {
         return cluster.resume(&args.run_id, args.json).await;
     }
     let journal_arg = args.backend.journal();
     let journal = journal_arg.open()?;
-    let agent = build_agent(&args.agent, true)?;
+    let agent = build_agent(&args.agent, true).await?;
     let runtime = AgentRuntime::new(agent, Arc::new(journal));
     let outcome = runtime.resume(&args.run_id).await;
+    runtime.agent().close().await;
     let next = Continue { run_id: &args.run_id, journal: &journal_arg.path, flags: &args.agent };
     report(&runtime, &next, outcome, args.json)
 }
 
 /// `approve RUN CALL --durable FILE [--decision ...]`.
 pub(crate) async fn approve(args: ApproveArgs) -> Result<ExitCode, CliError> {
-    if let Some(cluster) = args.backend.cluster(None)? {
+    if let Some(cluster) = args.backend.cluster(None).await? {
         return cluster.approve(&args.run_id, &args.call_id, args.decision.into()).await;
     }
     let journal = args.backend.journal();
@@ -204,7 +209,7 @@ pub(crate) async fn approve(args: ApproveArgs) -> Result<ExitCode, CliError> {
 
 /// `answer RUN CALL TEXT --durable FILE`.
 pub(crate) async fn answer(args: AnswerArgs) -> Result<ExitCode, CliError> {
-    if let Some(cluster) = args.backend.cluster(None)? {
+    if let Some(cluster) = args.backend.cluster(None).await? {
         return cluster.answer(&args.run_id, &args.call_id, &args.text).await;
     }
     let journal = args.backend.journal();

@@ -44,8 +44,9 @@ pub(crate) struct WorkerArgs {
 /// `harnessx worker`: serves the agent the flags make until SIGINT or SIGTERM.
 pub(crate) async fn worker(args: WorkerArgs) -> Result<ExitCode, CliError> {
     // ASK calls wait for `harnessx approve`, never for this process's terminal.
-    let agent = Arc::new(build_agent_for(&args.agent, false, false)?);
+    let agent = Arc::new(build_agent_for(&args.agent, false, false).await?);
     let config = WorkerConfig::of(&agent);
+    let kept = agent.clone();
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| CliError::Usage(format!("--listen {}: {e}", args.listen)))?;
@@ -63,6 +64,7 @@ pub(crate) async fn worker(args: WorkerArgs) -> Result<ExitCode, CliError> {
             Err(e) => {
                 let _ = stop.send(());
                 let _ = server.await;
+                kept.close().await;
                 return Err(CliError::failed(e));
             }
         }
@@ -80,6 +82,8 @@ pub(crate) async fn worker(args: WorkerArgs) -> Result<ExitCode, CliError> {
     shutdown_signal().await;
     let _ = stop.send(());
     let _ = server.await;
+    // Stops its MCP servers.
+    kept.close().await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -122,7 +126,7 @@ pub(crate) enum Flags {
 
 impl Cluster {
     /// The cluster at `ingress` (and `admin`).
-    pub(crate) fn new(
+    pub(crate) async fn new(
         ingress: &str,
         admin: Option<&str>,
         agent: Option<&AgentArgs>,
@@ -137,7 +141,12 @@ impl Cluster {
                 )));
             }
             // The workers build the agent; this one is built only to compare with theirs.
-            (Some(_), Some(args)) => Some(WorkerConfig::of(&build_agent_for(args, false, false)?)),
+            (Some(_), Some(args)) => {
+                let agent = build_agent_for(args, false, false).await?;
+                let config = WorkerConfig::of(&agent);
+                agent.close().await;
+                Some(config)
+            }
         };
         let mut runtime = RestateRuntime::new(ingress).map_err(CliError::usage)?;
         if let Some(admin) = admin {

@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use futures_util::StreamExt;
-use harnessx::agent::{Agent, AgentConfig, AgentEvent};
+use harnessx::agent::{Agent, AgentConfig, AgentError, AgentEvent};
 use harnessx::model::{AnthropicModel, Model, OpenAiModel, TestModel};
 use harnessx::{PermissionLevel, ToolRegistry};
 
 use crate::CliError;
 use crate::approve;
-use crate::setup::{BasePath, PermissionArgs, SandboxArgs, WebArgs, load_tools};
+use crate::setup::{BasePath, McpArgs, PermissionArgs, SandboxArgs, WebArgs, load_tools, mcp_error};
 use crate::{durable_cmd, restate_cmd};
 
 /// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
@@ -52,6 +52,8 @@ pub(crate) struct AgentArgs {
     web: WebArgs,
     #[command(flatten)]
     permissions: PermissionArgs,
+    #[command(flatten)]
+    mcp: McpArgs,
 }
 
 impl AgentArgs {
@@ -102,6 +104,7 @@ impl AgentArgs {
         for name in &self.permissions.deny {
             flag("--deny", Some(name.clone()));
         }
+        flags.extend(self.mcp.to_flags());
         flags
     }
 }
@@ -177,14 +180,19 @@ fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, CliEr
     }
 }
 
-/// The agent the flags describe.
-pub(crate) fn build_agent(args: &AgentArgs, stream: bool) -> Result<Agent, CliError> {
-    build_agent_for(args, stream, approve::interactive())
+/// The agent the flags describe, its MCP servers (`--mcp`, `--mcp-http`) connected:
+/// close it with `Agent::close` to stop them.
+pub(crate) async fn build_agent(args: &AgentArgs, stream: bool) -> Result<Agent, CliError> {
+    build_agent_for(args, stream, approve::interactive()).await
 }
 
 /// [`build_agent`], with ASK calls asked on the terminal only when `on_terminal` (never
 /// for a worker, whose runs wait for `harnessx approve` instead).
-pub(crate) fn build_agent_for(args: &AgentArgs, stream: bool, on_terminal: bool) -> Result<Agent, CliError> {
+pub(crate) async fn build_agent_for(
+    args: &AgentArgs,
+    stream: bool,
+    on_terminal: bool,
+) -> Result<Agent, CliError> {
     let model = model_for(&args.model, args.base_url.as_deref())?;
     let registry = ToolRegistry::new();
     // File tools are contained under the current directory unless --base-path says where.
@@ -198,13 +206,6 @@ pub(crate) fn build_agent_for(args: &AgentArgs, stream: bool, on_terminal: bool)
     let took_base_path = args.sandbox.bind(&registry, &base_path)?;
     load_tools(&registry, &args.tools, &["filesystem"], &base_path, took_base_path, &args.web)?;
     let mut manager = args.permissions.manager(PermissionLevel::Allow);
-    // Tools that may change things (destructive, or not read-only, by their annotations)
-    // ask first, unless a flag named them.
-    for def in registry.list_tools() {
-        if def.annotations.may_modify() && manager.override_for(&def.name).is_none() {
-            manager.set_override(def.name, PermissionLevel::Ask);
-        }
-    }
     manager = if args.yes {
         approve::approve_all(manager)
     } else if on_terminal {
@@ -214,13 +215,28 @@ pub(crate) fn build_agent_for(args: &AgentArgs, stream: bool, on_terminal: bool)
         // pauses on them (needs_input) until `harnessx approve` decides.
         manager
     };
-    Agent::builder()
+    let mut builder = Agent::builder()
         .model_arc(model)
         .registry(registry)
         .permissions(manager)
-        .config(AgentConfig { max_turns: args.max_turns, stream, ..AgentConfig::default() })
-        .build()
-        .map_err(CliError::usage)
+        .config(AgentConfig { max_turns: args.max_turns, stream, ..AgentConfig::default() });
+    for server in args.mcp.servers()? {
+        builder = builder.mcp(server);
+    }
+    let agent = builder.connect().await.map_err(|e| match e {
+        AgentError::Mcp(e) => mcp_error(e),
+        e => CliError::usage(e),
+    })?;
+    // Tools that may change things (destructive, or not read-only, by their annotations;
+    // MCP servers' tools too) ask first, unless a flag named them. The manager is shared,
+    // so this holds for the agent's.
+    let manager = agent.permissions();
+    for def in agent.tools().list_tools() {
+        if def.annotations.may_modify() && manager.override_for(&def.name).is_none() {
+            manager.set_override(def.name, PermissionLevel::Ask);
+        }
+    }
+    Ok(agent)
 }
 
 pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
@@ -230,17 +246,18 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             args.restate_admin.as_deref(),
             Some(&args.agent),
             restate_cmd::Flags::Expected,
-        )?;
+        )
+        .await?;
         return cluster.start(args.run_id, &args.prompt, args.json).await;
     }
     if args.run_id.is_some() && args.durable.is_none() {
         return Err(CliError::Usage("--run-id needs --durable FILE or --restate URL".into()));
     }
     if let Some(journal) = &args.durable {
-        let agent = build_agent(&args.agent, true)?;
+        let agent = build_agent(&args.agent, true).await?;
         return durable_cmd::start(agent, &args.agent, journal, args.run_id, &args.prompt, args.json).await;
     }
-    let agent = build_agent(&args.agent, !args.no_stream)?;
+    let agent = build_agent(&args.agent, !args.no_stream).await?;
     let mut events = agent.run_stream(args.prompt);
     let mut failed = false;
     let mut printed_text = false;

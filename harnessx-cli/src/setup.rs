@@ -7,6 +7,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use harnessx::builtin::sandbox::{BubblewrapSandbox, LocalSandbox};
 use harnessx::catalog::{self, BuiltinItem, BuiltinOptions};
+use harnessx::mcp::{McpConnection, McpError, McpOptions, McpServer, register_mcp};
 use harnessx::{PermissionLevel, PermissionManager, Sandbox, ToolRegistry};
 
 use crate::CliError;
@@ -233,4 +234,83 @@ pub(crate) fn load_tools(
         return Err(CliError::Usage("--base-path was given but none of the --tools uses a base path".into()));
     }
     Ok(())
+}
+
+/// Tools from MCP servers (`run`, `resume`, `worker`, `tools list`, `tools call`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct McpArgs {
+    /// Take the tools of this MCP server, started as a command line split as a shell
+    /// would (`--mcp 'node server.js stdio'`; `env NAME=VALUE ...` sets its environment).
+    /// Repeatable. Tool names must not clash with other tools.
+    #[arg(long = "mcp", value_name = "COMMAND")]
+    pub(crate) mcp: Vec<String>,
+    /// Take the tools of the MCP server at this streamable HTTP URL. Repeatable.
+    #[arg(long = "mcp-http", value_name = "URL")]
+    pub(crate) mcp_http: Vec<String>,
+}
+
+impl McpArgs {
+    /// Whether any server is given.
+    pub(crate) fn given(&self) -> bool {
+        !self.mcp.is_empty() || !self.mcp_http.is_empty()
+    }
+
+    /// The servers, in the order given (stdio ones first).
+    pub(crate) fn servers(&self) -> Result<Vec<McpServer>, CliError> {
+        let mut servers = Vec::new();
+        for line in &self.mcp {
+            let words = shlex::split(line).ok_or_else(|| {
+                CliError::Usage(format!("--mcp {line:?}: unbalanced quotes or a trailing backslash"))
+            })?;
+            let Some((command, args)) = words.split_first() else {
+                return Err(CliError::Usage(
+                    "--mcp needs a command line, e.g. --mcp 'node server.js'".into(),
+                ));
+            };
+            servers.push(McpServer::stdio(command.clone(), args.to_vec(), Vec::<(String, String)>::new()));
+        }
+        for url in &self.mcp_http {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(CliError::Usage(format!("--mcp-http {url:?}: give an http:// or https:// URL")));
+            }
+            servers.push(McpServer::http(url.clone(), Vec::<(String, String)>::new()));
+        }
+        Ok(servers)
+    }
+
+    /// Connects every server and registers its tools in `registry`. A server that fails
+    /// stops the ones already connected.
+    pub(crate) async fn connect(&self, registry: &ToolRegistry) -> Result<Vec<McpConnection>, CliError> {
+        let mut connections = Vec::new();
+        for server in self.servers()? {
+            match register_mcp(registry, server, McpOptions::default()).await {
+                Ok(connection) => connections.push(connection),
+                Err(e) => {
+                    for connection in connections {
+                        connection.close().await;
+                    }
+                    return Err(mcp_error(e));
+                }
+            }
+        }
+        Ok(connections)
+    }
+
+    /// These flags as a command line gives them.
+    pub(crate) fn to_flags(&self) -> Vec<String> {
+        let mcp = self.mcp.iter().flat_map(|c| ["--mcp".to_owned(), c.clone()]);
+        mcp.chain(self.mcp_http.iter().flat_map(|u| ["--mcp-http".to_owned(), u.clone()])).collect()
+    }
+}
+
+/// An MCP server that cannot be started, or whose tool names clash, is a usage error;
+/// one that started and failed the handshake or listing is a failure.
+pub(crate) fn mcp_error(e: McpError) -> CliError {
+    match e {
+        McpError::Protocol { .. } => CliError::failed(e),
+        McpError::Clash { server, name } => CliError::Usage(format!(
+            "the MCP server `{server}` has a tool named \"{name}\", which is already registered: pick the built-in tools with --tools (--tools '' for none), or leave one of the servers out"
+        )),
+        _ => CliError::usage(e),
+    }
 }

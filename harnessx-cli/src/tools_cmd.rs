@@ -9,15 +9,18 @@ use serde_json::json;
 
 use crate::CliError;
 use crate::approve;
-use crate::setup::{BasePath, PermissionArgs, SandboxArgs, ToolArgs, WebArgs, load_tools};
+use crate::setup::{BasePath, McpArgs, PermissionArgs, SandboxArgs, ToolArgs, WebArgs, load_tools};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ToolsCommand {
     /// List tools: name and the first line of the description.
     List {
-        /// Built-in tools or bundles to list, comma-separated (default: all).
+        /// Built-in tools or bundles to list, comma-separated (default: all, or none
+        /// when --mcp or --mcp-http is given).
         #[arg(long, value_delimiter = ',', value_name = "SPEC")]
         tools: Vec<String>,
+        #[command(flatten)]
+        mcp: McpArgs,
         /// Print the canonical tool schemas as JSON.
         #[arg(long)]
         json: bool,
@@ -44,6 +47,8 @@ pub(crate) enum ToolsCommand {
         web: WebArgs,
         #[command(flatten)]
         permissions: PermissionArgs,
+        #[command(flatten)]
+        mcp: McpArgs,
         /// Print `{"name", "is_error", "content"}` as one JSON object.
         #[arg(long)]
         json: bool,
@@ -52,9 +57,13 @@ pub(crate) enum ToolsCommand {
 
 pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
     match command {
-        ToolsCommand::List { tools, json } => {
+        ToolsCommand::List { tools, mcp, json } => {
             let registry = ToolRegistry::new();
-            load_tools(&registry, &tools, &["all"], &BasePath::Host, false, &WebArgs::default())?;
+            let builtin: &[&str] = if mcp.given() { &[] } else { &["all"] };
+            load_tools(&registry, &tools, builtin, &BasePath::Host, false, &WebArgs::default())?;
+            for connection in mcp.connect(&registry).await? {
+                connection.close().await;
+            }
             if json {
                 out(&format!(
                     "{}\n",
@@ -78,11 +87,13 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
             out(&format!("{}\n", serde_json::to_string_pretty(&spec).map_err(CliError::failed)?))?;
             Ok(ExitCode::SUCCESS)
         }
-        ToolsCommand::Call { name, arguments, tools, sandbox, web, permissions, json } => {
+        ToolsCommand::Call { name, arguments, tools, sandbox, web, permissions, mcp, json } => {
             let registry = ToolRegistry::new();
             let base_path = BasePath::from_flag(tools.base_path, || None);
             let took_base_path = sandbox.bind(&registry, &base_path)?;
-            load_tools(&registry, &tools.tools, &["all"], &base_path, took_base_path, &web)?;
+            let builtin: &[&str] = if mcp.given() { &[] } else { &["all"] };
+            load_tools(&registry, &tools.tools, builtin, &base_path, took_base_path, &web)?;
+            let connections = mcp.connect(&registry).await?;
             let arguments = if arguments == "-" { read_stdin()? } else { arguments };
             // The user typed the call: tools are ALLOW unless flags say otherwise; ASK is
             // asked on the terminal, and denied without one.
@@ -91,6 +102,9 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
                 manager = approve::prompt_on_terminal(manager);
             }
             let result = registry.execute(&ToolCall::new("cli", name, arguments), Some(&manager)).await;
+            for connection in connections {
+                connection.close().await;
+            }
             if json {
                 out(&format!(
                     "{}\n",

@@ -60,7 +60,18 @@ pub enum McpError {
         /// What is wrong.
         reason: String,
     },
-    /// A tool's name is taken in the registry (give [`McpOptions::prefix`]).
+    /// A tool of the server has the name of a tool already in the registry: nothing of
+    /// the server is registered.
+    #[error(
+        "the MCP server `{server}` has a tool named \"{name}\", which is already registered; give the server's tools a prefix (McpOptions::prefix) or leave one of the two out"
+    )]
+    Clash {
+        /// The server.
+        server: String,
+        /// The name, as it would have been registered.
+        name: String,
+    },
+    /// The registry refused a tool (a name it does not accept).
     #[error(transparent)]
     Registry(#[from] harnessx_core::RegistryError),
 }
@@ -220,7 +231,12 @@ pub async fn register_mcp(
     });
     let chosen = link.choose(tools);
     let names: Vec<&str> = chosen.values().map(|(name, _)| name.as_str()).collect();
-    registry.ensure_free(&names)?;
+    registry.ensure_free(&names).map_err(|e| match e {
+        harnessx_core::RegistryError::DuplicateTool { name } => {
+            McpError::Clash { server: shown.clone(), name }
+        }
+        e => McpError::Registry(e),
+    })?;
     for (name, tool) in chosen.values() {
         registry.register_tool(definition(tool, name, &link))?;
     }
