@@ -1,0 +1,154 @@
+//! Tools from MCP servers on the command line: `tools list --mcp`, `tools call --mcp`,
+//! `run --mcp` with the test model, against the reference servers from the npm registry
+//! (installed by the test support; skipped with a printed reason only when npm is missing).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use harnessx_test_support::bin::{Binary, stderr, stdout};
+use harnessx_test_support::npm::{ensure_npm_package, installed_file};
+use serde_json::Value;
+
+fn harnessx(dir: &Path, args: &[&str]) -> Output {
+    Binary::new(env!("CARGO_BIN_EXE_harnessx")).run(dir, args)
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exited, not killed")
+}
+
+/// The entry script of a reference server, installed on demand.
+fn server_script(package: &str) -> Option<PathBuf> {
+    let prefix = ensure_npm_package(&format!("@modelcontextprotocol/{package}"), "2026.8.31")?;
+    Some(
+        installed_file(&prefix, &format!("@modelcontextprotocol/{package}/dist/index.js"))
+            .expect("dist/index.js"),
+    )
+}
+
+#[test]
+fn tools_list_and_call_reach_an_mcp_server() {
+    let Some(script) = server_script("server-everything") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("node '{}' stdio", script.display());
+
+    let out = harnessx(dir.path(), &["tools", "list", "--mcp", &server, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let specs: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let names: Vec<&str> = specs.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"echo") && names.contains(&"get-sum"), "{names:?}");
+    assert!(!names.contains(&"read_file"), "no built-ins unless --tools names them: {names:?}");
+
+    let out = harnessx(
+        dir.path(),
+        &["tools", "call", "get-sum", r#"{"a": 2, "b": 40}"#, "--mcp", &server, "--json"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let result: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(result["is_error"], false);
+    assert!(result["content"].as_str().unwrap().contains("42"), "{result}");
+
+    // A schema error is the pipeline's, before the server is asked: exit status 1.
+    let out = harnessx(dir.path(), &["tools", "call", "get-sum", r#"{"a": 2}"#, "--mcp", &server]);
+    assert_eq!(code(&out), 1);
+    assert!(stdout(&out).contains('b'), "names the missing field: {}", stdout(&out));
+
+    // The same server twice: its names clash, a usage error naming server and tool.
+    let out = harnessx(dir.path(), &["tools", "list", "--mcp", &server, "--mcp", &server]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "harnessx: the MCP server `node {} stdio` has a tool named \"",
+            script.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("--tools '' for none"), "{err}");
+}
+
+#[test]
+fn a_server_that_cannot_start_or_a_bad_flag_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = harnessx(dir.path(), &["tools", "list", "--mcp", "/nonexistent/server --x"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).starts_with("harnessx: could not start the MCP server `/nonexistent/server --x`: "),
+        "{}",
+        stderr(&out)
+    );
+    let out = harnessx(dir.path(), &["tools", "list", "--mcp", "node 'open"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(
+        stderr(&out).trim(),
+        "harnessx: --mcp \"node 'open\": unbalanced quotes or a trailing backslash"
+    );
+    let out = harnessx(dir.path(), &["tools", "list", "--mcp-http", "localhost:3001/mcp"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(
+        stderr(&out).trim(),
+        "harnessx: --mcp-http \"localhost:3001/mcp\": give an http:// or https:// URL"
+    );
+    let out = harnessx(dir.path(), &["run", "hi", "--mcp", "sh -c 'exit 3'"]);
+    assert_eq!(code(&out), 1, "started, then failed: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("harnessx: the MCP server `sh -c exit 3` did not initialize: "),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `run --mcp` with the test model, which calls every tool once: server-filesystem's
+/// tools act under the folder, `--deny write_file` holds, tools that may modify ask
+/// (approved by `--yes`), and the server does not outlive the run.
+#[test]
+fn run_with_server_filesystem_keeps_a_deny_and_stops_the_server() {
+    let Some(script) = server_script("server-filesystem") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("notes.txt"), "kept\n").unwrap();
+    let server = format!("node '{}' '{}'", script.display(), root.display());
+    let out = harnessx(
+        &root,
+        &["run", "Look around.", "--tools", "", "--mcp", &server, "--deny", "write_file", "--yes", "--json"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let end = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["type"] == "tool_call_end" && e["name"] == name)
+            .unwrap_or_else(|| panic!("no result for {name}: {}", stdout(&out)))
+            .clone()
+    };
+    let write = end("write_file");
+    assert_eq!(
+        (write["is_error"].as_bool(), write["content"].as_str()),
+        (Some(true), Some("Permission denied"))
+    );
+    let allowed = end("list_allowed_directories");
+    assert_eq!(allowed["is_error"], false);
+    assert!(allowed["content"].as_str().unwrap().contains(root.to_str().unwrap()), "{allowed}");
+    // Approved by --yes (it may modify: not read-only), and run by the server in the folder.
+    assert_eq!(end("create_directory")["is_error"], false);
+    assert!(root.join("a").is_dir());
+    assert_eq!(std::fs::read_to_string(root.join("notes.txt")).unwrap(), "kept\n");
+
+    // The run is over: no process serves this folder any more.
+    let marker = root.to_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains("server-filesystem") && c.contains(&marker))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the server outlived the run: {left:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
