@@ -71,6 +71,23 @@ async fn its_tools_are_registered_with_their_annotations_and_run_through_the_pip
     assert!(!r.is_error, "{r:?}");
     assert!(r.content.contains("[image: image/png, "), "{}", r.content);
 
+    // The server's own error (`isError: true`) is an error result with its text.
+    let r = registry
+        .execute(&call("ev_get-resource-reference", r#"{"resourceType": "Text", "resourceId": -1}"#), None)
+        .await;
+    assert!(r.is_error, "{r:?}");
+    assert_eq!(r.content, "Invalid resourceId: -1. Must be a finite positive integer.");
+    // An embedded text resource is kept, with its URI.
+    let r = registry
+        .execute(&call("ev_get-resource-reference", r#"{"resourceType": "Text", "resourceId": 3}"#), None)
+        .await;
+    assert!(!r.is_error && r.content.contains("[resource demo://resource/dynamic/text/3]"), "{r:?}");
+    // A long-running operation (the server reports progress as it goes) completes.
+    let r = registry
+        .execute(&call("ev_trigger-long-running-operation", r#"{"duration": 1, "steps": 2}"#), None)
+        .await;
+    assert_eq!(r.content, "Long running operation completed. Duration: 1 seconds, Steps: 2.", "{r:?}");
+
     // The permission manager holds for MCP tools as for any other.
     let deny = PermissionManager::new(PermissionLevel::Allow);
     deny.set_override("ev_echo", PermissionLevel::Deny);
