@@ -1,0 +1,45 @@
+//! An agent whose tools come from an MCP server started as a child process, with their
+//! names prefixed, the test model calling one of them:
+//!
+//! ```text
+//! cargo run --example mcp_client -- npx -y @modelcontextprotocol/server-everything
+//! ```
+//!
+//! Any stdio MCP server works; the example calls the first tool it lists.
+
+use harnessx::agent::{Agent, AgentConfig};
+use harnessx::mcp::{McpOptions, McpServer};
+use harnessx::model::TestModel;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let Some(command) = args.next() else {
+        eprintln!("usage: cargo run --example mcp_client -- COMMAND [ARGS...]  (a stdio MCP server)");
+        std::process::exit(2);
+    };
+    let server = McpServer::stdio(command, args, Vec::<(String, String)>::new());
+    let options = McpOptions { prefix: Some("mcp_".into()), ..McpOptions::default() };
+    let agent = Agent::builder()
+        .model(TestModel::new())
+        .config(AgentConfig { planning: false, ..AgentConfig::default() })
+        .mcp_with(server, options)
+        .connect()
+        .await?;
+    let names = agent.tools().tool_names();
+    println!("tools from {:?}: {names:?}", agent.mcp_servers());
+    // The test model calls each tool it is given; give it the first one, with arguments
+    // it makes up from the schema.
+    if let Some(first) = names.first() {
+        let model = TestModel::new().call_tools([first.clone()]);
+        let agent = Agent::builder()
+            .model(model)
+            .registry(agent.tools().clone())
+            .config(AgentConfig { planning: false, ..AgentConfig::default() })
+            .build()?;
+        println!("{}", agent.run("Try the first tool.").await?.output);
+    }
+    // Stops the server's process.
+    agent.close().await;
+    Ok(())
+}
