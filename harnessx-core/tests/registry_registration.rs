@@ -530,3 +530,33 @@ async fn a_cloned_registry_is_the_same_registry_not_a_copy() {
     assert_eq!(result.content, "ran later");
     assert!(!ToolRegistry::new().same_registry(&registry));
 }
+
+#[test]
+fn the_revision_changes_with_every_registration_and_removal_and_a_weak_handle_does_not_keep_it() {
+    let registry = ToolRegistry::new();
+    let start = registry.revision();
+    registry
+        .register_with_schema("label", "Label.", label_schema(), label_handler(), ToolOptions::new())
+        .unwrap();
+    let registered = registry.revision();
+    assert_ne!(registered, start);
+    // Reading does not change it; a failed registration neither.
+    let _ = registry.get_tool_params();
+    assert!(
+        registry
+            .register_with_schema("label", "Again.", label_schema(), label_handler(), ToolOptions::new())
+            .is_err()
+    );
+    assert_eq!(registry.revision(), registered);
+    assert!(registry.remove_tool("label").is_some());
+    assert_ne!(registry.revision(), registered);
+    let removed = registry.revision();
+    assert!(registry.remove_tool("label").is_none());
+    assert_eq!(registry.revision(), removed, "removing nothing changes nothing");
+
+    let weak = registry.downgrade();
+    let clone = weak.upgrade().expect("alive");
+    assert!(clone.same_registry(&registry));
+    drop((clone, registry));
+    assert!(weak.upgrade().is_none());
+}
