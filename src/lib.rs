@@ -19,5 +19,9 @@ pub use harnessx_core::*;
 #[cfg(feature = "durable")]
 pub use harnessx_durable as durable;
 pub use harnessx_macros::{tool, toolbox};
+/// MCP both ways: `register_mcp` (tools from MCP servers) and `serve_mcp` (a registry
+/// served over MCP); see `docs/mcp.md` (feature `mcp`).
+#[cfg(feature = "mcp")]
+pub use harnessx_mcp as mcp;
 
 pub mod guide;

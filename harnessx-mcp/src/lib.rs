@@ -18,6 +18,9 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+mod server;
+pub use server::{McpServing, McpTransport, serve_mcp};
+
 use harnessx_core::{
     PermissionLevel, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolError, ToolHandler, ToolOutput,
     ToolRegistry,
@@ -54,6 +57,15 @@ pub enum McpError {
         /// The server's URL.
         server: String,
         /// What is wrong.
+        reason: String,
+    },
+    /// Serving a registry over MCP failed ([`serve_mcp`]): the client never completed
+    /// the handshake, or the transport broke.
+    #[error("serving MCP over {transport}: {reason}")]
+    Serve {
+        /// `stdio`, `io` or `HTTP`.
+        transport: String,
+        /// What went wrong.
         reason: String,
     },
     /// A tool's name is taken in the registry (give [`McpOptions::prefix`]).
