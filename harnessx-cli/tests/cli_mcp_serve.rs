@@ -17,11 +17,10 @@ use harnessx_test_support::python;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_harnessx");
-const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
 
 /// The official client, or `None` (reason printed) without Python.
 fn venv() -> Option<PathBuf> {
-    python::ensure_venv("mcp-2.3.0", &["mcp==2.3.0"])
+    python::ensure_venv("mcp-2.3.0", &python::MCP_PACKAGES)
 }
 
 /// A temporary folder with `base/notes.txt` to serve, and `secret.txt` beside `base`.
@@ -97,7 +96,7 @@ enum Via<'a> {
 /// Runs the Python client over `steps`; one JSON value per step, then the elicitations.
 fn drive(venv: &Path, via: Via<'_>, answers: Option<&str>, steps: &Value) -> (Vec<Value>, Vec<Value>) {
     let mut command = Command::new(python::venv_python(venv));
-    command.arg(CLIENT);
+    command.arg(python::MCP_CLIENT);
     if let Some(answers) = answers {
         command.args(["--answers", answers]);
     }

@@ -5,6 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A driver of the official MCP client (`mcp` 2.3): give it the server and a JSON list
+/// of steps on standard input; it prints one JSON line per step (see its docstring).
+pub const MCP_CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/python/mcp_client.py");
+
+/// The pinned official MCP client, for [`ensure_venv`].
+pub const MCP_PACKAGES: [&str; 1] = ["mcp==2.3.0"];
+
 /// Where virtual environments are made: `$HX_PYTHON_CACHE`, else
 /// `~/.cache/harnessx/python`, else a folder under the system's temporary directory.
 pub fn cache_dir() -> PathBuf {

@@ -5,7 +5,8 @@ usage: python mcp_client.py [--answers A,B,...] (--stdio COMMAND ARG... | --http
 Reads a JSON list of steps on standard input and prints one JSON line per step:
   {"list": true}                          -> {"tools": [{"name", "annotations", "input_schema"}]}
   {"call": NAME, "arguments": {...}}      -> {"is_error", "text", "structured"}
-  {"bench": NAME, "arguments": {...}, "n": N} -> {"calls": N, "seconds": S}
+  {"bench": NAME, "arguments": {...}, "n": N, "warmup": W} -> {"calls": N, "seconds": S}
+      (W untimed calls, then N timed ones)
 then {"elicitations": [{"message", "schema"}]}.
 
 --answers gives the answers to the server's elicitations, in order: accept, session
@@ -49,6 +50,10 @@ async def drive(session, steps, elicitations):
             out = {"is_error": bool(res.is_error), "text": text_of(res), "structured": res.structured_content}
         elif "bench" in step:
             n = step["n"]
+            # Untimed calls first, so the figure is the steady state (connections open,
+            # first-use costs paid), as criterion's warm-up gives the Rust clients.
+            for _ in range(step.get("warmup", 0)):
+                await session.call_tool(step["bench"], step.get("arguments", {}))
             start = time.perf_counter()
             for _ in range(n):
                 res = await session.call_tool(step["bench"], step.get("arguments", {}))
