@@ -31,3 +31,7 @@ pub mod tools {}
 
 #[doc = include_str!("../docs/workspace.md")]
 pub mod workspace {}
+
+#[cfg(feature = "mcp")]
+#[doc = include_str!("../docs/mcp-serve.md")]
+pub mod mcp_serve {}

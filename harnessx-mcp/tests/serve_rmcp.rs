@@ -341,3 +341,44 @@ async fn the_server_ends_when_its_client_closes() {
     connected.cancel().await.unwrap();
     tokio::time::timeout(Duration::from_secs(5), server.wait()).await.expect("ended in time").unwrap();
 }
+
+/// `arguments` that is not an object (which rmcp cannot parse as a `tools/call`) gets
+/// the pipeline's error result like any bad argument; only a call without a tool name is
+/// a JSON-RPC error. The session goes on after each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_arguments_are_error_results_too() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let dir = workspace();
+    let registry = registry(&dir.path().join("base"), Arc::default());
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(theirs);
+    let server =
+        serve_mcp(registry, PermissionManager::default(), McpTransport::io(read, write)).await.unwrap();
+    let (from_server, mut to_server) = tokio::io::split(ours);
+    let mut lines = BufReader::new(from_server).lines();
+    let mut send = async |message: Value| -> Value {
+        to_server.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        serde_json::from_str(&lines.next_line().await.unwrap().expect("an answer")).unwrap()
+    };
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})).await;
+    let bad = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": "oops"}});
+    let answer = send(bad).await;
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "invalid arguments for echo: expected a JSON object, got a string; the tool did not run. Send the call again with the arguments as a JSON object."
+    );
+    let nameless = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"arguments": {}}});
+    let answer = send(nameless).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let wrong = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": []}}});
+    let answer = send(wrong).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        r#"invalid arguments for echo: text: [] is not of type "string""#
+    );
+    server.stop();
+}

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use harnessx_core::{PermissionManager, RunContext, RunHooks, ToolCall, ToolRegistry, ToolResult};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations as McpAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
+    ErrorCode, Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations as McpAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -45,11 +45,16 @@ impl Session {
         Self { shared, grants: Arc::default() }
     }
 
-    /// Runs one call through the pipeline; every failure is an error result.
-    async fn call(&self, request: CallToolRequestParams, ctx: &RequestContext<RoleServer>) -> CallToolResult {
+    /// Runs one call (`arguments`: raw JSON text, as a model's) through the pipeline;
+    /// every failure is an error result.
+    async fn call(
+        &self,
+        name: String,
+        arguments: String,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let number = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let call = ToolCall::from_value(format!("mcp-{number}"), request.name, &arguments);
+        let call = ToolCall::new(format!("mcp-{number}"), name, arguments);
         let registry = &self.shared.registry;
         let mut batch = registry.plan_batch(std::slice::from_ref(&call));
         // Unknown tool, arguments that fail the schema: the pipeline's text.
@@ -145,16 +150,55 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.to_string();
-        let outcome = tokio::select! {
-            outcome = self.call(request, &ctx) => outcome,
+        let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
+        Ok(self.answer(request.name.to_string(), arguments, &ctx).await.into())
+    }
+
+    /// A `tools/call` rmcp could not parse lands here: `arguments` that is not an
+    /// object, say. It gets the pipeline's error result too (`expected a JSON object,
+    /// got a string`), not a bare "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if request.method != "tools/call" {
+            return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None));
+        }
+        let params = request.params.unwrap_or(Value::Null);
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(ErrorData::invalid_params(
+                "tools/call needs the tool's name as a string in `name`",
+                None,
+            ));
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => "{}".to_owned(),
+            Some(other) => other.to_string(),
+        };
+        let result = self.answer(name.to_owned(), arguments, &ctx).await;
+        serde_json::to_value(result)
+            .map(CustomResult::new)
+            .map_err(|e| ErrorData::internal_error(format!("encoding the result: {e}"), None))
+    }
+}
+
+impl Session {
+    /// [`call`](Self::call), until the client cancels it.
+    async fn answer(
+        &self,
+        name: String,
+        arguments: String,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        tokio::select! {
+            outcome = self.call(name.clone(), arguments, ctx) => outcome,
             // `notifications/cancelled`: stop waiting (the call's future is dropped, which
             // drops a pending approval too). The client no longer reads the answer.
             () = ctx.ct.cancelled() => {
                 tracing::info!(tool = name, "MCP tool call cancelled by the client");
                 CallToolResult::error(vec![ContentBlock::text(format!("the call of {name} was cancelled by the client"))])
             }
-        };
-        Ok(outcome.into())
+        }
     }
 }
