@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::session::Session;
 
 /// The form's one field: whether later calls of the tool run without asking.
-pub(crate) const FOR_SESSION: &str = "allow_for_session";
+const FOR_SESSION: &str = "allow_for_session";
 
 /// Longest argument text shown in the approval message.
 const SHOWN_ARGUMENTS: usize = 500;
@@ -70,7 +70,7 @@ pub(super) async fn authorize(
 }
 
 /// The refusal when nobody can approve: the client cannot ask its user.
-pub(crate) fn cannot_ask(tool: &str) -> String {
+fn cannot_ask(tool: &str) -> String {
     format!(
         "{PERMISSION_DENIED}: {tool} needs approval and this MCP client cannot ask its user (no elicitation support); allow it on the server (--allow {tool} or --default-permission allow)"
     )
