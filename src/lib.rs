@@ -19,7 +19,8 @@ pub use harnessx_core::*;
 #[cfg(feature = "durable")]
 pub use harnessx_durable as durable;
 pub use harnessx_macros::{tool, toolbox};
-/// MCP: tools from MCP servers (`register_mcp`, `AgentBuilder::mcp`); see `docs/mcp.md`.
+/// MCP both ways: `register_mcp` (tools from MCP servers) and `serve_mcp` (a registry
+/// served over MCP); see `docs/mcp.md` (feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use harnessx_mcp as mcp;
 

@@ -5,6 +5,7 @@
 
 mod approve;
 mod durable_cmd;
+mod mcp_cmd;
 mod restate_cmd;
 mod run_cmd;
 mod runs_cmd;
@@ -57,6 +58,11 @@ enum Command {
     /// other agent flags: a run started with other tools is refused by this worker, and
     /// waits for one that has them.
     Worker(restate_cmd::WorkerArgs),
+    /// Serve built-in tools over MCP (`mcp serve`).
+    Mcp {
+        #[command(subcommand)]
+        command: mcp_cmd::McpCommand,
+    },
     /// List and inspect the runs in a journal.
     Runs {
         #[command(subcommand)]
@@ -106,9 +112,13 @@ fn main() -> ExitCode {
             Command::Approve(args) => durable_cmd::approve(args).await,
             Command::Answer(args) => durable_cmd::answer(args).await,
             Command::Worker(args) => restate_cmd::worker(args).await,
+            Command::Mcp { command } => mcp_cmd::run(command).await,
             Command::Runs { command } => runs_cmd::run(command),
         }
     });
+    // A task still blocked on standard input (`mcp serve` stopped by a signal while its
+    // client keeps stdin open) would hold a plain drop of the runtime forever.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(250));
     match outcome {
         Ok(code) => code,
         Err(CliError::Usage(message)) => {

@@ -121,7 +121,7 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
 
 /// Writes to standard output. A reader that went away (`harnessx tools call .. | head`)
 /// is not an error: there is no one left to tell.
-fn out(text: &str) -> Result<(), CliError> {
+pub(crate) fn out(text: &str) -> Result<(), CliError> {
     use std::io::Write as _;
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {

@@ -1,9 +1,13 @@
-//! MCP for harnessx, over `rmcp`: the tools of an MCP server registered in a
-//! [`ToolRegistry`], where they go through the same pipeline as any other tool (name
-//! repair, validation, permissions, ordering, timeouts).
+//! MCP both ways for harnessx, over `rmcp`.
 //!
-//! A server's `notifications/tools/list_changed` updates the registry in the
-//! background; an agent sends the new set to the model from its next turn.
+//! - [`register_mcp`]: the tools of an MCP server registered in a [`ToolRegistry`], where
+//!   they go through the same pipeline as any other tool (name repair, validation,
+//!   permissions, ordering, timeouts). A server's `notifications/tools/list_changed`
+//!   updates the registry; an agent sends the new set to the model from its next turn.
+//! - [`serve_mcp`]: any registry served over MCP (stdio, any byte streams, streamable
+//!   HTTP), every call through the same pipeline, ASK calls asked through elicitation.
+//!
+//! See `docs/mcp.md`.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -21,6 +25,9 @@ use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioC
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Mutex, Notify};
+
+mod server;
+pub use server::{McpServing, McpTransport, serve_mcp};
 
 use harnessx_core::{
     PermissionLevel, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolError, ToolHandler, ToolOutput,
@@ -70,6 +77,15 @@ pub enum McpError {
         server: String,
         /// The name, as it would have been registered.
         name: String,
+    },
+    /// Serving a registry over MCP failed ([`serve_mcp`]): the client never completed
+    /// the handshake, or the transport broke.
+    #[error("serving MCP over {transport}: {reason}")]
+    Serve {
+        /// `stdio`, `io` or `HTTP`.
+        transport: String,
+        /// What went wrong.
+        reason: String,
     },
     /// The registry refused a tool (a name it does not accept).
     #[error(transparent)]

@@ -9,10 +9,13 @@
 //! - [`bin`]: running a built binary in a folder and reading its output, JSON lines
 //!   included;
 //! - [`sse`]: framing provider events as server-sent events;
-//! - [`system`]: Debian packages installed on demand, and which processes are alive.
+//! - [`system`]: Debian packages installed on demand, and which processes are alive;
+//! - [`npm`], [`python`]: npm packages and Python virtual environments installed on
+//!   demand into a cache folder.
 
 pub mod bin;
 pub mod npm;
+pub mod python;
 pub mod restate;
 pub mod server;
 pub mod sse;

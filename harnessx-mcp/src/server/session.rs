@@ -1,0 +1,204 @@
+//! One MCP session: the `ServerHandler` that lists a registry's tools and runs calls
+//! through its pipeline.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use harnessx_core::{PermissionManager, RunContext, RunHooks, ToolCall, ToolRegistry, ToolResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
+    ErrorCode, Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations as McpAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use super::approval;
+
+/// What every session of one server shares.
+pub(super) struct Shared {
+    pub(super) registry: ToolRegistry,
+    pub(super) permissions: PermissionManager,
+    /// Numbers the calls, so each has its own call id (approval requests and logs name it).
+    calls: AtomicU64,
+}
+
+impl Shared {
+    pub(super) fn new(registry: ToolRegistry, permissions: PermissionManager) -> Arc<Self> {
+        Arc::new(Self { registry, permissions, calls: AtomicU64::new(0) })
+    }
+}
+
+/// One client's session: rmcp makes one per HTTP session (through the factory), and
+/// there is one on stdio.
+#[derive(Clone)]
+pub(super) struct Session {
+    pub(super) shared: Arc<Shared>,
+    /// Tools this session's user allowed "for this session" when asked.
+    pub(super) grants: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Session {
+    pub(super) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared, grants: Arc::default() }
+    }
+
+    /// Runs one call (`arguments`: raw JSON text, as a model's) through the pipeline;
+    /// every failure is an error result.
+    async fn call(
+        &self,
+        name: String,
+        arguments: String,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let number = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let call = ToolCall::new(format!("mcp-{number}"), name, arguments);
+        let registry = &self.shared.registry;
+        let mut batch = registry.plan_batch(std::slice::from_ref(&call));
+        // Unknown tool, arguments that fail the schema: the pipeline's text.
+        if let Some(refused) = batch.result(0) {
+            return result(refused.clone());
+        }
+        let (Some(tool), Some(args)) = (batch.tool(0).map(str::to_owned), batch.arguments(0).cloned()) else {
+            return CallToolResult::error(vec![ContentBlock::text("the call could not be planned")]);
+        };
+        if let Err(denied) =
+            approval::authorize(self, &tool, batch.permission(0), &call.id, &args, &ctx.peer).await
+        {
+            tracing::info!(tool, call_id = %call.id, reason = %denied, "MCP tool call denied");
+            return CallToolResult::error(vec![ContentBlock::text(denied)]);
+        }
+        batch.authorize(0);
+        let run = RunContext::new().with_permissions(self.shared.permissions.clone());
+        let mut outcomes = registry.run_planned(batch, &run, &RunHooks::new()).await;
+        match outcomes.pop() {
+            Some(outcome) => result(outcome.result),
+            None => CallToolResult::error(vec![ContentBlock::text("the call produced no result")]),
+        }
+    }
+}
+
+/// A pipeline result as MCP's: the text as one text block; an error as `isError: true`;
+/// structured content when it is a JSON object (MCP's `structuredContent` must be one;
+/// other values are in the text already).
+fn result(result: ToolResult) -> CallToolResult {
+    let text = vec![ContentBlock::text(result.content)];
+    if result.is_error {
+        return CallToolResult::error(text);
+    }
+    let mut success = CallToolResult::success(text);
+    if let Some(structured @ Value::Object(_)) = result.structured_content {
+        success.structured_content = Some(structured);
+    }
+    success
+}
+
+/// The registry's tools as MCP's: canonical input schemas, annotations as hints.
+fn tools(registry: &ToolRegistry) -> Vec<Tool> {
+    let hints: HashMap<String, harnessx_core::ToolAnnotations> =
+        registry.list_tools().into_iter().map(|def| (def.name, def.annotations)).collect();
+    registry
+        .get_tool_params()
+        .into_iter()
+        .map(|spec| {
+            let schema: JsonObject = match spec.input_schema {
+                Value::Object(map) => map,
+                // Canonical schemas are objects; keep MCP's shape whatever happens.
+                _ => serde_json::Map::from_iter([("type".to_owned(), Value::String("object".into()))]),
+            };
+            let mut tool = Tool::new(spec.name.clone(), spec.description, Arc::new(schema));
+            if let Some(a) = hints.get(&spec.name).filter(|a| !a.is_empty()) {
+                tool = tool.with_annotations(McpAnnotations::from_raw(
+                    None,
+                    a.read_only,
+                    a.destructive,
+                    a.idempotent,
+                    a.open_world,
+                ));
+            }
+            tool
+        })
+        .collect()
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("harnessx", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools served by harnessx. A failed call is a result with isError set and one line saying what \
+                 was wrong; correct the call and try again.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools(&self.shared.registry)))
+    }
+
+    // `get_tool` is left to its default (`None`): rmcp would otherwise validate the
+    // arguments itself and answer a bad call with a protocol error instead of the
+    // pipeline's error result.
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
+        Ok(self.answer(request.name.to_string(), arguments, &ctx).await.into())
+    }
+
+    /// A `tools/call` rmcp could not parse lands here: `arguments` that is not an
+    /// object, say. It gets the pipeline's error result too (`expected a JSON object,
+    /// got a string`), not a bare "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if request.method != "tools/call" {
+            return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None));
+        }
+        let params = request.params.unwrap_or(Value::Null);
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(ErrorData::invalid_params(
+                "tools/call needs the tool's name as a string in `name`",
+                None,
+            ));
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => "{}".to_owned(),
+            Some(other) => other.to_string(),
+        };
+        let result = self.answer(name.to_owned(), arguments, &ctx).await;
+        serde_json::to_value(result)
+            .map(CustomResult::new)
+            .map_err(|e| ErrorData::internal_error(format!("encoding the result: {e}"), None))
+    }
+}
+
+impl Session {
+    /// [`call`](Self::call), until the client cancels it.
+    async fn answer(
+        &self,
+        name: String,
+        arguments: String,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        tokio::select! {
+            outcome = self.call(name.clone(), arguments, ctx) => outcome,
+            // `notifications/cancelled`: stop waiting (the call's future is dropped, which
+            // drops a pending approval too). The client no longer reads the answer.
+            () = ctx.ct.cancelled() => {
+                tracing::info!(tool = name, "MCP tool call cancelled by the client");
+                CallToolResult::error(vec![ContentBlock::text(format!("the call of {name} was cancelled by the client"))])
+            }
+        }
+    }
+}
