@@ -16,8 +16,6 @@
 //! - `python mcp 2.3 client`: `ClientSession.call_tool` in a loop, timed in the script
 //!   (`test-support/python/mcp_client.py`, in a venv the test support makes).
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use harnessx_core::{PermissionLevel, PermissionManager, ToolCall, ToolRegistry};
@@ -27,7 +25,7 @@ use harnessx_test_support::python;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const IN_FLIGHT: usize = 8;
 /// Calls before the first measurement (node's JIT warms up).
@@ -122,24 +120,17 @@ fn main() {
     // The official Python client, on a server process of its own, warmed up alike.
     let Some(venv) = python::ensure_venv("mcp-2.3.0", &python::MCP_PACKAGES) else { return };
     for _ in 0..ROUNDS {
-        row("python mcp 2.3 client", n, python_calls(&venv, &script, n));
+        row(
+            "python mcp 2.3 client",
+            n,
+            python::time_calls(
+                &venv,
+                &["--stdio", "node", &script, "stdio"],
+                "echo",
+                &json!({"message": "hi"}),
+                n as u64,
+                WARMUP as u64,
+            ),
+        );
     }
-}
-
-/// The time the Python client took for `calls` calls of `echo`, after [`WARMUP`] untimed ones.
-fn python_calls(venv: &std::path::Path, script: &str, calls: usize) -> Duration {
-    let mut child = Command::new(python::venv_python(venv))
-        .args([python::MCP_CLIENT, "--stdio", "node", script, "stdio"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting the Python client");
-    let steps = json!([{"bench": "echo", "arguments": {"message": "hi"}, "n": calls, "warmup": WARMUP}]);
-    child.stdin.take().unwrap().write_all(steps.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "the Python client failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let first = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default().to_owned();
-    let report: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
-    Duration::from_secs_f64(report["seconds"].as_f64().expect("seconds"))
 }

@@ -14,8 +14,6 @@
 //! The client direction (our client calling a server) gets its own group here.
 #![allow(missing_docs, reason = "criterion's macros generate undocumented items")]
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -84,7 +82,11 @@ fn serve(c: &mut Criterion) {
                 .sample_size(10)
                 .warm_up_time(Duration::from_secs(1))
                 .measurement_time(Duration::from_secs(10));
-            group.bench_function("http", |b| b.iter_custom(|calls| python_calls(&venv, &url, calls)));
+            group.bench_function("http", |b| {
+                b.iter_custom(|calls| {
+                    python::time_calls(&venv, &["--http", &url], "echo", &json!({"text": "hi"}), calls, 50)
+                })
+            });
             group.finish();
         }
     }
@@ -94,24 +96,6 @@ fn serve(c: &mut Criterion) {
         http_server.stop();
         let _ = http_server.wait().await;
     });
-}
-
-/// The time the Python client took for `calls` calls of `echo` on one session.
-fn python_calls(venv: &std::path::Path, url: &str, calls: u64) -> Duration {
-    let mut child = Command::new(python::venv_python(venv))
-        .args([python::MCP_CLIENT, "--http", url])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting the Python client");
-    let steps = json!([{"bench": "echo", "arguments": {"text": "hi"}, "n": calls, "warmup": 50}]);
-    child.stdin.take().unwrap().write_all(steps.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "the Python client failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let first = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default().to_owned();
-    let report: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
-    Duration::from_secs_f64(report["seconds"].as_f64().expect("seconds"))
 }
 
 criterion_group!(benches, serve);

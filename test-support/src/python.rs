@@ -86,3 +86,34 @@ fn find(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
 }
+
+/// The time the official client (the [`MCP_CLIENT`] driver in the venv at `venv`) took
+/// for `calls` calls of `tool` with `arguments` on one session, after `warmup` untimed
+/// ones, by the script's own clock (the interpreter's start and the handshake left out).
+/// `server` is the driver's server flags: `["--http", URL]` or `["--stdio", CMD, ARGS..]`.
+pub fn time_calls(
+    venv: &Path,
+    server: &[&str],
+    tool: &str,
+    arguments: &serde_json::Value,
+    calls: u64,
+    warmup: u64,
+) -> std::time::Duration {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Command::new(venv_python(venv))
+        .arg(MCP_CLIENT)
+        .args(server)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the Python client");
+    let steps = serde_json::json!([{"bench": tool, "arguments": arguments, "n": calls, "warmup": warmup}]);
+    child.stdin.take().unwrap().write_all(steps.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the Python client failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let first = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default().to_owned();
+    let report: serde_json::Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
+    std::time::Duration::from_secs_f64(report["seconds"].as_f64().expect("seconds"))
+}
