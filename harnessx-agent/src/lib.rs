@@ -4,9 +4,11 @@
 
 pub mod config;
 pub mod events;
+mod front_matter;
 pub mod model;
 pub mod planning;
 mod run;
+pub mod skills;
 pub mod specialist;
 
 use std::fmt;
@@ -19,6 +21,7 @@ pub use config::AgentConfig;
 pub use events::AgentEvent;
 pub use planning::{PLANNING_PROMPT_LINE, PlanningState};
 pub use run::{RunStream, call_ids_for_turn, history_safe};
+pub use skills::{SKILL_TOOL_NAME, Skill, SkillError, SkillSource};
 pub use specialist::SubAgent;
 
 use crate::model::{FinishReason, Message, Model, ModelError, ModelRequest, ModelResponse, Usage};
@@ -50,6 +53,10 @@ pub enum AgentError {
     /// The agent was closed.
     #[error("the agent is closed")]
     Closed,
+    /// Skills could not be loaded (a `SKILL.md` with bad front matter names its file and
+    /// line).
+    #[error(transparent)]
+    Skill(#[from] SkillError),
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
     #[error(transparent)]
@@ -117,6 +124,7 @@ pub struct AgentBuilder {
     sandbox: Option<Arc<dyn Sandbox>>,
     permissions: Option<PermissionManager>,
     system_prompt: Option<String>,
+    skills: Vec<SkillSource>,
     config: AgentConfig,
     #[cfg(feature = "mcp")]
     mcp: Vec<(harnessx_mcp::McpServer, harnessx_mcp::McpOptions)>,
@@ -207,6 +215,15 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds skills: folders in the Claude Code layout ([`SkillSource::dir`]) or skills
+    /// built in code. The build reads their front matter (a bad one fails it, naming the
+    /// file and line), registers the `Skill` tool and adds a fixed block listing each
+    /// skill to the system prompt. See [`skills`](crate::skills).
+    pub fn skills(mut self, source: impl Into<SkillSource>) -> Self {
+        self.skills.push(source.into());
+        self
+    }
+
     /// Agent-wide settings.
     pub fn config(mut self, config: AgentConfig) -> Self {
         self.config = config;
@@ -253,6 +270,9 @@ impl AgentBuilder {
         if !self.mcp.is_empty() {
             return Err(AgentError::McpNeedsConnect);
         }
+        // Read the skills first: a bad SKILL.md fails the build before anything is
+        // registered on a caller's registry.
+        let skills = if self.skills.is_empty() { None } else { Some(skills::Skills::load(self.skills)?) };
         let registry = self.registry.unwrap_or_default();
         registry.adopt_policy(&self.config.tools);
         if let Some(sandbox) = self.sandbox {
@@ -277,11 +297,20 @@ impl AgentBuilder {
             }
             register_planning_tools(&registry, PlanningOptions { common, ..PlanningOptions::default() })?;
         }
+        let skills_prompt = match &skills {
+            Some(skills) if !skills.is_empty() => {
+                registry.register_tool(skills.tool())?;
+                Some(skills.prompt_block())
+            }
+            _ => None,
+        };
         Ok(Agent {
             model: self.model,
             registry,
             permissions,
             system_prompt: self.system_prompt,
+            skills,
+            skills_prompt,
             config: self.config,
             closed: AtomicBool::new(false),
             #[cfg(feature = "mcp")]
@@ -307,6 +336,9 @@ pub struct Agent {
     registry: ToolRegistry,
     permissions: PermissionManager,
     system_prompt: Option<String>,
+    skills: Option<skills::Skills>,
+    /// The skills' block of the system prompt, built once.
+    skills_prompt: Option<String>,
     config: AgentConfig,
     closed: AtomicBool,
     /// The MCP servers whose tools are registered; closed with the agent.
@@ -382,8 +414,14 @@ impl Agent {
         planning_state(&self.registry.get_tool("write_todos")?)
     }
 
-    /// The system prompt of the next request: the configured prompt plus the planning
-    /// line while the built-in `write_todos` is installed.
+    /// The skills given to [`AgentBuilder::skills`], sorted by name.
+    pub fn skills(&self) -> Vec<&Skill> {
+        self.skills.iter().flat_map(|s| s.list()).collect()
+    }
+
+    /// The system prompt of the next request: the configured prompt, the skills' block
+    /// when there are skills, and the planning line while the built-in `write_todos` is
+    /// installed, separated by blank lines.
     pub fn effective_system_prompt(&self) -> Option<String> {
         self.system_prompt_with(self.planning().is_some())
     }
@@ -391,11 +429,15 @@ impl Agent {
     /// The system prompt, with the planning line when `planning` (the run looks the
     /// built-in `write_todos` up once and passes what it found).
     fn system_prompt_with(&self, planning: bool) -> Option<String> {
-        match (&self.system_prompt, planning) {
-            (Some(p), true) => Some(format!("{p}\n\n{PLANNING_PROMPT_LINE}")),
-            (None, true) => Some(PLANNING_PROMPT_LINE.to_owned()),
-            (p, false) => p.clone(),
-        }
+        let parts: Vec<&str> = [
+            self.system_prompt.as_deref(),
+            self.skills_prompt.as_deref(),
+            planning.then_some(PLANNING_PROMPT_LINE),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
 
     /// Closes the agent; later runs fail with [`AgentError::Closed`]. Its MCP servers
