@@ -5,6 +5,7 @@
 pub mod config;
 pub mod events;
 mod front_matter;
+pub mod knowledge;
 pub mod model;
 pub mod planning;
 mod run;
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use config::AgentConfig;
 pub use events::AgentEvent;
+pub use knowledge::{Knowledge, KnowledgeError, KnowledgeSource};
 pub use planning::{PLANNING_PROMPT_LINE, PlanningState};
 pub use run::{RunStream, call_ids_for_turn, history_safe};
 pub use skills::{SKILL_TOOL_NAME, Skill, SkillError, SkillSource};
@@ -57,6 +59,10 @@ pub enum AgentError {
     /// line).
     #[error(transparent)]
     Skill(#[from] SkillError),
+    /// A knowledge source could not be indexed (a concept with bad front matter names its
+    /// file and line).
+    #[error(transparent)]
+    Knowledge(#[from] KnowledgeError),
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
     #[error(transparent)]
@@ -125,6 +131,7 @@ pub struct AgentBuilder {
     permissions: Option<PermissionManager>,
     system_prompt: Option<String>,
     skills: Vec<SkillSource>,
+    knowledge: Option<KnowledgeSource>,
     config: AgentConfig,
     #[cfg(feature = "mcp")]
     mcp: Vec<(harnessx_mcp::McpServer, harnessx_mcp::McpOptions)>,
@@ -224,6 +231,18 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds a knowledge source: folders of concepts (Markdown with front matter) whose
+    /// links make a graph. The build indexes them (SQLite FTS5) and registers
+    /// `search_concepts`, `read_concept` and `get_neighbors`. Called again, the folders
+    /// are added to the same index. See [`knowledge`](crate::knowledge).
+    pub fn knowledge(mut self, source: KnowledgeSource) -> Self {
+        match &mut self.knowledge {
+            Some(existing) => existing.merge(source),
+            None => self.knowledge = Some(source),
+        }
+        self
+    }
+
     /// Agent-wide settings.
     pub fn config(mut self, config: AgentConfig) -> Self {
         self.config = config;
@@ -273,6 +292,10 @@ impl AgentBuilder {
         // Read the skills first: a bad SKILL.md fails the build before anything is
         // registered on a caller's registry.
         let skills = if self.skills.is_empty() { None } else { Some(skills::Skills::load(self.skills)?) };
+        let knowledge = match &self.knowledge {
+            Some(source) => Some(Arc::new(Knowledge::open(source)?)),
+            None => None,
+        };
         let registry = self.registry.unwrap_or_default();
         registry.adopt_policy(&self.config.tools);
         if let Some(sandbox) = self.sandbox {
@@ -304,6 +327,11 @@ impl AgentBuilder {
             }
             _ => None,
         };
+        if let Some(knowledge) = &knowledge {
+            for def in knowledge::knowledge_tools(knowledge) {
+                registry.register_tool(def)?;
+            }
+        }
         Ok(Agent {
             model: self.model,
             registry,
@@ -311,6 +339,7 @@ impl AgentBuilder {
             system_prompt: self.system_prompt,
             skills,
             skills_prompt,
+            knowledge,
             config: self.config,
             closed: AtomicBool::new(false),
             #[cfg(feature = "mcp")]
@@ -339,6 +368,7 @@ pub struct Agent {
     skills: Option<skills::Skills>,
     /// The skills' block of the system prompt, built once.
     skills_prompt: Option<String>,
+    knowledge: Option<Arc<Knowledge>>,
     config: AgentConfig,
     closed: AtomicBool,
     /// The MCP servers whose tools are registered; closed with the agent.
@@ -417,6 +447,12 @@ impl Agent {
     /// The skills given to [`AgentBuilder::skills`], sorted by name.
     pub fn skills(&self) -> Vec<&Skill> {
         self.skills.iter().flat_map(|s| s.list()).collect()
+    }
+
+    /// The indexed knowledge source given to [`AgentBuilder::knowledge`], with its
+    /// broken links.
+    pub fn knowledge(&self) -> Option<&Arc<Knowledge>> {
+        self.knowledge.as_ref()
     }
 
     /// The system prompt of the next request: the configured prompt, the skills' block
