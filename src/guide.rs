@@ -12,6 +12,14 @@ pub mod agent {}
 #[doc = include_str!("../docs/planning.md")]
 pub mod planning {}
 
+#[cfg(feature = "agent")]
+#[doc = include_str!("../docs/skills.md")]
+pub mod skills {}
+
+#[cfg(feature = "agent")]
+#[doc = include_str!("../docs/knowledge.md")]
+pub mod knowledge {}
+
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 #[doc = include_str!("../docs/models.md")]
 pub mod models {}
