@@ -225,7 +225,7 @@ impl AgentBuilder {
     /// Adds skills: folders in the Claude Code layout ([`SkillSource::dir`]) or skills
     /// built in code. The build reads their front matter (a bad one fails it, naming the
     /// file and line), registers the `Skill` tool and adds a fixed block listing each
-    /// skill to the system prompt. See [`skills`](crate::skills).
+    /// skill to the system prompt. See [`crate::skills`].
     pub fn skills(mut self, source: impl Into<SkillSource>) -> Self {
         self.skills.push(source.into());
         self
@@ -234,7 +234,7 @@ impl AgentBuilder {
     /// Adds a knowledge source: folders of concepts (Markdown with front matter) whose
     /// links make a graph. The build indexes them (SQLite FTS5) and registers
     /// `search_concepts`, `read_concept` and `get_neighbors`. Called again, the folders
-    /// are added to the same index. See [`knowledge`](crate::knowledge).
+    /// are added to the same index. See [`crate::knowledge`].
     pub fn knowledge(mut self, source: KnowledgeSource) -> Self {
         match &mut self.knowledge {
             Some(existing) => existing.merge(source),
