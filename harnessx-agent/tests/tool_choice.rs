@@ -61,7 +61,7 @@ fn pairs(expected: &[(&str, Value)]) -> Vec<(String, Value)> {
 #[test]
 fn openai_bodies_for_every_mapping_are_exact() {
     let function = json!({"type": "function", "function": {"name": "get_weather"}});
-    let cases: [(ToolChoice, Option<bool>, Vec<(&str, Value)>); 8] = [
+    let cases = [
         (ToolChoice::Auto, None, vec![]),
         (ToolChoice::Required, None, vec![("tool_choice", json!("required"))]),
         (ToolChoice::None, None, vec![("tool_choice", json!("none"))]),
@@ -83,7 +83,7 @@ fn openai_bodies_for_every_mapping_are_exact() {
 
 #[test]
 fn anthropic_bodies_for_every_mapping_are_exact() {
-    let cases: [(ToolChoice, Option<bool>, Option<Value>); 9] = [
+    let cases = [
         (ToolChoice::Auto, None, None),
         (ToolChoice::Auto, Some(true), None),
         (ToolChoice::Required, None, Some(json!({"type": "any"}))),
