@@ -56,6 +56,7 @@ impl Agent {
             return Err(AgentError::Closed);
         }
         let model = self.model.clone().ok_or(AgentError::NoModel)?;
+        self.check_tool_choice()?;
         let planning = self.planning();
         if let Some(p) = &planning
             && history.is_empty()
@@ -112,6 +113,7 @@ impl Agent {
                 .push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
             let results = self.registry.execute_batch(&calls, &ctx).await;
             request.messages.extend(results.iter().map(Message::tool));
+            self.after_tool_calls(&mut request);
         }
         Err(AgentError::MaxTurns(self.config.max_turns))
     }

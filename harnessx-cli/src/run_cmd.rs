@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use futures_util::StreamExt;
-use harnessx::agent::{Agent, AgentConfig, AgentError, AgentEvent};
+use harnessx::agent::{Agent, AgentConfig, AgentError, AgentEvent, ToolChoice};
 use harnessx::model::{AnthropicModel, Model, OpenAiModel, TestModel};
 use harnessx::{PermissionLevel, ToolRegistry};
 
@@ -43,6 +43,16 @@ pub(crate) struct AgentArgs {
     /// Most model requests in the run.
     #[arg(long, default_value_t = DEFAULT_MAX_TURNS, value_name = "N")]
     max_turns: u32,
+    /// Whether the model must call a tool: `auto` (it decides), `required` (it must call
+    /// one), `none` (it must not) or a tool's name (that tool). After a turn with tool
+    /// calls the run goes back to `auto`, so `required` cannot loop. Small local models
+    /// often call tools only when required.
+    #[arg(long, default_value_t = ToolChoice::Auto, value_name = "auto|required|none|NAME")]
+    tool_choice: ToolChoice,
+    /// `false` asks the model for at most one tool call per response, `true` allows
+    /// several (default: the provider's own, which allows them).
+    #[arg(long, value_name = "true|false", value_parser = clap::value_parser!(bool))]
+    parallel_tool_calls: Option<bool>,
     /// Approve every tool call that would otherwise ask.
     #[arg(long, short = 'y')]
     yes: bool,
@@ -79,6 +89,12 @@ impl AgentArgs {
         }
         if self.max_turns != DEFAULT_MAX_TURNS {
             flag("--max-turns", Some(self.max_turns.to_string()));
+        }
+        if !self.tool_choice.is_auto() {
+            flag("--tool-choice", Some(self.tool_choice.to_string()));
+        }
+        if let Some(parallel) = self.parallel_tool_calls {
+            flag("--parallel-tool-calls", Some(parallel.to_string()));
         }
         if self.yes {
             flag("--yes", None);
@@ -215,11 +231,14 @@ pub(crate) async fn build_agent_for(
         // pauses on them (needs_input) until `harnessx approve` decides.
         manager
     };
-    let mut builder = Agent::builder()
-        .model_arc(model)
-        .registry(registry)
-        .permissions(manager)
-        .config(AgentConfig { max_turns: args.max_turns, stream, ..AgentConfig::default() });
+    let mut builder =
+        Agent::builder().model_arc(model).registry(registry).permissions(manager).config(AgentConfig {
+            max_turns: args.max_turns,
+            stream,
+            tool_choice: args.tool_choice.clone(),
+            parallel_tool_calls: args.parallel_tool_calls,
+            ..AgentConfig::default()
+        });
     for server in args.mcp.servers()? {
         builder = builder.mcp(server);
     }
@@ -227,6 +246,11 @@ pub(crate) async fn build_agent_for(
         AgentError::Mcp(e) => mcp_error(e),
         e => CliError::usage(e),
     })?;
+    // `--tool-choice NAME` names a tool the flags loaded, or nothing runs.
+    if let Err(e) = agent.check_tool_choice() {
+        agent.close().await;
+        return Err(CliError::usage(e));
+    }
     // Tools that may change things (destructive, or not read-only, by their annotations;
     // MCP servers' tools too) ask first, unless a flag named them. The manager is shared,
     // so this holds for the agent's.
@@ -340,6 +364,10 @@ mod tests {
             "some dir",
             "--max-turns",
             "7",
+            "--tool-choice",
+            "read_file",
+            "--parallel-tool-calls",
+            "false",
             "--yes",
             "--sandbox",
             "bubblewrap",
@@ -356,7 +384,7 @@ mod tests {
             "--deny",
             "delete",
         ];
-        for flags in [&every[..], &[], &["--tools", "write_file"]] {
+        for flags in [&every[..], &[], &["--tools", "write_file"], &["--tool-choice", "required"]] {
             let args = parse(flags);
             let again = args.to_flags();
             let again: Vec<&str> = again.iter().map(String::as_str).collect();
