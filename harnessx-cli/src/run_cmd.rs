@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use futures_util::StreamExt;
-use harnessx::agent::{Agent, AgentConfig, AgentError, AgentEvent, ToolChoice};
+use harnessx::agent::{Agent, AgentConfig, AgentError, AgentEvent, KnowledgeSource, SkillSource, ToolChoice};
 use harnessx::model::{AnthropicModel, Model, OpenAiModel, TestModel};
 use harnessx::{PermissionLevel, ToolRegistry};
 
@@ -53,6 +53,19 @@ pub(crate) struct AgentArgs {
     /// several (default: the provider's own, which allows them).
     #[arg(long, value_name = "true|false", value_parser = clap::value_parser!(bool))]
     parallel_tool_calls: Option<bool>,
+    /// A folder of skills (each a folder with a `SKILL.md`), repeatable: the agent gets
+    /// the `Skill` tool and a list of the skills in its system prompt.
+    #[arg(long, value_name = "DIR")]
+    skills: Vec<PathBuf>,
+    /// A folder of knowledge concepts (Markdown files with `id` and `title` front
+    /// matter), repeatable: the agent gets `search_concepts`, `read_concept` and
+    /// `get_neighbors`.
+    #[arg(long, value_name = "DIR")]
+    knowledge: Vec<PathBuf>,
+    /// Keep the knowledge index in this SQLite file (created if missing), so the next
+    /// run re-reads only the concept files that changed.
+    #[arg(long, value_name = "FILE", requires = "knowledge")]
+    knowledge_index: Option<PathBuf>,
     /// Approve every tool call that would otherwise ask.
     #[arg(long, short = 'y')]
     yes: bool,
@@ -95,6 +108,15 @@ impl AgentArgs {
         }
         if let Some(parallel) = self.parallel_tool_calls {
             flag("--parallel-tool-calls", Some(parallel.to_string()));
+        }
+        for dir in &self.skills {
+            flag("--skills", Some(dir.display().to_string()));
+        }
+        for dir in &self.knowledge {
+            flag("--knowledge", Some(dir.display().to_string()));
+        }
+        if let Some(file) = &self.knowledge_index {
+            flag("--knowledge-index", Some(file.display().to_string()));
         }
         if self.yes {
             flag("--yes", None);
@@ -239,6 +261,16 @@ pub(crate) async fn build_agent_for(
             parallel_tool_calls: args.parallel_tool_calls,
             ..AgentConfig::default()
         });
+    for dir in &args.skills {
+        builder = builder.skills(skill_source(dir, &base_path));
+    }
+    if !args.knowledge.is_empty() {
+        let mut source = KnowledgeSource::dirs(&args.knowledge);
+        if let Some(file) = &args.knowledge_index {
+            source = source.index_file(file);
+        }
+        builder = builder.knowledge(source);
+    }
     for server in args.mcp.servers()? {
         builder = builder.mcp(server);
     }
@@ -261,6 +293,20 @@ pub(crate) async fn build_agent_for(
         }
     }
     Ok(agent)
+}
+
+/// The skills under `dir`, their files listed to the model by the path the file tools
+/// know them by: relative to the base path when the folder is under it.
+fn skill_source(dir: &std::path::Path, base_path: &BasePath) -> SkillSource {
+    let source = SkillSource::dir(dir);
+    let (BasePath::Given(base) | BasePath::Default(base)) = base_path else { return source };
+    match (dir.canonicalize(), base.canonicalize()) {
+        (Ok(dir), Ok(base)) => match dir.strip_prefix(&base) {
+            Ok(under) => source.shown_as(under.to_string_lossy()),
+            Err(_) => source,
+        },
+        _ => source,
+    }
 }
 
 pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
@@ -368,6 +414,14 @@ mod tests {
             "read_file",
             "--parallel-tool-calls",
             "false",
+            "--skills",
+            "skills",
+            "--skills",
+            "more skills",
+            "--knowledge",
+            "concepts",
+            "--knowledge-index",
+            "index.db",
             "--yes",
             "--sandbox",
             "bubblewrap",
