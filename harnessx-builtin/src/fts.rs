@@ -13,8 +13,6 @@
 //! word's list of rows (cheap: about 0.3 µs a row), how many of the words each row holds,
 //! so a broad query ranks only the rows holding the most of them.
 
-use std::collections::HashMap;
-
 /// The most words of a query that are searched; the rest are ignored (a pasted page
 /// should not become a thousand-term query).
 pub const MAX_QUERY_WORDS: usize = 64;
@@ -95,8 +93,8 @@ fn fts_query(query: &str) -> Option<String> {
 /// rows it occurs in), to narrow a broad query to the rows that hold the most terms.
 #[derive(Debug, Clone)]
 pub struct Coverage<'t> {
-    /// Row → how many terms it holds.
-    held: HashMap<i64, usize>,
+    /// Each row holding a term, with how many it holds.
+    held: Vec<(i64, usize)>,
     /// The terms some row holds, rarest first (a term no row holds adds nothing to any
     /// score).
     terms: Vec<&'t String>,
@@ -124,13 +122,22 @@ impl<'t> Coverage<'t> {
         terms: &'t [String],
         mut postings: impl FnMut(&str) -> Result<Vec<i64>, E>,
     ) -> Result<Self, E> {
-        let mut held: HashMap<i64, usize> = HashMap::new();
+        // Every term's rows in one list, sorted: each row's run is how many terms it
+        // holds (cheaper than a hash map for the tens of thousands of rows common words
+        // have).
+        let mut all: Vec<i64> = Vec::new();
         let mut frequency = Vec::with_capacity(terms.len());
         for term in terms {
             let rows = postings(term)?;
             frequency.push(rows.len());
-            for row in rows {
-                *held.entry(row).or_default() += 1;
+            all.extend(rows);
+        }
+        all.sort_unstable();
+        let mut held: Vec<(i64, usize)> = Vec::new();
+        for row in all {
+            match held.last_mut() {
+                Some((last, n)) if *last == row => *n += 1,
+                _ => held.push((row, 1)),
             }
         }
         let mut by_rarity: Vec<(usize, &String)> =
@@ -138,7 +145,7 @@ impl<'t> Coverage<'t> {
         by_rarity.sort_by_key(|(n, _)| *n);
         let terms: Vec<&String> = by_rarity.into_iter().map(|(_, t)| t).collect();
         let mut at_least = vec![0usize; terms.len() + 1];
-        for &n in held.values() {
+        for &(_, n) in &held {
             at_least[n.min(terms.len())] += 1;
         }
         for n in (1..terms.len()).rev() {
@@ -163,7 +170,7 @@ impl<'t> Coverage<'t> {
         if need <= 1 {
             return None;
         }
-        let rows = self.held.iter().filter(|(_, n)| **n >= need).map(|(row, _)| *row).collect();
+        let rows = self.held.iter().filter(|(_, n)| *n >= need).map(|(row, _)| *row).collect();
         Some(Narrowed { query: covering(&self.terms, self.terms.len() - need), rows, need })
     }
 }
@@ -180,6 +187,7 @@ pub fn among_rows(column: &str, rows: &[i64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     #[test]
     fn hostile_queries_become_quoted_words_or_nothing() {
