@@ -89,6 +89,125 @@ fn fts_query(query: &str) -> Option<String> {
     (!terms.is_empty()).then(|| any_of(&terms))
 }
 
+/// A light English stemmer: strips common inflections so that "running", "runs" and
+/// "run", or "meetings" and "meeting", fall together. Not Porter's algorithm (SQLite's
+/// FTS5 uses that): the in-process memory store only needs to agree with itself, and a
+/// [`snippet`] only places its window with it.
+pub fn stem(word: &str) -> String {
+    let w = word.strip_suffix("'s").unwrap_or(word);
+    let n = w.chars().count();
+    if n <= 3 || !w.is_ascii() {
+        return w.to_owned();
+    }
+    const RULES: [(&str, &str); 16] = [
+        ("ational", "ate"),
+        ("ization", "ize"),
+        ("fulness", "ful"),
+        ("ousness", "ous"),
+        ("iveness", "ive"),
+        ("ations", "ate"),
+        ("ation", "ate"),
+        ("ingly", ""),
+        ("ings", ""),
+        ("ing", ""),
+        ("edly", ""),
+        ("ies", "y"),
+        ("ied", "y"),
+        ("ed", ""),
+        ("ly", ""),
+        ("es", ""),
+    ];
+    for (suffix, with) in RULES {
+        if let Some(base) = w.strip_suffix(suffix)
+            && base.len() >= 3
+            && base.bytes().any(|b| b"aeiouy".contains(&b))
+            && !(suffix == "ed" && base.ends_with('e'))
+        {
+            let mut out = format!("{base}{with}");
+            if with.is_empty() {
+                undouble(&mut out);
+                // "es" is a plural only after s, x, z, ch, sh ("boxes"); elsewhere
+                // ("notes") the "e" belongs to the word.
+                if suffix == "es"
+                    && !(out.ends_with(['s', 'x', 'z']) || out.ends_with("ch") || out.ends_with("sh"))
+                {
+                    out.push('e');
+                }
+            }
+            return strip_final_e(out);
+        }
+    }
+    if let Some(base) = w.strip_suffix('s')
+        && !base.ends_with(['s', 'u', 'i'])
+    {
+        return strip_final_e(base.to_owned());
+    }
+    strip_final_e(w.to_owned())
+}
+
+/// "runn" → "run", "stopp" → "stop" (but "fall", "miss", "buzz" stay).
+fn undouble(word: &mut String) {
+    let b = word.as_bytes();
+    if b.len() >= 3 && b[b.len() - 1] == b[b.len() - 2] && !b"lsz".contains(&b[b.len() - 1]) {
+        word.pop();
+    }
+}
+
+/// A final silent "e" goes, so that "note", "notes" and "noted" meet at "not".
+fn strip_final_e(mut word: String) -> String {
+    if word.len() > 3 && word.ends_with('e') && !word.ends_with("ee") {
+        word.pop();
+    }
+    word
+}
+
+/// About `words` words of `text` on one line: the window holding the most of `query`'s
+/// words (compared by [`stem`]; the first such window, its first found word a quarter
+/// in), with `…` where it was cut. The
+/// text's start when none of them is in it. Made in Rust for the few results a search
+/// returns, instead of by FTS5's `snippet()`, which would run the full-text query again.
+pub fn snippet(text: &str, query: &str, words: usize) -> String {
+    let wanted: Vec<String> = query_words(query).iter().map(|w| stem(w)).collect();
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    let size = words.max(1);
+    if tokens.len() <= size {
+        return tokens.join(" ");
+    }
+    // Which query word each token is, if any.
+    let hits: Vec<Option<usize>> = tokens
+        .iter()
+        .map(|token| {
+            let word: String =
+                token.chars().filter(|c| c.is_alphanumeric()).collect::<String>().to_lowercase();
+            (!word.is_empty()).then(|| stem(&word)).and_then(|s| wanted.iter().position(|w| *w == s))
+        })
+        .collect();
+    let mut best = (0, 0);
+    for start in 0..=tokens.len() - size {
+        let mut seen: Vec<usize> = hits[start..start + size].iter().flatten().copied().collect();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() > best.1 {
+            best = (start, seen.len());
+        }
+    }
+    // The first word found a quarter into the window rather than at its edge (moving
+    // forward only, so no found word is lost).
+    let mut start = best.0;
+    if let Some(first) = (start..start + size).find(|&i| hits[i].is_some()) {
+        start = start.max((first.saturating_sub(size / 4)).min(tokens.len() - size));
+    }
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.push_str(&tokens[start..start + size].join(" "));
+    if start + size < tokens.len() {
+        out.push('…');
+    }
+    out
+}
+
 /// How many of a query's terms each row holds, counted from each term's postings (the
 /// rows it occurs in), to narrow a broad query to the rows that hold the most terms.
 #[derive(Debug, Clone)]
@@ -235,5 +354,22 @@ mod tests {
         assert_eq!(coverage.narrow(5, 3), None, "five rows wanted: every match is ranked");
         assert_eq!(coverage.narrow(2, 1), None);
         assert_eq!(among_rows("t.rowid", &[3, 1]), "AND +t.rowid IN (3,1) ");
+    }
+
+    #[test]
+    fn snippets_show_the_window_with_the_most_query_words() {
+        let text = "One two three four five. Stars collapse into black holes after a supernova explodes. Six seven eight nine ten eleven.";
+        assert_eq!(
+            snippet(text, "what do exploding stars leave", 6),
+            "…five. Stars collapse into black holes…"
+        );
+        assert_eq!(
+            snippet(text, "supernova star", 8),
+            "…Stars collapse into black holes after a supernova…",
+            "two words in one window beat one"
+        );
+        assert_eq!(snippet(text, "nothing matches", 3), "One two three…");
+        assert_eq!(snippet("short\ntext", "x", 12), "short text");
+        assert_eq!(snippet("", "x", 12), "");
     }
 }

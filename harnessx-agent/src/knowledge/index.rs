@@ -23,7 +23,7 @@ use super::{
     BrokenLink, Concept, ConceptHit, ConceptRef, KnowledgeError, KnowledgeSource, Neighbors, markdown_files,
 };
 use crate::front_matter::{self, one_line};
-use harnessx_builtin::fts::{Coverage, among_rows, any_of, fts_terms};
+use harnessx_builtin::fts::{Coverage, among_rows, any_of, fts_terms, snippet};
 use harnessx_core::tool::name::{repair_key, suggestions};
 
 /// The schema version this code writes (`PRAGMA user_version`); an index file of
@@ -65,6 +65,9 @@ const RANK: &str = "bm25(concepts_fts, 4.0, 8.0, 6.0, 2.0, 1.0)";
 
 /// The most results one search returns.
 pub(crate) const MAX_LIMIT: usize = 50;
+
+/// The words of a search result's snippet.
+const SNIPPET_WORDS: usize = 16;
 
 /// A search whose words, taken together, more concepts match than this ranks only the
 /// concepts holding the most of its words (as the memory store; see
@@ -207,41 +210,27 @@ impl Knowledge {
         let any = any_of(&terms);
         // The query ranked with: every word, or (a broad query) one that matches only the
         // concepts holding the most of them, still naming every word once.
-        let (fts, ranked) = if terms.len() == 1 {
-            (any.clone(), rank(&conn, &any, None, limit)?)
+        let ranked = if terms.len() == 1 {
+            rank(&conn, &any, None, limit)?
         } else {
             let coverage = Coverage::count(&terms, |term| postings(&conn, term))?;
             match coverage.narrow(limit, terms.len()) {
                 Some(narrowed) if coverage.rows() > EXACT_RANK_LIMIT => {
-                    let ranked = rank(&conn, &narrowed.query, Some(&narrowed.rows), limit)?;
-                    (narrowed.query, ranked)
+                    rank(&conn, &narrowed.query, Some(&narrowed.rows), limit)?
                 }
-                _ => (any.clone(), rank(&conn, &any, None, limit)?),
+                _ => rank(&conn, &any, None, limit)?,
             }
         };
-        if ranked.is_empty() {
-            return Ok(Vec::new());
+        // The snippets, for the results only, made from their text (FTS5's `snippet()`
+        // would run the full-text query again to make them).
+        let mut stmt = conn.prepare_cached("SELECT id, title, body FROM concepts WHERE rowid = ?1")?;
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (row, score) in ranked {
+            let (id, title, body): (String, String, String) =
+                stmt.query_row(params![row], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            hits.push(ConceptHit { id, title, score, snippet: snippet(&body, query, SNIPPET_WORDS) });
         }
-        // The snippets, for the results only (a snippet costs more than the ranking).
-        let rows: Vec<i64> = ranked.iter().map(|(row, _)| *row).collect();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT concepts_fts.rowid, c.id, c.title, snippet(concepts_fts, 4, '', '', '…', 12) \
-             FROM concepts_fts CROSS JOIN concepts c ON c.rowid = concepts_fts.rowid \
-             WHERE concepts_fts MATCH ?1 {}",
-            among_rows("concepts_fts.rowid", &rows)
-        ))?;
-        let mut found: HashMap<i64, (String, String, String)> = HashMap::new();
-        let mut query_rows = stmt.query(params![fts])?;
-        while let Some(row) = query_rows.next()? {
-            found.insert(row.get(0)?, (row.get(1)?, row.get(2)?, row.get(3)?));
-        }
-        Ok(ranked
-            .into_iter()
-            .filter_map(|(row, score)| {
-                let (id, title, snippet) = found.remove(&row)?;
-                Some(ConceptHit { id, title, score, snippet: one_line(&snippet) })
-            })
-            .collect())
+        Ok(hits)
     }
 
     /// The concept `id` names (an id, an alias, or one differing only by case and

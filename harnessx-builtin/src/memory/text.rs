@@ -1,78 +1,7 @@
 //! The light stemmer, BM25 scoring and excerpts the in-process store ranks with. (How a
 //! query becomes words, and an FTS5 query for the SQLite store, is [`crate::fts`].)
 
-pub(super) use crate::fts::{query_words, words};
-
-/// A light English stemmer: strips common inflections so that "running", "runs" and
-/// "run", or "meetings" and "meeting", fall together. Not Porter's algorithm (SQLite's
-/// store uses that); the in-process store only needs to agree with itself.
-pub(super) fn stem(word: &str) -> String {
-    let w = word.strip_suffix("'s").unwrap_or(word);
-    let n = w.chars().count();
-    if n <= 3 || !w.is_ascii() {
-        return w.to_owned();
-    }
-    const RULES: [(&str, &str); 16] = [
-        ("ational", "ate"),
-        ("ization", "ize"),
-        ("fulness", "ful"),
-        ("ousness", "ous"),
-        ("iveness", "ive"),
-        ("ations", "ate"),
-        ("ation", "ate"),
-        ("ingly", ""),
-        ("ings", ""),
-        ("ing", ""),
-        ("edly", ""),
-        ("ies", "y"),
-        ("ied", "y"),
-        ("ed", ""),
-        ("ly", ""),
-        ("es", ""),
-    ];
-    for (suffix, with) in RULES {
-        if let Some(base) = w.strip_suffix(suffix)
-            && base.len() >= 3
-            && base.bytes().any(|b| b"aeiouy".contains(&b))
-            && !(suffix == "ed" && base.ends_with('e'))
-        {
-            let mut out = format!("{base}{with}");
-            if with.is_empty() {
-                undouble(&mut out);
-                // "es" is a plural only after s, x, z, ch, sh ("boxes"); elsewhere
-                // ("notes") the "e" belongs to the word.
-                if suffix == "es"
-                    && !(out.ends_with(['s', 'x', 'z']) || out.ends_with("ch") || out.ends_with("sh"))
-                {
-                    out.push('e');
-                }
-            }
-            return strip_final_e(out);
-        }
-    }
-    if let Some(base) = w.strip_suffix('s')
-        && !base.ends_with(['s', 'u', 'i'])
-    {
-        return strip_final_e(base.to_owned());
-    }
-    strip_final_e(w.to_owned())
-}
-
-/// "runn" → "run", "stopp" → "stop" (but "fall", "miss", "buzz" stay).
-fn undouble(word: &mut String) {
-    let b = word.as_bytes();
-    if b.len() >= 3 && b[b.len() - 1] == b[b.len() - 2] && !b"lsz".contains(&b[b.len() - 1]) {
-        word.pop();
-    }
-}
-
-/// A final silent "e" goes, so that "note", "notes" and "noted" meet at "not".
-fn strip_final_e(mut word: String) -> String {
-    if word.len() > 3 && word.ends_with('e') && !word.ends_with("ee") {
-        word.pop();
-    }
-    word
-}
+pub(super) use crate::fts::{query_words, stem, words};
 
 /// BM25's parameters (the usual ones, and SQLite FTS5's).
 const K1: f64 = 1.2;
