@@ -60,7 +60,7 @@ pub fn record_run(span: &Span, outcome: &Result<RunResult, AgentError>) {
     match outcome {
         Ok(result) => {
             record_usage(span, &result.usage);
-            span.record("harnessx.turns", result.turns);
+            span.record("harnessx.turns", i64::from(result.turns));
         }
         Err(e) => record_error(span, agent_error_type(e), e),
     }
@@ -68,8 +68,13 @@ pub fn record_run(span: &Span, outcome: &Result<RunResult, AgentError>) {
 
 /// Records token totals (`gen_ai.usage.input_tokens` / `output_tokens`) on a span.
 pub fn record_usage(span: &Span, usage: &Usage) {
-    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
+}
+
+/// Integers go in as `i64`: tracing-opentelemetry records an unsigned field as text.
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// Marks a span failed: `error.type` (a class, e.g. `max_turns`, `429`) and the ERROR
@@ -126,8 +131,8 @@ pub fn chat(model: &dyn Model, request: &ModelRequest, turn: u32) -> Span {
         "gen_ai.operation.name" = "chat",
         "gen_ai.provider.name" = %model.provider_name(),
         "gen_ai.request.model" = %model_name,
-        "gen_ai.request.max_tokens" = request.max_tokens,
-        "harnessx.turn" = turn,
+        "gen_ai.request.max_tokens" = request.max_tokens.map(i64::from),
+        "harnessx.turn" = i64::from(turn),
         "gen_ai.response.finish_reasons" = Empty,
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,

@@ -276,7 +276,7 @@ impl AgentRuntime {
         match &outcome {
             Ok(result) => {
                 spans::record_usage(&span, &result.usage);
-                span.record("harnessx.turns", result.turns);
+                span.record("harnessx.turns", i64::from(result.turns));
             }
             Err(DurableError::Agent(e)) => spans::record_error(&span, spans::agent_error_type(e), e),
             Err(e) => spans::record_error(&span, durable_error_type(e), e),
