@@ -170,7 +170,15 @@ fn build(target: TraceTarget) -> Result<(SdkTracerProvider, tracing::Dispatch), 
     for name in TARGETS {
         targets = targets.with_target(name, LevelFilter::INFO);
     }
-    let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_threads(false).with_filter(targets);
+    // The spans are where the conventions put them: where in the source they were made,
+    // which thread, and busy/idle times would only be noise on every span.
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_threads(false)
+        .with_location(false)
+        .with_target(false)
+        .with_tracked_inactivity(false)
+        .with_filter(targets);
     let subscriber = tracing_subscriber::registry().with(layer);
     Ok((provider, tracing::Dispatch::new(subscriber)))
 }
