@@ -281,3 +281,54 @@ async fn a_failing_tool_gives_its_span_an_error_status() {
     // The run itself went on: the model read the error and answered.
     assert_eq!(run.status, "UNSET");
 }
+
+/// A call of an MCP server's tool: the client's `execute_tool` span has the request as a
+/// child (`tools/call {tool}`, a client span). The server here is a registry served over
+/// MCP's streamable HTTP on loopback, in this process.
+#[cfg(feature = "mcp")]
+#[tokio::test]
+async fn an_mcp_call_is_an_execute_tool_span_with_the_request_inside() {
+    use harnessx_core::{PermissionManager, ToolOptions, ToolRegistry};
+    use harnessx_mcp::{McpServer, McpTransport, serve_mcp};
+
+    let _turn = CAPTURE.lock().unwrap_or_else(|e| e.into_inner());
+    set_capture_content(false);
+    let remote = ToolRegistry::new();
+    let schema = json!({"type": "object", "properties": {}});
+    let echo = ToolHandler::from_async(|_, _| async { Ok("echoed".into()) });
+    remote.register_with_schema("echo", "Echo.", schema, echo, ToolOptions::new()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let serving =
+        serve_mcp(remote, PermissionManager::default(), McpTransport::http(listener)).await.unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let (guard, scope) = init_for_current_thread(TraceTarget::File(path.clone())).unwrap();
+    let agent = Agent::builder()
+        .model(TestModel::new())
+        .config(AgentConfig { planning: false, ..AgentConfig::default() })
+        .mcp(McpServer::http(serving.url().unwrap(), Vec::<(String, String)>::new()))
+        .connect()
+        .await
+        .unwrap();
+    let result = agent.run("Echo.").await.unwrap();
+    assert!(result.output.contains("echoed"), "{}", result.output);
+    agent.close().await;
+    serving.stop();
+    drop(scope);
+    guard.shutdown().unwrap();
+
+    let spans = from_file(&std::fs::read_to_string(&path).unwrap());
+    let run = spans.iter().find(|s| s.name == "invoke_agent").expect("the run's span");
+    let tool = spans
+        .iter()
+        .find(|s| s.name == "execute_tool echo" && s.parent.as_ref() == Some(&run.span_id))
+        .expect("the client's execute_tool span");
+    let requests: Vec<&Span> = spans.iter().filter(|s| s.name == "tools/call echo").collect();
+    let [request] = requests[..] else { panic!("one MCP request span: {spans:#?}") };
+    assert_eq!(request.parent.as_ref(), Some(&tool.span_id));
+    assert_eq!(request.kind, "client");
+    assert_eq!(request.attr("mcp.method.name"), "tools/call");
+    assert_eq!(request.attr("gen_ai.tool.name"), "echo");
+    assert_eq!(request.status, "UNSET");
+}
