@@ -6,7 +6,8 @@ use std::process::Output;
 
 use harnessx_test_support::bin::{Binary, json_lines, stderr, stdout};
 use harnessx_test_support::server::{Reply, Server};
-use serde_json::Value;
+use harnessx_test_support::sse::openai as sse;
+use serde_json::{Value, json};
 
 fn harnessx(dir: &Path, args: &[&str]) -> Output {
     Binary::new(env!("CARGO_BIN_EXE_harnessx")).run(dir, args)
@@ -116,4 +117,59 @@ fn trace_otlp_sends_the_spans_to_the_collector_the_variables_name() {
     for needle in ["invoke_agent", "chat test", "execute_tool list_directory", "my-agent"] {
         assert!(bodies.windows(needle.len()).any(|w| w == needle.as_bytes()), "{needle} not exported");
     }
+}
+
+#[test]
+fn a_run_against_an_openai_compatible_server_records_the_provider_model_and_usage() {
+    let dir = workspace();
+    let tool_turn = sse(&[
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "list_directory", "arguments": "{}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+               "usage": {"prompt_tokens": 120, "completion_tokens": 9}}),
+    ]);
+    let final_turn = sse(&[
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "One file."}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 150, "completion_tokens": 4}}),
+    ]);
+    let server = Server::start(vec![Reply::event_stream(tool_turn), Reply::event_stream(final_turn)]);
+    let base = format!("{}/v1", server.url);
+    let out = Binary::new(env!("CARGO_BIN_EXE_harnessx")).env("OPENAI_API_KEY", "test-key").run(
+        dir.path(),
+        &[
+            "run",
+            "Look.",
+            "--model",
+            "openai:gpt-4o",
+            "--base-url",
+            &base,
+            "--tools",
+            "list_directory",
+            "--trace",
+            "t.jsonl",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let spans = spans(&dir.path().join("t.jsonl"));
+    let run = spans.iter().find(|s| s["name"] == "invoke_agent").expect("the run's span");
+    assert_eq!(run["attributes"]["gen_ai.provider.name"], "openai");
+    assert_eq!(run["attributes"]["gen_ai.request.model"], "gpt-4o");
+    let usage = |s: &Value| {
+        (
+            s["attributes"]["gen_ai.usage.input_tokens"].clone(),
+            s["attributes"]["gen_ai.usage.output_tokens"].clone(),
+        )
+    };
+    // The run's totals.
+    assert_eq!(usage(run), (json!(270), json!(13)));
+    let chats: Vec<&Value> = spans.iter().filter(|s| s["name"] == "chat gpt-4o").collect();
+    assert_eq!(chats.len(), 2, "{spans:#?}");
+    assert_eq!(usage(chats[0]), (json!(120), json!(9)));
+    assert_eq!(usage(chats[1]), (json!(150), json!(4)));
+    assert_eq!(chats[0]["attributes"]["gen_ai.provider.name"], "openai");
+    assert_eq!(chats[0]["attributes"]["gen_ai.response.finish_reasons"], json!(["tool_call"]));
+    assert_eq!(chats[1]["attributes"]["gen_ai.response.finish_reasons"], json!(["stop"]));
+    let tool = spans.iter().find(|s| s["name"] == "execute_tool list_directory").expect("the call's span");
+    assert_eq!(tool["parent_span_id"], run["span_id"]);
+    assert_eq!(tool["attributes"]["gen_ai.tool.call.id"], "call_1");
 }
