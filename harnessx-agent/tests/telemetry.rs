@@ -3,8 +3,6 @@
 //! with its `chat` and `execute_tool` children and the GenAI attributes; contents only
 //! when asked; a failing tool's span has an ERROR status.
 
-use std::sync::Mutex;
-
 use harnessx_agent::model::TestModel;
 use harnessx_agent::telemetry::{TraceTarget, init_for_current_thread};
 use harnessx_agent::{Agent, AgentConfig};
@@ -16,8 +14,9 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, any_value};
 use prost::Message;
 use serde_json::{Map, Value, json};
 
-/// Content capture is process-wide: the tests that depend on it take turns.
-static CAPTURE: Mutex<()> = Mutex::new(());
+/// Content capture is process-wide: the tests that depend on it take turns (each on its
+/// own runtime, across awaits: tokio's mutex).
+static CAPTURE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A span as both exporters carry it.
 #[derive(Debug, Clone)]
@@ -217,7 +216,7 @@ fn assert_no_contents(spans: &[Span]) {
 
 #[tokio::test]
 async fn an_otlp_receiver_gets_the_run_with_its_chat_and_tool_spans() {
-    let _turn = CAPTURE.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CAPTURE.lock().await;
     set_capture_content(false);
     let server = otlp_receiver();
     traced_run(TraceTarget::OtlpEndpoint(format!("{}/v1/traces", server.url)), false).await;
@@ -229,7 +228,7 @@ async fn an_otlp_receiver_gets_the_run_with_its_chat_and_tool_spans() {
 
 #[tokio::test]
 async fn the_json_lines_file_has_the_same_tree() {
-    let _turn = CAPTURE.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CAPTURE.lock().await;
     set_capture_content(false);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.jsonl");
@@ -241,7 +240,7 @@ async fn the_json_lines_file_has_the_same_tree() {
 
 #[tokio::test]
 async fn contents_are_recorded_only_when_capture_is_on() {
-    let _turn = CAPTURE.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CAPTURE.lock().await;
     set_capture_content(true);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.jsonl");
@@ -268,7 +267,7 @@ async fn contents_are_recorded_only_when_capture_is_on() {
 
 #[tokio::test]
 async fn a_failing_tool_gives_its_span_an_error_status() {
-    let _turn = CAPTURE.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CAPTURE.lock().await;
     set_capture_content(false);
     let server = otlp_receiver();
     traced_run(TraceTarget::OtlpEndpoint(format!("{}/v1/traces", server.url)), true).await;
@@ -291,7 +290,7 @@ async fn an_mcp_call_is_an_execute_tool_span_with_the_request_inside() {
     use harnessx_core::{PermissionManager, ToolOptions, ToolRegistry};
     use harnessx_mcp::{McpServer, McpTransport, serve_mcp};
 
-    let _turn = CAPTURE.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CAPTURE.lock().await;
     set_capture_content(false);
     let remote = ToolRegistry::new();
     let schema = json!({"type": "object", "properties": {}});
