@@ -28,7 +28,7 @@ pub mod guide;
 
 /// Spans and their export (see `docs/observability.md`): the switch for recording
 /// contents ([`capture_content`](harnessx_core::telemetry::capture_content)) and, with the
-/// feature `otel`, [`init`](harnessx_agent::telemetry::init) to export every run's spans
+/// feature `otel`, `init` to export every run's spans
 /// over OTLP or to a JSON-lines file.
 pub mod telemetry {
     #[cfg(feature = "otel")]
