@@ -122,15 +122,15 @@ fn model_error_class(error: &ModelError) -> &'static str {
 /// The span of one model request: `chat {model}`, a client span, child of the current
 /// span. With content capture on, it records the request's messages and system prompt.
 pub fn chat(model: &dyn Model, request: &ModelRequest, turn: u32) -> Span {
-    let model_name = model.model_name();
+    // Field values are computed only when a subscriber wants the span.
     let span = tracing::info_span!(
         target: "harnessx_agent::model",
         "chat",
-        "otel.name" = %format_args!("chat {model_name}"),
+        "otel.name" = %format_args!("chat {}", model.model_name()),
         "otel.kind" = "client",
         "gen_ai.operation.name" = "chat",
         "gen_ai.provider.name" = %model.provider_name(),
-        "gen_ai.request.model" = %model_name,
+        "gen_ai.request.model" = %model.model_name(),
         "gen_ai.request.max_tokens" = request.max_tokens.map(i64::from),
         "harnessx.turn" = i64::from(turn),
         "gen_ai.response.finish_reasons" = Empty,
