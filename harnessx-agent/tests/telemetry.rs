@@ -29,6 +29,9 @@ struct Span {
     attributes: Map<String, Value>,
     status: String,
     message: String,
+    /// Unix nanoseconds (the file only).
+    start: u64,
+    end: u64,
 }
 
 impl Span {
@@ -111,6 +114,8 @@ fn received(server: &Server) -> Vec<Span> {
                         .collect(),
                     status: ["UNSET", "OK", "ERROR"][status.code as usize].to_owned(),
                     message: status.message,
+                    start: span.start_time_unix_nano,
+                    end: span.end_time_unix_nano,
                 });
             }
         }
@@ -150,6 +155,8 @@ fn from_file(text: &str) -> Vec<Span> {
                 attributes: v["attributes"].as_object().cloned().expect("attributes are an object"),
                 status: v["status"]["code"].as_str().unwrap_or_default().to_owned(),
                 message: v["status"]["message"].as_str().unwrap_or_default().to_owned(),
+                start: v["start_time_unix_nano"].as_u64().unwrap_or_default(),
+                end: v["end_time_unix_nano"].as_u64().unwrap_or_default(),
             }
         })
         .collect()
@@ -330,4 +337,61 @@ async fn an_mcp_call_is_an_execute_tool_span_with_the_request_inside() {
     assert_eq!(request.attr("mcp.method.name"), "tools/call");
     assert_eq!(request.attr("gen_ai.tool.name"), "echo");
     assert_eq!(request.status, "UNSET");
+}
+
+/// One turn of two concurrent and two serial calls: every call's span is a child of the
+/// run's, the concurrent ones overlap, and a serial call's span starts when its turn
+/// comes (after the one before it ended), not when the batch started.
+#[tokio::test]
+async fn calls_of_a_batch_are_children_of_the_run_and_serial_ones_take_turns() {
+    use harnessx_agent::model::{FunctionModel, Message, ModelResponse};
+    use harnessx_core::ToolCall;
+
+    let _turn = CAPTURE.lock().await;
+    set_capture_content(false);
+    let nap = |_, _| async {
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        Ok("done".into())
+    };
+    let schema = json!({"type": "object", "properties": {}});
+    let tool = |name: &str, concurrent: bool| {
+        ToolDefinition::new(name, "Nap.", schema.clone(), ToolHandler::from_async(nap))
+            .with_concurrent(concurrent)
+    };
+    let model = FunctionModel::new(|request| {
+        Ok(match request.messages.last() {
+            Some(Message::Tool { .. }) => ModelResponse::text("rested"),
+            _ => ModelResponse::tool_calls(vec![
+                ToolCall::new("c1", "nap_together", "{}"),
+                ToolCall::new("c2", "nap_alone", "{}"),
+                ToolCall::new("c3", "nap_together", "{}"),
+                ToolCall::new("c4", "nap_alone", "{}"),
+            ]),
+        })
+    });
+    let agent = Agent::builder()
+        .model(model)
+        .tool(tool("nap_together", true))
+        .tool(tool("nap_alone", false))
+        .config(AgentConfig { planning: false, ..AgentConfig::default() })
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let (guard, scope) = init_for_current_thread(TraceTarget::File(path.clone())).unwrap();
+    agent.run("Rest.").await.unwrap();
+    drop(scope);
+    guard.shutdown().unwrap();
+
+    let spans = from_file(&std::fs::read_to_string(&path).unwrap());
+    let run = spans.iter().find(|s| s.name == "invoke_agent").expect("the run's span");
+    let call = |id: &str| {
+        spans.iter().find(|s| s.attr("gen_ai.tool.call.id") == id).cloned().expect("a span per call")
+    };
+    let [c1, c2, c3, c4] = [call("c1"), call("c2"), call("c3"), call("c4")];
+    for c in [&c1, &c2, &c3, &c4] {
+        assert_eq!(c.parent.as_ref(), Some(&run.span_id), "{c:#?}");
+    }
+    assert!(c1.start < c3.end && c3.start < c1.end, "the concurrent calls overlap");
+    assert!(c4.start >= c2.end, "the second serial call starts after the first ended");
 }

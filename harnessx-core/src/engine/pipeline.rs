@@ -346,11 +346,13 @@ pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &R
     let mut serial = Vec::new();
     for (index, item) in items.into_iter().enumerate() {
         let PlanItem { prepared, authorized, idempotency_key, replayed } = item;
-        // Created here, in call order, as children of the caller's span; each call's
-        // future runs inside its own (`instrument`), so concurrent calls nest right.
-        let span = span::tool_span(&calls[index], prepared.tool_name(), replayed);
+        // Each call's span is a child of the caller's span (current here and in
+        // `serial_run`), and its future runs inside it (`instrument`), so concurrent
+        // calls nest right. A serial call's span starts when its turn comes.
         match prepared {
             Prepared::Done(result, error) => {
+                // The result names the tool the call resolved to, or the name as written.
+                let span = span::tool_span(&calls[index], Some(&result.name), replayed);
                 span::record_result(&span, &result, error);
                 let outcome = CallOutcome { result, timed_out: false, ran: false };
                 finish(index, &outcome, ctx, hooks);
@@ -359,17 +361,19 @@ pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &R
             Prepared::Ready(ready) => {
                 let run = Run { index, authorized, key: idempotency_key };
                 if ready.serial.is_none() {
+                    let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
                     concurrent.push(run_indexed(run, ready, &calls[index], ctx, hooks).instrument(span));
                 } else {
-                    serial.push((run, ready, span));
+                    serial.push((run, ready));
                 }
             }
         }
     }
     let serial_run = async {
         let mut done = Vec::with_capacity(serial.len());
-        for (run, ready, span) in serial {
+        for (run, ready) in serial {
             let index = run.index;
+            let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
             done.push(run_indexed(run, ready, &calls[index], ctx, hooks).instrument(span).await);
         }
         done
