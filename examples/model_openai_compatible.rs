@@ -11,11 +11,16 @@
 //! ```
 //!
 //! With neither a base URL nor a key it prints how to configure one and exits.
+//!
+//! The first request requires a tool call (`tool_choice: "required"`): small local models
+//! often call tools only when told to. Once the model has called `add`, later requests go
+//! back to `auto`, so it can answer. `HARNESSX_TOOL_CHOICE=auto|required|none|add` picks
+//! another choice (docs/agent.md, "Tool choice").
 
 use std::io::Write;
 
 use futures_util::StreamExt;
-use harnessx::agent::{Agent, AgentConfig, AgentEvent};
+use harnessx::agent::{Agent, AgentConfig, AgentEvent, ToolChoice};
 use harnessx::model::OpenAiModel;
 use harnessx::{ToolDefinition, ToolHandler};
 use serde_json::json;
@@ -34,6 +39,14 @@ async fn main() {
         );
         return;
     }
+    let tool_choice = match env("HARNESSX_TOOL_CHOICE").map(|v| v.parse::<ToolChoice>()) {
+        None => ToolChoice::Required,
+        Some(Ok(choice)) => choice,
+        Some(Err(e)) => {
+            eprintln!("HARNESSX_TOOL_CHOICE: {e}");
+            std::process::exit(2);
+        }
+    };
     let name = env("HARNESSX_MODEL").unwrap_or_else(|| "gpt-4o-mini".to_owned());
     let mut model = OpenAiModel::new(&name);
     if let Some(url) = &base_url {
@@ -57,9 +70,20 @@ async fn main() {
         .model(model)
         .system_prompt("Use the add tool for arithmetic. Answer in one sentence.")
         .tool(add)
-        .config(AgentConfig { planning: false, max_tokens: Some(512), ..AgentConfig::default() })
+        .config(AgentConfig {
+            planning: false,
+            max_tokens: Some(512),
+            // Reset to `auto` after the first tool call (`reset_tool_choice`, on by default).
+            tool_choice,
+            ..AgentConfig::default()
+        })
         .build()
         .expect("agent");
+    // `HARNESSX_TOOL_CHOICE=ad` would fail the run before its first request; say so now.
+    if let Err(e) = agent.check_tool_choice() {
+        eprintln!("{e}");
+        std::process::exit(2);
+    }
 
     let mut events = agent.run_stream("What is 1234.5 + 8765.5? Use the tool.");
     while let Some(event) = events.next().await {

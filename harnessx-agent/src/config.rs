@@ -1,6 +1,6 @@
 //! [`AgentConfig`]: the agent-wide settings.
 
-use crate::model::ModelRetry;
+use crate::model::{ModelRetry, ToolChoice};
 use harnessx_core::ToolPolicy;
 
 /// Agent-wide settings.
@@ -22,6 +22,20 @@ pub struct AgentConfig {
     /// requests (default `true`). With `false` it makes one complete request per turn
     /// and emits no text deltas; the events are otherwise the same.
     pub stream: bool,
+    /// Whether the model may, must or must not call a tool on the first request
+    /// (default [`ToolChoice::Auto`]). A [`ToolChoice::Tool`] must name a registered tool
+    /// when a run starts, or the run fails with [`AgentError::UnknownToolChoice`](crate::AgentError::UnknownToolChoice).
+    pub tool_choice: ToolChoice,
+    /// Whether the model may call several tools in one response: `Some(false)` asks for
+    /// at most one (OpenAI's `parallel_tool_calls`, Anthropic's
+    /// `disable_parallel_tool_use`); `None` (the default) sends nothing.
+    pub parallel_tool_calls: Option<bool>,
+    /// After a turn in which the model called a tool, later requests of the run use
+    /// [`ToolChoice::Auto`] (default `true`, as the OpenAI Agents SDK's
+    /// `reset_tool_choice`), so [`ToolChoice::Required`] cannot call tools forever. With
+    /// `false` every request uses [`tool_choice`](Self::tool_choice) and a run under
+    /// `Required` ends only at `max_turns`.
+    pub reset_tool_choice: bool,
 }
 
 impl Default for AgentConfig {
@@ -33,6 +47,9 @@ impl Default for AgentConfig {
             model_retry: ModelRetry::default(),
             max_tokens: None,
             stream: true,
+            tool_choice: ToolChoice::Auto,
+            parallel_tool_calls: None,
+            reset_tool_choice: true,
         }
     }
 }

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use config::AgentConfig;
 pub use events::AgentEvent;
 pub use knowledge::{Knowledge, KnowledgeError, KnowledgeSource};
+pub use model::{ParseToolChoiceError, ToolChoice};
 pub use planning::{PLANNING_PROMPT_LINE, PlanningState};
 pub use run::{RunStream, call_ids_for_turn, history_safe};
 pub use skills::{SKILL_TOOL_NAME, Skill, SkillError, SkillSource};
@@ -66,6 +67,15 @@ pub enum AgentError {
     /// file and line).
     #[error(transparent)]
     Knowledge(#[from] KnowledgeError),
+    /// [`AgentConfig::tool_choice`] forces a tool that is not registered: the run fails
+    /// before its first request.
+    #[error("{}", unknown_tool_choice(.name, .registered))]
+    UnknownToolChoice {
+        /// The name in [`ToolChoice::Tool`].
+        name: String,
+        /// The registered tools, in registration order.
+        registered: Vec<String>,
+    },
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
     #[error(transparent)]
@@ -76,6 +86,23 @@ pub enum AgentError {
         "MCP servers connect asynchronously: build the agent with `.connect().await` instead of `.build()`"
     )]
     McpNeedsConnect,
+}
+
+/// The text of [`AgentError::UnknownToolChoice`]: the name, the closest registered one,
+/// every registered one, and the keywords.
+fn unknown_tool_choice(name: &str, registered: &[String]) -> String {
+    let mut text = format!("tool_choice forces the tool \"{name}\", which is not registered");
+    let closest = harnessx_core::tool::name::suggestions(name, registered.iter().map(String::as_str), 1);
+    if let Some(closest) = closest.first() {
+        text.push_str(&format!(" (did you mean \"{closest}\"?)"));
+    }
+    if registered.is_empty() {
+        text.push_str("; the agent has no tools");
+    } else {
+        text.push_str(&format!("; registered tools: {}", registered.join(", ")));
+    }
+    text.push_str(". Name one of them, or use auto, required or none");
+    text
 }
 
 /// What a durable run stopped to wait for.
@@ -440,9 +467,34 @@ impl Agent {
             messages: history,
             tools: self.registry.get_tool_params(),
             max_tokens: self.config.max_tokens,
+            tool_choice: self.config.tool_choice.clone(),
+            parallel_tool_calls: self.config.parallel_tool_calls,
         };
         request.messages.push(Message::user(prompt));
         request
+    }
+
+    /// Checks that [`AgentConfig::tool_choice`] can be sent: a [`ToolChoice::Tool`] must
+    /// name a registered tool, exactly. Runs call it before their first request; call it
+    /// after building the agent (and registering later tools) to fail earlier.
+    pub fn check_tool_choice(&self) -> Result<(), AgentError> {
+        match &self.config.tool_choice {
+            ToolChoice::Tool(name) if !self.registry.contains(name) => Err(AgentError::UnknownToolChoice {
+                name: name.clone(),
+                registered: self.registry.tool_names(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Prepares the next request after a turn in which the model called tools: with
+    /// [`AgentConfig::reset_tool_choice`] (the default) the tool choice becomes
+    /// [`ToolChoice::Auto`]. The results themselves are the caller's to append. For a
+    /// runtime that drives the loop itself (the durable one), as [`run`](Self::run) does.
+    pub fn after_tool_calls(&self, request: &mut ModelRequest) {
+        if self.config.reset_tool_choice {
+            request.tool_choice = ToolChoice::Auto;
+        }
     }
 
     /// One model request with the agent's retry policy ([`AgentConfig::model_retry`]),

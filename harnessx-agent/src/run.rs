@@ -57,6 +57,7 @@ impl Agent {
             return Err(AgentError::Closed);
         }
         let model = self.model.clone().ok_or(AgentError::NoModel)?;
+        self.check_tool_choice()?;
         let span = spans::invoke_agent(self.name(), &*model);
         let outcome = self.run_loop(model, history, prompt, events).instrument(span.clone()).await;
         spans::record_run(&span, &outcome);
@@ -127,6 +128,7 @@ impl Agent {
                 .push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
             let results = self.registry.execute_batch(&calls, &ctx).await;
             request.messages.extend(results.iter().map(Message::tool));
+            self.after_tool_calls(&mut request);
         }
         Err(AgentError::MaxTurns(self.config.max_turns))
     }

@@ -255,6 +255,91 @@ fn an_unchanged_file_is_not_read_again() {
     assert!(top(&k, "grapes", 5).is_empty());
 }
 
+/// The full-text index agrees with the concepts table (FTS5's own check).
+fn assert_fts_intact(index: &std::path::Path) {
+    let conn = rusqlite::Connection::open(index).unwrap();
+    conn.execute("INSERT INTO concepts_fts(concepts_fts, rank) VALUES ('integrity-check', 1)", []).unwrap();
+}
+
+#[test]
+fn a_few_changed_files_are_re_indexed_row_by_row_and_the_index_stays_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let concepts = dir.path().join("concepts");
+    std::fs::create_dir(&concepts).unwrap();
+    for i in 0..12 {
+        write(
+            &concepts,
+            &format!("c{i}.md"),
+            &format!("---\nid: c{i}\ntitle: Concept {i}\n---\nPlain words {i}.\n"),
+        );
+    }
+    write(&concepts, "c3.md", "---\nid: c3\ntitle: Concept 3\n---\nAbout walnuts.\n");
+    write(&concepts, "c4.md", "---\nid: c4\ntitle: Concept 4\n---\nAbout pecans.\n");
+    let index = dir.path().join("index.db");
+    let source = KnowledgeSource::dir(&concepts).index_file(&index);
+    drop(Knowledge::open(&source).unwrap());
+    assert_fts_intact(&index);
+
+    // Two of twelve files: updated in place, not rebuilt.
+    write(&concepts, "c3.md", "---\nid: c3\ntitle: Concept 3\n---\nAbout almonds, these days.\n");
+    std::fs::remove_file(concepts.join("c4.md")).unwrap();
+    let k = Knowledge::open(&source).unwrap();
+    assert_eq!(k.len(), 11);
+    assert!(top(&k, "walnuts", 5).is_empty());
+    assert!(top(&k, "pecans", 5).is_empty());
+    assert_eq!(top(&k, "almonds", 5), ["c3"]);
+    assert_eq!(top(&k, "plain words", 20).len(), 10);
+    drop(k);
+    assert_fts_intact(&index);
+}
+
+#[test]
+fn a_broad_search_ranks_as_the_exact_ranking_would() {
+    // 1,200 concepts hold two common words, 30 of them a rarer one too, 10 of those a
+    // fourth: a three- or four-word query matches more concepts than are ranked one by
+    // one, so only those holding the most words are.
+    let dir = tempfile::tempdir().unwrap();
+    let concepts = dir.path().join("concepts");
+    std::fs::create_dir(&concepts).unwrap();
+    for i in 0..1_200 {
+        let extra = match i % 40 {
+            0 => " orbit resonance",
+            _ if i % 40 < 3 => " orbit",
+            _ => "",
+        };
+        let filler = "word ".repeat(i % 7);
+        write(
+            &concepts,
+            &format!("c{i:04}.md"),
+            &format!("---\nid: c{i:04}\ntitle: Note {i}\n---\nA common usual note {filler}{extra}.\n"),
+        );
+    }
+    let index = dir.path().join("index.db");
+    let k = Knowledge::open(&KnowledgeSource::dir(&concepts).index_file(&index)).unwrap();
+    let conn = rusqlite::Connection::open(&index).unwrap();
+    let exact = |fts: &str, n: usize| -> Vec<String> {
+        let mut stmt = conn
+            .prepare(
+                "SELECT c.id FROM concepts_fts CROSS JOIN concepts c ON c.rowid = concepts_fts.rowid \
+                 WHERE concepts_fts MATCH ?1 \
+                 ORDER BY bm25(concepts_fts, 4.0, 8.0, 6.0, 2.0, 1.0), c.id LIMIT ?2",
+            )
+            .unwrap();
+        stmt.query_map(rusqlite::params![fts, n as i64], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    for (query, fts) in [
+        ("common usual orbit", r#""common" OR "usual" OR "orbit""#),
+        ("common usual orbit resonance", r#""common" OR "usual" OR "orbit" OR "resonance""#),
+    ] {
+        for n in [5, 10, 40] {
+            let hits = k.search(query, n).unwrap();
+            let ids: Vec<String> = hits.iter().map(|h| h.id.clone()).collect();
+            assert_eq!(ids, exact(fts, n), "{query} (limit {n})");
+            assert!(hits.iter().all(|h| h.snippet.contains("common")), "{hits:?}");
+        }
+    }
+}
+
 #[test]
 fn knowledge_is_not_a_bundle_name() {
     let err = ToolRegistry::new().load_builtin("knowledge", json!({})).unwrap_err();

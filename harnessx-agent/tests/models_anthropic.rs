@@ -256,6 +256,7 @@ fn conversation() -> ModelRequest {
             input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
         }],
         max_tokens: None,
+        ..ModelRequest::default()
     }
 }
 

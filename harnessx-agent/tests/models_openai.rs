@@ -334,6 +334,7 @@ fn conversation() -> ModelRequest {
         ],
         tools: vec![weather_tool()],
         max_tokens: Some(100),
+        ..ModelRequest::default()
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod bash;
 pub mod fs;
+pub mod fts;
 pub mod memory;
 pub mod planning;
 pub mod sandbox;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use futures_util::StreamExt;
-use harnessx::agent::{Agent, AgentConfig, AgentError, AgentEvent};
+use harnessx::agent::{Agent, AgentConfig, AgentError, AgentEvent, KnowledgeSource, SkillSource, ToolChoice};
 use harnessx::model::{AnthropicModel, Model, OpenAiModel, TestModel};
 use harnessx::{PermissionLevel, ToolRegistry};
 
@@ -43,6 +43,29 @@ pub(crate) struct AgentArgs {
     /// Most model requests in the run.
     #[arg(long, default_value_t = DEFAULT_MAX_TURNS, value_name = "N")]
     max_turns: u32,
+    /// Whether the model must call a tool: `auto` (it decides), `required` (it must call
+    /// one), `none` (it must not) or a tool's name (that tool). After a turn with tool
+    /// calls the run goes back to `auto`, so `required` cannot loop. Small local models
+    /// often call tools only when required.
+    #[arg(long, default_value_t = ToolChoice::Auto, value_name = "auto|required|none|NAME")]
+    tool_choice: ToolChoice,
+    /// `false` asks the model for at most one tool call per response, `true` allows
+    /// several (default: the provider's own, which allows them).
+    #[arg(long, value_name = "true|false", value_parser = clap::value_parser!(bool))]
+    parallel_tool_calls: Option<bool>,
+    /// A folder of skills (each a folder with a `SKILL.md`), repeatable: the agent gets
+    /// the `Skill` tool and a list of the skills in its system prompt.
+    #[arg(long, value_name = "DIR")]
+    skills: Vec<PathBuf>,
+    /// A folder of knowledge concepts (Markdown files with `id` and `title` front
+    /// matter), repeatable: the agent gets `search_concepts`, `read_concept` and
+    /// `get_neighbors`.
+    #[arg(long, value_name = "DIR")]
+    knowledge: Vec<PathBuf>,
+    /// Keep the knowledge index in this SQLite file (created if missing), so the next
+    /// run re-reads only the concept files that changed.
+    #[arg(long, value_name = "FILE", requires = "knowledge")]
+    knowledge_index: Option<PathBuf>,
     /// Approve every tool call that would otherwise ask.
     #[arg(long, short = 'y')]
     yes: bool,
@@ -79,6 +102,21 @@ impl AgentArgs {
         }
         if self.max_turns != DEFAULT_MAX_TURNS {
             flag("--max-turns", Some(self.max_turns.to_string()));
+        }
+        if !self.tool_choice.is_auto() {
+            flag("--tool-choice", Some(self.tool_choice.to_string()));
+        }
+        if let Some(parallel) = self.parallel_tool_calls {
+            flag("--parallel-tool-calls", Some(parallel.to_string()));
+        }
+        for dir in &self.skills {
+            flag("--skills", Some(dir.display().to_string()));
+        }
+        for dir in &self.knowledge {
+            flag("--knowledge", Some(dir.display().to_string()));
+        }
+        if let Some(file) = &self.knowledge_index {
+            flag("--knowledge-index", Some(file.display().to_string()));
         }
         if self.yes {
             flag("--yes", None);
@@ -215,11 +253,24 @@ pub(crate) async fn build_agent_for(
         // pauses on them (needs_input) until `harnessx approve` decides.
         manager
     };
-    let mut builder = Agent::builder()
-        .model_arc(model)
-        .registry(registry)
-        .permissions(manager)
-        .config(AgentConfig { max_turns: args.max_turns, stream, ..AgentConfig::default() });
+    let mut builder =
+        Agent::builder().model_arc(model).registry(registry).permissions(manager).config(AgentConfig {
+            max_turns: args.max_turns,
+            stream,
+            tool_choice: args.tool_choice.clone(),
+            parallel_tool_calls: args.parallel_tool_calls,
+            ..AgentConfig::default()
+        });
+    for dir in &args.skills {
+        builder = builder.skills(skill_source(dir, &base_path));
+    }
+    if !args.knowledge.is_empty() {
+        let mut source = KnowledgeSource::dirs(&args.knowledge);
+        if let Some(file) = &args.knowledge_index {
+            source = source.index_file(file);
+        }
+        builder = builder.knowledge(source);
+    }
     for server in args.mcp.servers()? {
         builder = builder.mcp(server);
     }
@@ -227,6 +278,11 @@ pub(crate) async fn build_agent_for(
         AgentError::Mcp(e) => mcp_error(e),
         e => CliError::usage(e),
     })?;
+    // `--tool-choice NAME` names a tool the flags loaded, or nothing runs.
+    if let Err(e) = agent.check_tool_choice() {
+        agent.close().await;
+        return Err(CliError::usage(e));
+    }
     // Tools that may change things (destructive, or not read-only, by their annotations;
     // MCP servers' tools too) ask first, unless a flag named them. The manager is shared,
     // so this holds for the agent's.
@@ -237,6 +293,20 @@ pub(crate) async fn build_agent_for(
         }
     }
     Ok(agent)
+}
+
+/// The skills under `dir`, their files listed to the model by the path the file tools
+/// know them by: relative to the base path when the folder is under it.
+fn skill_source(dir: &std::path::Path, base_path: &BasePath) -> SkillSource {
+    let source = SkillSource::dir(dir);
+    let (BasePath::Given(base) | BasePath::Default(base)) = base_path else { return source };
+    match (dir.canonicalize(), base.canonicalize()) {
+        (Ok(dir), Ok(base)) => match dir.strip_prefix(&base) {
+            Ok(under) => source.shown_as(under.to_string_lossy()),
+            Err(_) => source,
+        },
+        _ => source,
+    }
 }
 
 pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
@@ -340,6 +410,18 @@ mod tests {
             "some dir",
             "--max-turns",
             "7",
+            "--tool-choice",
+            "read_file",
+            "--parallel-tool-calls",
+            "false",
+            "--skills",
+            "skills",
+            "--skills",
+            "more skills",
+            "--knowledge",
+            "concepts",
+            "--knowledge-index",
+            "index.db",
             "--yes",
             "--sandbox",
             "bubblewrap",
@@ -356,7 +438,7 @@ mod tests {
             "--deny",
             "delete",
         ];
-        for flags in [&every[..], &[], &["--tools", "write_file"]] {
+        for flags in [&every[..], &[], &["--tools", "write_file"], &["--tool-choice", "required"]] {
             let args = parse(flags);
             let again = args.to_flags();
             let again: Vec<&str> = again.iter().map(String::as_str).collect();

@@ -89,20 +89,37 @@ pub struct AgentRuntime {
 }
 
 /// What a run depends on, as (the text compared on resume, a summary for the error):
-/// the tools' schemas, the model's name and the system prompt.
+/// the tools' schemas, the model's name and the system prompt; and the tool choice
+/// settings when they are not the defaults (so that the fingerprints of runs that never
+/// set them are the same as before those settings existed).
 pub(crate) fn fingerprint(agent: &Agent) -> (String, String) {
     let tools = agent.tools().get_tool_params();
     let model = agent.model().map(|m| m.name().to_owned()).unwrap_or_default();
     let system = agent.effective_system_prompt().unwrap_or_default();
-    let full = serde_json::json!({"model": model, "system": system, "tools": tools}).to_string();
+    let mut full = serde_json::json!({"model": model, "system": system, "tools": tools});
     let names: Vec<String> = agent.tools().list_tools().into_iter().map(|d| d.name.to_string()).collect();
-    let summary = format!(
+    let mut summary = format!(
         "tools [{}], model {:?}, a system prompt of {} characters",
         names.join(", "),
         model,
         system.chars().count()
     );
-    (full, summary)
+    let config = agent.config();
+    if !config.tool_choice.is_auto() || config.parallel_tool_calls.is_some() || !config.reset_tool_choice {
+        full["tool_choice"] = serde_json::json!({
+            "choice": config.tool_choice,
+            "parallel_tool_calls": config.parallel_tool_calls,
+            "reset": config.reset_tool_choice,
+        });
+        summary.push_str(&format!(", tool choice {}", config.tool_choice));
+        if let Some(parallel) = config.parallel_tool_calls {
+            summary.push_str(&format!(" (parallel tool calls {parallel})"));
+        }
+        if !config.reset_tool_choice {
+            summary.push_str(" without reset");
+        }
+    }
+    (full.to_string(), summary)
 }
 
 impl std::fmt::Debug for AgentRuntime {
@@ -147,6 +164,8 @@ impl AgentRuntime {
 
     /// Starts a run. `run_id` must be new in the journal.
     pub async fn start(&self, run_id: &str, prompt: &str) -> Result<RunResult, DurableError> {
+        // A tool choice that names no registered tool journals nothing.
+        self.agent.check_tool_choice()?;
         let (fingerprint, fingerprint_summary) = self.fingerprint();
         let now = now_ms();
         self.journal.create_run(&RunRecord {
@@ -260,6 +279,7 @@ impl AgentRuntime {
                 now: summary,
             });
         }
+        self.agent.check_tool_choice()?;
         // The run's `invoke_agent` span, as for a direct run, with the run id; a resumed
         // run (one with a journal to replay) says so.
         let span = match self.agent.model() {
@@ -360,7 +380,11 @@ impl AgentRuntime {
                 .push(Message::assistant(response.content.clone(), calls.iter().map(history_safe).collect()));
             let results = self.run_batch(run_id, turn, &calls, &state, &ctx, &permissions, pending).await?;
             match results {
-                BatchEnd::Done(results) => request.messages.extend(results.iter().map(Message::tool)),
+                BatchEnd::Done(results) => {
+                    request.messages.extend(results.iter().map(Message::tool));
+                    // As `Agent::run` does; on replay the journaled calls reset it alike.
+                    self.agent.after_tool_calls(&mut request);
+                }
                 BatchEnd::Paused(needs) => {
                     return Ok(RunResult {
                         output: String::new(),

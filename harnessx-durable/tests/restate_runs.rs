@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use harnessx_agent::model::{FunctionModel, Message, ModelResponse};
-use harnessx_agent::{Agent, AgentConfig};
+use harnessx_agent::{Agent, AgentConfig, ToolChoice};
 use harnessx_core::{ReplayPolicy, ToolCall, ToolDefinition, ToolHandler};
 use harnessx_test_support::restate::{RestateServer, http};
 use serde_json::json;
@@ -150,6 +150,65 @@ async fn a_run_completes_through_restate() {
     assert_eq!(status, 200, "{body}\n{}", server.log_tail());
     assert_eq!(body, "\"saw: 2 | 3\"");
     assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let _ = stop_tx.send(());
+    let _ = serving.await;
+}
+
+/// `required` on the cluster resets to `auto` after the model's calls, as `Agent::run`
+/// does; without the reset this model would call tools until `max_turns`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_resets_to_auto_after_the_calls_as_in_a_direct_run() {
+    let Some(server) = tokio::task::spawn_blocking(RestateServer::start).await.unwrap() else { return };
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let model = FunctionModel::new(move |req| {
+        log.lock().unwrap().push(req.tool_choice.clone());
+        let turn = req.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
+        Ok(match req.tool_choice {
+            ToolChoice::Required => {
+                ModelResponse::tool_calls(vec![ToolCall::new(format!("c{turn}"), "add", r#"{"a": 1}"#)])
+            }
+            _ => ModelResponse::text(format!("saw: {}", tool_contents(req))),
+        })
+    });
+    let runs = Arc::new(AtomicUsize::new(0));
+    let add = agent(runs.clone()).tools().get_tool("add").unwrap();
+    let agent = Arc::new(
+        Agent::builder()
+            .model(model)
+            .tool(add)
+            .config(AgentConfig {
+                planning: false,
+                tool_choice: ToolChoice::Required,
+                max_turns: 3,
+                ..AgentConfig::default()
+            })
+            .build()
+            .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let worker = format!("http://{}", listener.local_addr().unwrap());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(harnessx_durable::restate::serve(agent, listener, async {
+        let _ = stop_rx.await;
+    }));
+    let admin = server.admin_url.clone();
+    tokio::task::spawn_blocking(move || RestateServer::register_at(&admin, &worker)).await.unwrap().unwrap();
+    let ingress = server.ingress_url.clone();
+    let (status, body) = tokio::task::spawn_blocking(move || {
+        http("POST", &format!("{ingress}/HarnessxRun/tc1/run"), Some("\"go\""))
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!((status, body.as_str()), (200, "\"saw: 2\""), "{}", server.log_tail());
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        (seen.first(), seen.last()),
+        (Some(&ToolChoice::Required), Some(&ToolChoice::Auto)),
+        "{seen:?}"
+    );
     let _ = stop_tx.send(());
     let _ = serving.await;
 }

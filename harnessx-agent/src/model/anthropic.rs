@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::model::http::{self, Decoder, Provider, Step};
 use crate::model::sse::SseEvent;
 use crate::model::{
-    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Usage,
+    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, Usage,
     collect_response,
 };
 use harnessx_core::ToolCall;
@@ -134,6 +134,10 @@ impl AnthropicModel {
                 )
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
+            // Only with tools: the API refuses `tool_choice` without them.
+            if let Some(choice) = wire_tool_choice(&request.tool_choice, request.parallel_tool_calls) {
+                body.insert("tool_choice".into(), choice);
+            }
         }
         if stream {
             body.insert("stream".into(), json!(true));
@@ -154,6 +158,24 @@ impl AnthropicModel {
         }
         Ok(request)
     }
+}
+
+/// `tool_choice` on the wire: `auto`, `any` (required), `none` or `tool`, with
+/// `disable_parallel_tool_use: true` when parallel calls are turned off (except under
+/// `none`, which calls no tool). Nothing for `Auto` with parallel calls left to the API,
+/// so requests that do not set either stay as they were.
+fn wire_tool_choice(choice: &ToolChoice, parallel: Option<bool>) -> Option<Value> {
+    let mut wire = match choice {
+        ToolChoice::Auto if parallel != Some(false) => return None,
+        ToolChoice::Auto => json!({"type": "auto"}),
+        ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::None => return Some(json!({"type": "none"})),
+        ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+    };
+    if parallel == Some(false) {
+        wire["disable_parallel_tool_use"] = json!(true);
+    }
+    Some(wire)
 }
 
 impl Model for AnthropicModel {

@@ -12,6 +12,7 @@ pub mod openai;
 pub mod response;
 pub mod sse;
 pub mod test_model;
+pub mod tool_choice;
 
 use std::fmt;
 use std::time::Duration;
@@ -29,6 +30,7 @@ pub use message::Message;
 pub use openai::OpenAiModel;
 pub use response::{FinishReason, ModelEvent, ModelResponse, Usage};
 pub use test_model::TestModel;
+pub use tool_choice::{ParseToolChoiceError, ToolChoice};
 
 use harnessx_core::ToolSpec;
 
@@ -46,6 +48,16 @@ pub struct ModelRequest {
     /// Output token limit, if set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Whether the model may, must or must not call a tool (default [`ToolChoice::Auto`]:
+    /// with `parallel_tool_calls` unset, adapters send nothing for it). Adapters send
+    /// neither field when [`tools`](Self::tools) is empty: providers refuse a tool choice
+    /// without tools.
+    #[serde(skip_serializing_if = "ToolChoice::is_auto")]
+    pub tool_choice: ToolChoice,
+    /// Whether the model may call several tools in one response; `None` sends nothing
+    /// (the provider's default, which allows it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 /// A failure talking to a model. Only these fail a run; tool failures never do.

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::model::http::{self, Decoder, Provider, Step};
 use crate::model::sse::SseEvent;
 use crate::model::{
-    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Usage,
+    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, Usage,
     collect_response,
 };
 use harnessx_core::ToolCall;
@@ -141,6 +141,13 @@ impl OpenAiModel {
         body.insert("messages".into(), Value::Array(messages));
         if !request.tools.is_empty() {
             body.insert("tools".into(), request.tools.iter().map(|t| self.wire_tool(t)).collect());
+            // Only with tools: OpenAI refuses `tool_choice` without them.
+            if let Some(choice) = wire_tool_choice(&request.tool_choice) {
+                body.insert("tool_choice".into(), choice);
+            }
+            if let Some(parallel) = request.parallel_tool_calls {
+                body.insert("parallel_tool_calls".into(), json!(parallel));
+            }
         }
         if let Some(max) = request.max_tokens {
             // OpenAI's reasoning models refuse `max_tokens`; other servers know only it.
@@ -186,6 +193,17 @@ impl OpenAiModel {
         }
         Ok(request)
     }
+}
+
+/// `tool_choice` on the wire; nothing for `Auto`, the API's default with tools, so
+/// requests that do not set it stay as they were.
+fn wire_tool_choice(choice: &ToolChoice) -> Option<Value> {
+    Some(match choice {
+        ToolChoice::Auto => return None,
+        ToolChoice::Required => json!("required"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+    })
 }
 
 impl Model for OpenAiModel {

@@ -5,7 +5,9 @@ use serde_json::{Map, Value};
 
 use futures_util::stream::{self, BoxStream, StreamExt};
 
-use crate::model::{Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, response_to_events};
+use crate::model::{
+    Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, response_to_events,
+};
 use harnessx_core::ToolCall;
 
 /// A deterministic model for tests and first runs.
@@ -16,6 +18,11 @@ use harnessx_core::ToolCall;
 /// value where the schema gives one, otherwise `"a"`, `0`, `false`, `[]`, `{}`. Next turn:
 /// it answers with one line per result. With no tools to call it answers with
 /// [`final_text`](Self::final_text), by default `"success (no tool calls)"`.
+///
+/// It follows the request's [`tool_choice`](ModelRequest::tool_choice): under
+/// [`ToolChoice::None`] it calls nothing, under [`ToolChoice::Tool`] only that tool
+/// (whatever [`call_tools`](Self::call_tools) says); `Auto` and `Required` change
+/// nothing, since it always calls on a first turn.
 #[derive(Debug, Clone, Default)]
 pub struct TestModel {
     call_tools: Option<Vec<String>>,
@@ -65,9 +72,13 @@ impl TestModel {
             }
             return ModelResponse::text(text);
         }
-        let tools: Vec<_> = match &self.call_tools {
-            None => request.tools.iter().collect(),
-            Some(names) => names.iter().filter_map(|n| request.tools.iter().find(|t| &t.name == n)).collect(),
+        let tools: Vec<_> = match (&request.tool_choice, &self.call_tools) {
+            (ToolChoice::None, _) => Vec::new(),
+            (ToolChoice::Tool(name), _) => request.tools.iter().filter(|t| &t.name == name).collect(),
+            (_, None) => request.tools.iter().collect(),
+            (_, Some(names)) => {
+                names.iter().filter_map(|n| request.tools.iter().find(|t| &t.name == n)).collect()
+            }
         };
         if tools.is_empty() {
             return ModelResponse::text(

@@ -12,11 +12,10 @@
 //! The text, key and tags are indexed by an external-content FTS5 table kept in step by
 //! triggers, with the `porter` tokenizer over `unicode61` (diacritics folded), so words
 //! sharing a stem match; results are ranked by `bm25`. Queries from the model never reach
-//! FTS5 as syntax: see `text::fts_terms`. A broad query (one whose words, together, more
+//! FTS5 as syntax: see [`crate::fts`]. A broad query (one whose words, together, more
 //! than [`EXACT_RANK_LIMIT`] memories match) ranks only the memories holding the most
 //! of its words; see [`SqliteStore`]'s `search`.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -25,8 +24,8 @@ use harnessx_core::memory::{check_text, clean_tags};
 use harnessx_core::{Memory, MemoryError, MemoryHit, MemoryStore, MemoryUpdate, NewMemory, Saved};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
-use super::text::{any_of, covering, fts_terms};
 use super::{SNIPPET_CHARS, now_ms};
+use crate::fts::{Coverage, among_rows, any_of, fts_terms};
 
 /// How long a write waits for another connection (or process) to release the lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -265,56 +264,27 @@ impl MemoryStore for SqliteStore {
                 return rank(conn, namespace, &any, None, limit);
             }
             // How many of the query's words each memory holds, from each word's list of
-            // memories (no ranking, so cheap: about 0.3 µs a memory).
-            let mut held: HashMap<i64, usize> = HashMap::new();
-            let mut frequency = Vec::with_capacity(terms.len());
-            for term in &terms {
-                let rows = postings(conn, term)?;
-                frequency.push(rows.len());
-                for row in rows {
-                    *held.entry(row).or_default() += 1;
-                }
-            }
-            if held.len() <= self.exact_rank_limit {
+            // memories (no ranking, so cheap).
+            let coverage = Coverage::count(&terms, |term| postings(conn, term))?;
+            if coverage.rows() <= self.exact_rank_limit {
                 return rank(conn, namespace, &any, None, limit);
             }
             // A broad query: more memories match some word than are worth ranking each
-            // time (`bm25()` costs about 2 µs a row). Rank those that hold the most
-            // words: all of them if they are enough to fill `limit`, else all but one,
-            // and so on. Every word is still in the ranking query, once, so the scores
-            // are the ones ranking every match would give.
-            //
-            // Words no memory holds add nothing to any score: leave them out. The rest,
-            // rarest first.
-            let mut words: Vec<(usize, &String)> =
-                frequency.into_iter().zip(&terms).filter(|(n, _)| *n > 0).collect();
-            words.sort_by_key(|(n, _)| *n);
-            let words: Vec<&String> = words.into_iter().map(|(_, t)| t).collect();
-            let mut at_least = vec![0usize; words.len() + 1];
-            for &n in held.values() {
-                at_least[n.min(words.len())] += 1;
-            }
-            for n in (1..words.len()).rev() {
-                at_least[n] += at_least[n + 1];
-            }
-            let mut need = words.len();
+            // time. Rank those that hold the most words (see `Coverage::narrow`); every
+            // word is still in the ranking query, once, so the scores are the ones
+            // ranking every match would give.
+            let mut most = terms.len();
             loop {
-                while need > 1 && at_least[need] < limit {
-                    need -= 1;
-                }
-                if need <= 1 {
+                let Some(narrowed) = coverage.narrow(limit, most) else {
                     return rank(conn, namespace, &any, None, limit);
-                }
-                let candidates: Vec<i64> =
-                    held.iter().filter(|(_, n)| **n >= need).map(|(row, _)| *row).collect();
-                let hits =
-                    rank(conn, namespace, &covering(&words, words.len() - need), Some(&candidates), limit)?;
+                };
+                let hits = rank(conn, namespace, &narrowed.query, Some(&narrowed.rows), limit)?;
                 // The counts are over every namespace: when some candidates belong to
                 // another one, too few may be left here. Take one word fewer then.
                 if hits.len() >= limit {
                     return Ok(hits);
                 }
-                need -= 1;
+                most = narrowed.need - 1;
             }
         })
     }
@@ -399,16 +369,7 @@ fn rank(
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     // `snippet` counts tokens; about 6 characters a token keeps it near SNIPPET_CHARS.
     let tokens = (SNIPPET_CHARS / 6).clamp(1, 64);
-    // The row ids are numbers this store read, written into the SQL as such. The `+`
-    // keeps SQLite from handing them to FTS5 as rowid lookups, which would run the
-    // query (and bm25's statistics) again for each one.
-    let filter = match among {
-        None => String::new(),
-        Some(rows) => {
-            let list: Vec<String> = rows.iter().map(i64::to_string).collect();
-            format!("AND +memories_fts.rowid IN ({}) ", list.join(","))
-        }
-    };
+    let filter = among.map_or_else(String::new, |rows| among_rows("memories_fts.rowid", rows));
     // CROSS JOIN keeps the full-text index the outer loop: the other way round, FTS5
     // would run the query again for every memory of the namespace.
     let sql = format!(

@@ -1,88 +1,7 @@
-//! Words out of text, for both stores: how a query from the model becomes an FTS5 query
-//! that cannot be read as FTS5 syntax, and the light stemmer and BM25 scoring the
-//! in-process store ranks with.
-//!
-//! Hand-written because the query is untrusted: FTS5 gives meaning to `"`, `*`, `^`, `:`,
-//! `(`, `)`, `-`, `+`, `NEAR` and the bare words `AND`, `OR`, `NOT`. Rather than escape
-//! each, the query is cut into words (runs of letters and digits) and every word is
-//! written as a quoted string, so whatever the model sends, the store only ever sees
-//! quoted words joined by `OR` (`"w1" OR "w2" ...`), or one quoted word.
+//! The light stemmer, BM25 scoring and excerpts the in-process store ranks with. (How a
+//! query becomes words, and an FTS5 query for the SQLite store, is [`crate::fts`].)
 
-/// The most words of a query that are searched; the rest are ignored (a pasted page
-/// should not become a thousand-term query).
-pub(super) const MAX_QUERY_WORDS: usize = 64;
-
-/// The words of `text`: maximal runs of letters and digits, lowercased.
-pub(super) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
-}
-
-/// Words a question is made of that say nothing about what it is after ("is the user
-/// running on weekends" is about running and weekends). Dropped from queries, unless
-/// the query has nothing else; memories keep them.
-const STOPWORDS: [&str; 72] = [
-    "a", "about", "am", "an", "and", "any", "anyone", "are", "as", "at", "be", "been", "by", "can", "could",
-    "did", "do", "does", "for", "from", "get", "had", "has", "have", "he", "her", "his", "how", "i", "if",
-    "in", "is", "it", "its", "me", "much", "my", "of", "on", "or", "our", "she", "should", "so", "that",
-    "the", "their", "them", "there", "these", "they", "this", "those", "to", "was", "we", "were", "what",
-    "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your", "many", "often",
-    "not",
-];
-
-/// The distinct words of a query worth searching for: stopwords dropped (unless that
-/// leaves none), at most [`MAX_QUERY_WORDS`].
-pub(super) fn query_words(query: &str) -> Vec<String> {
-    let mut all: Vec<String> = Vec::new();
-    for word in words(query) {
-        if !all.contains(&word) {
-            all.push(word);
-        }
-    }
-    if all.iter().any(|w| !STOPWORDS.contains(&w.as_str())) {
-        all.retain(|w| !STOPWORDS.contains(&w.as_str()));
-    }
-    all.truncate(MAX_QUERY_WORDS);
-    all
-}
-
-/// The [`query_words`] of `query`, each written as an FTS5 string.
-pub(super) fn fts_terms(query: &str) -> Vec<String> {
-    // A word holds no `"` (only letters and digits), but double any anyway: that is
-    // FTS5's escape inside a string, and keeps this correct if `words` ever changes.
-    query_words(query).iter().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect()
-}
-
-/// The FTS5 query matching any of `terms` (ranking, not the operator, prefers memories
-/// that match more of them).
-pub(super) fn any_of(terms: &[String]) -> String {
-    terms.join(" OR ")
-}
-
-/// An FTS5 query that matches every memory holding all of `terms` but at most
-/// `missing`, and names each term once, so `bm25()` scores a match exactly as under
-/// [`any_of`]. The terms are cut into groups of `missing + 1` (the last takes the
-/// remainder) and the query asks for one term of each group: a memory that lacks at
-/// most `missing` terms cannot lack a whole group. With no missing term it is all the
-/// terms; with one group, [`any_of`].
-pub(super) fn covering(terms: &[&String], missing: usize) -> String {
-    let size = missing + 1;
-    let groups = (terms.len() / size).max(1);
-    let mut parts = Vec::with_capacity(groups);
-    for g in 0..groups {
-        let end = if g + 1 == groups { terms.len() } else { (g + 1) * size };
-        let group: Vec<&str> = terms[g * size..end].iter().map(|t| t.as_str()).collect();
-        parts.push(if group.len() == 1 { group[0].to_owned() } else { format!("({})", group.join(" OR ")) });
-    }
-    parts.join(" AND ")
-}
-
-/// The FTS5 query for `query`: its [`fts_terms`] joined by `OR`. `None` when the query
-/// has no words.
-#[cfg(test)]
-pub(super) fn fts_query(query: &str) -> Option<String> {
-    let terms = fts_terms(query);
-    (!terms.is_empty()).then(|| any_of(&terms))
-}
+pub(super) use crate::fts::{query_words, words};
 
 /// A light English stemmer: strips common inflections so that "running", "runs" and
 /// "run", or "meetings" and "meeting", fall together. Not Porter's algorithm (SQLite's
@@ -207,32 +126,6 @@ pub(super) fn excerpt(text: &str, at: usize, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hostile_queries_become_quoted_words_or_nothing() {
-        assert_eq!(fts_query("\"foo").as_deref(), Some("\"foo\""));
-        assert_eq!(fts_query("AND OR").as_deref(), Some("\"and\" OR \"or\""), "only stopwords: kept");
-        assert_eq!(fts_query("is the user running?").as_deref(), Some("\"user\" OR \"running\""));
-        assert_eq!(
-            fts_query("a* NEAR(b c) -d ^e col:f").as_deref(),
-            Some("\"near\" OR \"b\" OR \"c\" OR \"d\" OR \"e\" OR \"col\" OR \"f\"")
-        );
-        assert_eq!(fts_query("\"\" ( ) * :"), None);
-        assert_eq!(fts_query("Café café"), Some("\"café\"".into()));
-        let long = (0..100).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
-        assert_eq!(fts_query(&long).unwrap().matches(" OR ").count(), MAX_QUERY_WORDS - 1);
-    }
-
-    #[test]
-    fn covering_queries_name_each_term_once() {
-        let terms = fts_terms("user prefer coffee friday morning");
-        let terms: Vec<&String> = terms.iter().collect();
-        assert_eq!(covering(&terms, 0), r#""user" AND "prefer" AND "coffee" AND "friday" AND "morning""#);
-        assert_eq!(covering(&terms, 1), r#"("user" OR "prefer") AND ("coffee" OR "friday" OR "morning")"#);
-        assert_eq!(covering(&terms, 2), r#"("user" OR "prefer" OR "coffee" OR "friday" OR "morning")"#);
-        assert_eq!(covering(&terms, 4), r#"("user" OR "prefer" OR "coffee" OR "friday" OR "morning")"#);
-        assert_eq!(covering(&terms[..1], 0), r#""user""#);
-    }
 
     #[test]
     fn inflections_share_a_stem() {

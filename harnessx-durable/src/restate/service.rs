@@ -31,13 +31,14 @@ const NEEDS_INPUT: &str = "needs_input";
 const EVENTS: &str = "events";
 
 /// What a worker's agent is, as far as a run depends on it: its tools' schemas, its
-/// model and its system prompt. The first worker to run a run journals its own; every
+/// model, its system prompt and its tool choice settings when set. The first worker to run a run journals its own; every
 /// later step, on whatever worker, is refused by a worker whose configuration differs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerConfig {
     /// A digest of the configuration (64-bit FNV-1a of its canonical JSON, in hex).
     pub digest: String,
-    /// `tools [..], model .., a system prompt of N characters`, for the error.
+    /// `tools [..], model .., a system prompt of N characters` (`, tool choice ..` when
+    /// set), for the error.
     pub summary: String,
 }
 
@@ -219,6 +220,7 @@ impl HarnessxRun {
             )));
         }
 
+        agent.check_tool_choice().map_err(terminal)?;
         let mut request = agent.first_request(Vec::new(), prompt);
         let mut events: Vec<String> = Vec::new();
         // Tools granted for the rest of the run (`ApproveForSession`); rebuilt on replay
@@ -371,6 +373,8 @@ impl HarnessxRun {
                 events.push(format!("turn {turn}: {} ({}) {how}", call.name, call.id));
                 request.messages.push(Message::tool(&result));
             }
+            // As `Agent::run` does; a replay rebuilds the same requests from the journal.
+            agent.after_tool_calls(&mut request);
             ctx.set(EVENTS, Json(events.clone()));
         }
         Err(terminal(format!("the run used all {} turns", agent.config().max_turns)))
