@@ -119,8 +119,11 @@ fn trace_otlp_sends_the_spans_to_the_collector_the_variables_name() {
     }
 }
 
+/// The "done": `run --tool-choice required --trace FILE` against a loopback
+/// OpenAI-compatible server gives a tool call, a final answer and a trace with one
+/// `invoke_agent` span, its `chat` and `execute_tool` children and the GenAI attributes.
 #[test]
-fn a_run_against_an_openai_compatible_server_records_the_provider_model_and_usage() {
+fn run_with_tool_choice_required_against_an_openai_compatible_server_is_traced() {
     let dir = workspace();
     let tool_turn = sse(&[
         json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
@@ -145,13 +148,21 @@ fn a_run_against_an_openai_compatible_server_records_the_provider_model_and_usag
             &base,
             "--tools",
             "list_directory",
+            "--tool-choice",
+            "required",
             "--trace",
             "t.jsonl",
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "One file.");
+    let bodies = server.bodies();
+    assert_eq!(bodies[0]["tool_choice"], "required");
+    // Reset to auto after the model's calls: nothing sent.
+    assert_eq!(bodies[1].get("tool_choice"), None);
     let spans = spans(&dir.path().join("t.jsonl"));
-    let run = spans.iter().find(|s| s["name"] == "invoke_agent").expect("the run's span");
+    let runs: Vec<&Value> = spans.iter().filter(|s| s["name"] == "invoke_agent").collect();
+    let [run] = runs[..] else { panic!("one invoke_agent span: {spans:#?}") };
     assert_eq!(run["attributes"]["gen_ai.provider.name"], "openai");
     assert_eq!(run["attributes"]["gen_ai.request.model"], "gpt-4o");
     let usage = |s: &Value| {
