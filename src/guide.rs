@@ -43,3 +43,7 @@ pub mod workspace {}
 #[cfg(feature = "mcp")]
 #[doc = include_str!("../docs/mcp.md")]
 pub mod mcp {}
+
+#[cfg(feature = "otel")]
+#[doc = include_str!("../docs/observability.md")]
+pub mod observability {}

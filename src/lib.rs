@@ -25,3 +25,13 @@ pub use harnessx_macros::{tool, toolbox};
 pub use harnessx_mcp as mcp;
 
 pub mod guide;
+
+/// Spans and their export (see `docs/observability.md`): the switch for recording
+/// contents ([`capture_content`](harnessx_core::telemetry::capture_content)) and, with the
+/// feature `otel`, `init` to export every run's spans
+/// over OTLP or to a JSON-lines file.
+pub mod telemetry {
+    #[cfg(feature = "otel")]
+    pub use harnessx_agent::telemetry::*;
+    pub use harnessx_core::telemetry::*;
+}

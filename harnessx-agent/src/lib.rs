@@ -10,7 +10,10 @@ pub mod model;
 pub mod planning;
 mod run;
 pub mod skills;
+pub mod spans;
 pub mod specialist;
+#[cfg(feature = "otel")]
+pub mod telemetry;
 
 use std::fmt;
 use std::sync::Arc;
@@ -150,6 +153,7 @@ pub struct RunResult {
 /// Builds an [`Agent`].
 #[derive(Default)]
 pub struct AgentBuilder {
+    name: Option<String>,
     model: Option<Arc<dyn Model>>,
     tools: Vec<ToolSource>,
     specialists: Vec<SubAgent>,
@@ -174,6 +178,13 @@ impl fmt::Debug for AgentBuilder {
 }
 
 impl AgentBuilder {
+    /// A name for the agent, shown in its runs' spans (`invoke_agent {name}`,
+    /// `gen_ai.agent.name`). A specialist is named after its tool.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
     /// The model.
     pub fn model(mut self, model: impl Model + 'static) -> Self {
         self.model = Some(Arc::new(model));
@@ -360,6 +371,7 @@ impl AgentBuilder {
             }
         }
         Ok(Agent {
+            name: self.name,
             model: self.model,
             registry,
             permissions,
@@ -388,6 +400,7 @@ impl AgentBuilder {
 /// # }
 /// ```
 pub struct Agent {
+    name: Option<String>,
     model: Option<Arc<dyn Model>>,
     registry: ToolRegistry,
     permissions: PermissionManager,
@@ -423,6 +436,11 @@ impl Agent {
     /// starting a run.
     pub fn tools(&self) -> &ToolRegistry {
         &self.registry
+    }
+
+    /// The agent's name, if it was given one.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
     /// The permission manager.
@@ -486,7 +504,16 @@ impl Agent {
             return Err(AgentError::Closed);
         }
         let model = self.model.clone().ok_or(AgentError::NoModel)?;
-        Ok(self.request_with_retry(&*model, request, None).await?)
+        // The turn, for the `chat` span: the model requests of this run so far (the
+        // assistant messages since the prompt), plus this one.
+        let turn = request
+            .messages
+            .iter()
+            .rev()
+            .take_while(|m| !matches!(m, Message::User { .. }))
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        Ok(self.request_with_retry(&*model, request, None, turn as u32 + 1).await?)
     }
 
     /// The todo list, while the built-in `write_todos` is installed: installed by the agent

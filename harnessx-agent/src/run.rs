@@ -8,9 +8,10 @@ use std::task::{Context, Poll};
 
 use futures_util::{Stream, StreamExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tracing::Instrument;
 
-use crate::model::{Message, ModelError, ModelEvent, ModelRequest, ModelResponse, Usage};
-use crate::{Agent, AgentError, AgentEvent, RunResult};
+use crate::model::{Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Usage};
+use crate::{Agent, AgentError, AgentEvent, RunResult, spans};
 use harnessx_core::RunContext;
 use harnessx_core::ToolCall;
 use harnessx_core::ToolEvent;
@@ -57,6 +58,20 @@ impl Agent {
         }
         let model = self.model.clone().ok_or(AgentError::NoModel)?;
         self.check_tool_choice()?;
+        let span = spans::invoke_agent(self.name(), &*model);
+        let outcome = self.run_loop(model, history, prompt, events).instrument(span.clone()).await;
+        spans::record_run(&span, &outcome);
+        outcome
+    }
+
+    /// The loop of [`run_inner`](Self::run_inner), inside the run's `invoke_agent` span.
+    async fn run_loop(
+        &self,
+        model: Arc<dyn Model>,
+        history: Vec<Message>,
+        prompt: String,
+        events: Option<Events>,
+    ) -> Result<RunResult, AgentError> {
         let planning = self.planning();
         if let Some(p) = &planning
             && history.is_empty()
@@ -89,7 +104,7 @@ impl Agent {
             if let Some(tx) = &events {
                 let _ = tx.send(AgentEvent::ModelRequest { turn, model: model.name() });
             }
-            let response = self.request_with_retry(&*model, &request, events.as_ref()).await?;
+            let response = self.request_with_retry(&*model, &request, events.as_ref(), turn).await?;
             usage += response.usage;
             usage.requests += 1;
             let calls = call_ids_for_turn(response.tool_calls, turn);
@@ -118,19 +133,31 @@ impl Agent {
         Err(AgentError::MaxTurns(self.config.max_turns))
     }
 
+    /// One model request of turn `turn`, retried per the agent's policy; each attempt
+    /// has its own `chat {model}` span.
     pub(crate) async fn request_with_retry(
         &self,
         model: &dyn crate::model::Model,
         request: &ModelRequest,
         events: Option<&Events>,
+        turn: u32,
     ) -> Result<ModelResponse, ModelError> {
         let retry = self.config.model_retry;
         let mut attempt = 1;
         loop {
-            let (outcome, streamed) = match events {
-                Some(tx) if self.config.stream => stream_once(model, request, tx).await,
-                _ => (model.complete(request).await, false),
+            let span = spans::chat(model, request, turn);
+            let attempt_once = async {
+                match events {
+                    Some(tx) if self.config.stream => stream_once(model, request, tx).await,
+                    _ => (model.complete(request).await, false),
+                }
             };
+            let (outcome, streamed) = attempt_once.instrument(span.clone()).await;
+            match &outcome {
+                Ok(response) => spans::record_response(&span, response),
+                Err(e) => spans::record_model_error(&span, e),
+            }
+            drop(span);
             match outcome {
                 Err(e) if e.is_retryable() && !streamed && attempt < retry.max_attempts => {
                     attempt += 1;

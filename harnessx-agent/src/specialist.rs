@@ -95,22 +95,25 @@ impl SubAgent {
     ) -> ToolDefinition {
         let SubAgent { name, description, system_prompt, tools, model, timeout_seconds, config } = self;
         let model = model.or(parent_model);
-        let shared = Arc::new((tools, system_prompt, config));
+        let shared = Arc::new((tools, system_prompt, config, name.clone()));
         let handler = ToolHandler::from_async(move |args, _ctx| {
             let shared = shared.clone();
             let model = model.clone();
             let permissions = permissions.clone();
             let serial = serial.clone();
             async move {
-                let (tools, system_prompt, config) = &*shared;
+                let (tools, system_prompt, config, name) = &*shared;
                 let task = args["task"].as_str().unwrap_or_default().to_owned();
                 let registry = ToolRegistry::new();
                 registry.set_serial_queue(serial);
                 for def in tools {
                     registry.register_tool(def.clone()).map_err(|e| e.to_string())?;
                 }
-                let mut builder =
-                    Agent::builder().registry(registry).permissions(permissions).config(config.clone());
+                let mut builder = Agent::builder()
+                    .name(name.clone())
+                    .registry(registry)
+                    .permissions(permissions)
+                    .config(config.clone());
                 if let Some(model) = model {
                     builder = builder.model_arc(model);
                 }

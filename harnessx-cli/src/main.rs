@@ -11,6 +11,7 @@ mod run_cmd;
 mod runs_cmd;
 mod setup;
 mod tools_cmd;
+mod trace;
 
 use std::process::ExitCode;
 
@@ -24,6 +25,12 @@ const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a fai
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Export the spans of runs and tool calls: `otlp` (to the collector the
+    /// OTEL_EXPORTER_OTLP_* variables name; default http://localhost:4318) or a FILE of
+    /// JSON lines, one per span. Contents are left out unless
+    /// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.
+    #[arg(long, global = true, value_name = "otlp|FILE", value_parser = trace::parse_target)]
+    trace: Option<harnessx::telemetry::TraceTarget>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -104,6 +111,14 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Before any span; flushed before the runtime goes, so a short command loses none.
+    let telemetry = match cli.trace.map(trace::start).transpose() {
+        Ok(guard) => guard,
+        Err(CliError::Usage(message) | CliError::Failed(message)) => {
+            eprintln!("harnessx: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Tools { command } => tools_cmd::run(command).await,
@@ -116,6 +131,9 @@ fn main() -> ExitCode {
             Command::Runs { command } => runs_cmd::run(command),
         }
     });
+    if let Some(guard) = telemetry {
+        trace::finish(guard);
+    }
     // A task still blocked on standard input (`mcp serve` stopped by a signal while its
     // client keeps stdin open) would hold a plain drop of the runtime forever.
     runtime.shutdown_timeout(std::time::Duration::from_millis(250));

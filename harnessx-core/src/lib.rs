@@ -10,6 +10,7 @@ pub mod permission;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;
+pub mod telemetry;
 pub mod tool;
 
 #[doc(hidden)]

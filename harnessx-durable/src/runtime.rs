@@ -5,10 +5,11 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
+use tracing::{Instrument, Span};
 
 use harnessx_agent::model::{Message, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::{
-    Agent, AgentError, NeedsInput, NeedsInputKind, RunResult, call_ids_for_turn, history_safe,
+    Agent, AgentError, NeedsInput, NeedsInputKind, RunResult, call_ids_for_turn, history_safe, spans,
 };
 use harnessx_core::{
     ApprovalDecision, ApprovalRequest, ApprovalStore, ApprovalStoreError, DenyReason, PERMISSION_DENIED,
@@ -279,7 +280,27 @@ impl AgentRuntime {
             });
         }
         self.agent.check_tool_choice()?;
-        let outcome = self.drive_journaled(&run, &entries).await;
+        // The run's `invoke_agent` span, as for a direct run, with the run id; a resumed
+        // run (one with a journal to replay) says so.
+        let span = match self.agent.model() {
+            Some(model) => spans::invoke_agent(self.agent.name(), &**model),
+            None => Span::none(),
+        };
+        if !span.is_disabled() {
+            span.record("harnessx.run_id", run_id);
+            if !entries.is_empty() {
+                span.record("harnessx.replayed", true);
+            }
+        }
+        let outcome = self.drive_journaled(&run, &entries).instrument(span.clone()).await;
+        match &outcome {
+            Ok(result) => {
+                spans::record_usage(&span, &result.usage);
+                span.record("harnessx.turns", i64::from(result.turns));
+            }
+            Err(DurableError::Agent(e)) => spans::record_error(&span, spans::agent_error_type(e), e),
+            Err(e) => spans::record_error(&span, durable_error_type(e), e),
+        }
         if let Err(DurableError::Agent(e)) = &outcome {
             // Best effort: the run stays resumable whatever happens here.
             let _ = self.journal.append(
@@ -314,11 +335,17 @@ impl AgentRuntime {
         for turn in 1..=max_turns {
             let mut pending: Vec<Entry> = Vec::new();
             let response: ModelResponse = match state.responses.get(&turn) {
-                Some(r) => serde_json::from_value(r.clone()).map_err(|e| {
-                    JournalError::Storage(format!(
-                        "run {run_id:?}: the model response of turn {turn} cannot be read: {e}"
-                    ))
-                })?,
+                Some(r) => {
+                    let response: ModelResponse = serde_json::from_value(r.clone()).map_err(|e| {
+                        JournalError::Storage(format!(
+                            "run {run_id:?}: the model response of turn {turn} cannot be read: {e}"
+                        ))
+                    })?;
+                    if let Some(model) = self.agent.model() {
+                        spans::replayed_chat(&**model, &request, turn, &response);
+                    }
+                    response
+                }
                 None => {
                     let r = self.agent.complete(&request).await?;
                     pending.push(Entry::ModelResponse {
@@ -397,7 +424,7 @@ impl AgentRuntime {
         for (index, call) in calls.iter().enumerate() {
             let key = format!("{run_id}/{}", call.id);
             if let Some(result) = state.results.get(&call.id) {
-                batch.settle(index, result.clone());
+                batch.settle_replayed(index, result.clone());
                 continue;
             }
             if let Some(text) = state.answers.get(&call.id) {
@@ -545,6 +572,18 @@ impl AgentRuntime {
             return Ok(BatchEnd::Paused(needs));
         }
         Ok(BatchEnd::Done(outcomes.into_iter().map(|o| o.result).collect()))
+    }
+}
+
+/// The `error.type` of a durable run that failed outside the agent.
+fn durable_error_type(error: &DurableError) -> &'static str {
+    match error {
+        DurableError::Journal(_) => "journal",
+        DurableError::Mismatch { .. } => "mismatch",
+        DurableError::NotAwaited { .. } => "not_awaited",
+        DurableError::Completed(_) => "completed",
+        DurableError::Cluster(_) => "cluster",
+        DurableError::Agent(e) => spans::agent_error_type(e),
     }
 }
 

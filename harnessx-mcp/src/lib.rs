@@ -25,6 +25,8 @@ use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioC
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Mutex, Notify};
+use tracing::Instrument;
+use tracing::field::Empty;
 
 mod server;
 pub use server::{McpServing, McpTransport, serve_mcp};
@@ -585,7 +587,31 @@ fn definition(tool: &Tool, name: &str, link: &Arc<Link>) -> ToolDefinition {
             if let Value::Object(map) = args {
                 params = params.with_arguments(map);
             }
-            match service.call_tool(params).await {
+            // The request, a child of the call's `execute_tool` span (OpenTelemetry's MCP
+            // conventions: `tools/call {tool}`, a client span).
+            let span = tracing::info_span!(
+                target: "harnessx_mcp::client",
+                "mcp_request",
+                "otel.name" = %format_args!("tools/call {remote}"),
+                "otel.kind" = "client",
+                "mcp.method.name" = "tools/call",
+                "gen_ai.tool.name" = remote.as_str(),
+                "error.type" = Empty,
+                "otel.status_code" = Empty,
+                "otel.status_description" = Empty,
+            );
+            let called = service.call_tool(params).instrument(span.clone()).await;
+            let failed = match &called {
+                Ok(result) if result.is_error == Some(true) => Some("tool_error"),
+                Ok(_) => None,
+                Err(_) => Some("mcp_error"),
+            };
+            if let Some(kind) = failed {
+                span.record("error.type", kind);
+                span.record("otel.status_code", "ERROR");
+            }
+            drop(span);
+            match called {
                 Ok(result) => {
                     link.settle().await;
                     output(result)

@@ -105,6 +105,22 @@ pub trait Model: Send + Sync {
     /// A name for logs and events, e.g. `openai:gpt-4o`.
     fn name(&self) -> String;
 
+    /// Who serves the model, as spans record it (`gen_ai.provider.name`): `openai`,
+    /// `anthropic`, `test`. By default the part of [`name`](Model::name) before its
+    /// first `:`, or the whole name.
+    fn provider_name(&self) -> String {
+        let name = self.name();
+        name.split_once(':').map_or_else(|| name.clone(), |(provider, _)| provider.to_owned())
+    }
+
+    /// The model asked for, as spans record it (`gen_ai.request.model`, and the `chat
+    /// {model}` span name): by default the part of [`name`](Model::name) after its first
+    /// `:`, or the whole name.
+    fn model_name(&self) -> String {
+        let name = self.name();
+        name.split_once(':').map_or_else(|| name.clone(), |(_, model)| model.to_owned())
+    }
+
     /// Streams one response. The last item of a successful stream is [`ModelEvent::Done`].
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>>;
 

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::OnceCell;
 
 use crate::engine::events::{ToolEvent, ToolEventSink};
+use crate::engine::pipeline::Invoked;
 use crate::permission::PermissionManager;
-use crate::tool::call::ToolResult;
 
-type DedupeSlot = Arc<OnceCell<(ToolResult, bool)>>;
+type DedupeSlot = Arc<OnceCell<Invoked>>;
 
 /// The state one run shares across its tool calls: the permission manager, the event
 /// sink, and, when the registry deduplicates, the results of earlier identical calls.

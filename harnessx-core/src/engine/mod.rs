@@ -5,3 +5,4 @@ pub mod context;
 pub mod events;
 pub(crate) mod pipeline;
 pub mod serial;
+pub(crate) mod span;

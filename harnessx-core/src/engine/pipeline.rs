@@ -11,11 +11,13 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use futures_util::future::{join, join_all};
 use serde_json::Value;
+use tracing::{Instrument, Span};
 
 use crate::engine::blocking::run_blocking;
 use crate::engine::context::RunContext;
 use crate::engine::events::ToolEvent;
 use crate::engine::serial::SerialQueue;
+use crate::engine::span::{self, ErrorType};
 use crate::error::ToolError;
 use crate::permission::DenyReason;
 use crate::permission::PermissionLevel;
@@ -58,14 +60,16 @@ struct ReadyCall {
 }
 
 enum Prepared {
-    Done(ToolResult),
+    /// Answered without running: refused by a check (with why, for the span), or given
+    /// a result by [`PlannedBatch::settle`].
+    Done(ToolResult, Option<ErrorType>),
     Ready(ReadyCall),
 }
 
 impl Prepared {
     fn tool_name(&self) -> Option<&str> {
         match self {
-            Prepared::Done(_) => None,
+            Prepared::Done(..) => None,
             Prepared::Ready(c) => Some(c.tool.name()),
         }
     }
@@ -99,14 +103,20 @@ fn prepare(target: CallTarget, call: &ToolCall) -> Prepared {
     let CallTarget { tool, policy, serial } = target;
     let tool = match tool {
         Ok(t) => t,
-        Err(unknown) => return Prepared::Done(ToolResult::error(&call.id, &call.name, unknown)),
+        Err(unknown) => {
+            return Prepared::Done(
+                ToolResult::error(&call.id, &call.name, unknown),
+                Some(ErrorType::UnknownTool),
+            );
+        }
     };
+    let invalid = Some(ErrorType::InvalidArguments);
     let args = match parse_arguments(tool.name(), &call.arguments) {
         Ok(a) => a,
-        Err(msg) => return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg)),
+        Err(msg) => return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg), invalid),
     };
     if let Some(msg) = tool.check(&args) {
-        return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg));
+        return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg), invalid);
     }
     let serial = (!tool.definition().concurrent).then_some(serial);
     Prepared::Ready(ReadyCall { tool, args, policy, serial })
@@ -147,6 +157,8 @@ struct PlanItem {
     prepared: Prepared,
     authorized: bool,
     idempotency_key: Option<Arc<str>>,
+    /// Settled with a result replayed from a journal (marked on its span).
+    replayed: bool,
 }
 
 impl std::fmt::Debug for PlannedBatch {
@@ -160,7 +172,12 @@ impl PlannedBatch {
         let items = targets
             .into_iter()
             .zip(calls)
-            .map(|(t, c)| PlanItem { prepared: prepare(t, c), authorized: false, idempotency_key: None })
+            .map(|(t, c)| PlanItem {
+                prepared: prepare(t, c),
+                authorized: false,
+                idempotency_key: None,
+                replayed: false,
+            })
             .collect();
         Self { calls: calls.to_vec(), items }
     }
@@ -183,7 +200,7 @@ impl PlannedBatch {
     fn ready(&self, index: usize) -> Option<&ReadyCall> {
         match &self.items[index].prepared {
             Prepared::Ready(r) => Some(r),
-            Prepared::Done(_) => None,
+            Prepared::Done(..) => None,
         }
     }
 
@@ -218,7 +235,7 @@ impl PlannedBatch {
     /// or what [`settle`](Self::settle) gave it. `None` for a call that will run.
     pub fn result(&self, index: usize) -> Option<&ToolResult> {
         match &self.items[index].prepared {
-            Prepared::Done(r) => Some(r),
+            Prepared::Done(r, _) => Some(r),
             Prepared::Ready(_) => None,
         }
     }
@@ -226,7 +243,14 @@ impl PlannedBatch {
     /// Gives the call a result: it will not run, and `run_planned` returns this (as not
     /// run, not timed out). For results replayed from a journal, and for refusals.
     pub fn settle(&mut self, index: usize, result: ToolResult) {
-        self.items[index].prepared = Prepared::Done(result);
+        self.items[index].prepared = Prepared::Done(result, None);
+    }
+
+    /// Like [`settle`](Self::settle), for a result replayed from a journal: the call's
+    /// `execute_tool` span says so (`harnessx.replayed = true`).
+    pub fn settle_replayed(&mut self, index: usize, result: ToolResult) {
+        self.settle(index, result);
+        self.items[index].replayed = true;
     }
 
     /// Marks the call's permission as already granted: `run_planned` will not ask the
@@ -321,9 +345,15 @@ pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &R
     let mut concurrent = Vec::new();
     let mut serial = Vec::new();
     for (index, item) in items.into_iter().enumerate() {
-        let PlanItem { prepared, authorized, idempotency_key } = item;
+        let PlanItem { prepared, authorized, idempotency_key, replayed } = item;
+        // Each call's span is a child of the caller's span (current here and in
+        // `serial_run`), and its future runs inside it (`instrument`), so concurrent
+        // calls nest right. A serial call's span starts when its turn comes.
         match prepared {
-            Prepared::Done(result) => {
+            Prepared::Done(result, error) => {
+                // The result names the tool the call resolved to, or the name as written.
+                let span = span::tool_span(&calls[index], Some(&result.name), replayed);
+                span::record_result(&span, &result, error);
                 let outcome = CallOutcome { result, timed_out: false, ran: false };
                 finish(index, &outcome, ctx, hooks);
                 outcomes[index] = Some(outcome);
@@ -331,7 +361,8 @@ pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &R
             Prepared::Ready(ready) => {
                 let run = Run { index, authorized, key: idempotency_key };
                 if ready.serial.is_none() {
-                    concurrent.push(run_indexed(run, ready, &calls[index], ctx, hooks));
+                    let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
+                    concurrent.push(run_indexed(run, ready, &calls[index], ctx, hooks).instrument(span));
                 } else {
                     serial.push((run, ready));
                 }
@@ -342,7 +373,8 @@ pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &R
         let mut done = Vec::with_capacity(serial.len());
         for (run, ready) in serial {
             let index = run.index;
-            done.push(run_indexed(run, ready, &calls[index], ctx, hooks).await);
+            let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
+            done.push(run_indexed(run, ready, &calls[index], ctx, hooks).instrument(span).await);
         }
         done
     };
@@ -375,9 +407,19 @@ async fn run_indexed(
     hooks: &RunHooks,
 ) -> (usize, CallOutcome) {
     let index = run.index;
-    let outcome = run_ready(run, ready, call, ctx, hooks).await;
+    let (outcome, error) = run_ready(run, ready, call, ctx, hooks).await;
+    span::record_result(&Span::current(), &outcome.result, error);
     finish(index, &outcome, ctx, hooks);
     (index, outcome)
+}
+
+/// What running a handler gave: the result, whether its last attempt timed out, and
+/// why it is an error (for the span). Shared by identical calls when deduplicating.
+#[derive(Clone)]
+pub(crate) struct Invoked {
+    result: ToolResult,
+    timed_out: bool,
+    error: Option<ErrorType>,
 }
 
 async fn run_ready(
@@ -386,7 +428,7 @@ async fn run_ready(
     call: &ToolCall,
     ctx: &RunContext,
     hooks: &RunHooks,
-) -> CallOutcome {
+) -> (CallOutcome, Option<ErrorType>) {
     let name = ready.tool.name();
     let permission = ready.tool.definition().permission;
     let allowed = if run.authorized {
@@ -407,24 +449,26 @@ async fn run_ready(
     if let Err(reason) = allowed {
         tracing::info!(tool = &**name, call_id = %call.id, ?reason, "tool call denied");
         let result = ToolResult::error(&call.id, &**name, PERMISSION_DENIED);
-        return CallOutcome { result, timed_out: false, ran: false };
+        return (CallOutcome { result, timed_out: false, ran: false }, Some(ErrorType::PermissionDenied));
     }
     if ready.policy.dedupe_calls {
         let slot = ctx.dedupe_slot(name, canonical_json(&ready.args));
         let mut first_here = false;
-        let (first, timed_out) = slot
+        let Invoked { mut result, timed_out, error } = slot
             .get_or_init(|| {
                 first_here = true;
                 invoke(ready, &call.id, &run, hooks)
             })
             .await
             .clone();
-        let mut result = first;
+        if !first_here {
+            span::record_deduplicated(&Span::current());
+        }
         result.call_id.clone_from(&call.id);
-        return CallOutcome { result, timed_out, ran: first_here };
+        return (CallOutcome { result, timed_out, ran: first_here }, error);
     }
-    let (result, timed_out) = invoke(ready, &call.id, &run, hooks).await;
-    CallOutcome { result, timed_out, ran: true }
+    let Invoked { result, timed_out, error } = invoke(ready, &call.id, &run, hooks).await;
+    (CallOutcome { result, timed_out, ran: true }, error)
 }
 
 enum Outcome {
@@ -434,9 +478,8 @@ enum Outcome {
 }
 
 /// Runs the handler with the timeout, taking the serial turn if needed, retrying
-/// `safe`/`idempotent` tools per their retry policy. Returns the result and whether the
-/// last attempt timed out.
-async fn invoke(ready: ReadyCall, call_id: &str, run: &Run, hooks: &RunHooks) -> (ToolResult, bool) {
+/// `safe`/`idempotent` tools per their retry policy.
+async fn invoke(ready: ReadyCall, call_id: &str, run: &Run, hooks: &RunHooks) -> Invoked {
     let ReadyCall { tool, args, policy, serial } = ready;
     let _turn = match &serial {
         Some(queue) => Some(queue.acquire().await),
@@ -480,29 +523,35 @@ async fn invoke(ready: ReadyCall, call_id: &str, run: &Run, hooks: &RunHooks) ->
             }
             continue;
         }
-        let result = match outcome {
-            Outcome::Done(Ok(out)) => ToolResult::success(call_id, &**name, out),
-            Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => {
-                ToolResult::error(call_id, &**name, format!("{} (failed {attempt} attempts)", e.message()))
-            }
-            Outcome::Done(Err(e)) => ToolResult::error(call_id, &**name, e.message()),
+        let failed = Some(ErrorType::ToolError);
+        let (result, error) = match outcome {
+            Outcome::Done(Ok(out)) => (ToolResult::success(call_id, &**name, out), None),
+            Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => (
+                ToolResult::error(call_id, &**name, format!("{} (failed {attempt} attempts)", e.message())),
+                failed,
+            ),
+            Outcome::Done(Err(e)) => (ToolResult::error(call_id, &**name, e.message()), failed),
             Outcome::TimedOut => {
                 let mut text = timeout_message(name, timeout_secs);
                 if attempt > 1 {
                     text.push_str(&format!(" (timed out {attempt} attempts)"));
                 }
-                return (ToolResult::error(call_id, &**name, text), true);
+                let result = ToolResult::error(call_id, &**name, text);
+                return Invoked { result, timed_out: true, error: Some(ErrorType::Timeout) };
             }
-            Outcome::Panicked => ToolResult::error(
-                call_id,
-                &**name,
-                format!(
-                    "tool {} failed with an internal error; the details were logged for the operator",
-                    name
+            Outcome::Panicked => (
+                ToolResult::error(
+                    call_id,
+                    &**name,
+                    format!(
+                        "tool {} failed with an internal error; the details were logged for the operator",
+                        name
+                    ),
                 ),
+                Some(ErrorType::Panic),
             ),
         };
-        return (result, false);
+        return Invoked { result, timed_out: false, error };
     }
 }
 

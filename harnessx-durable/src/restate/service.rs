@@ -16,11 +16,12 @@ use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use harnessx_agent::model::{Message, ModelResponse};
-use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, call_ids_for_turn, history_safe};
+use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, call_ids_for_turn, history_safe, spans};
 use harnessx_core::{
     ApprovalDecision, ApprovalRequest, ApprovalStore, MemoryApprovalStore, PERMISSION_DENIED,
     PermissionLevel, PermissionManager, ReplayPolicy, RunContext, RunHooks, ToolCall, ToolResult,
 };
+use tracing::Instrument;
 
 use crate::runtime::DurableError;
 
@@ -202,10 +203,9 @@ fn promise_key(kind: NeedsInputKind, call_id: &str) -> String {
     }
 }
 
-#[restate_sdk::workflow]
 impl HarnessxRun {
-    #[handler]
-    async fn run(&self, ctx: WorkflowContext<'_>, input: Json<RunInput>) -> Result<String, HandlerError> {
+    /// The workflow's loop, inside its `invoke_agent` span.
+    async fn drive(&self, ctx: WorkflowContext<'_>, input: Json<RunInput>) -> Result<String, HandlerError> {
         let run_id = ctx.key().to_owned();
         let RunInput { prompt, expect } = input.into_inner();
         let (agent, here) = (&self.0.agent, &self.0.config);
@@ -378,6 +378,28 @@ impl HarnessxRun {
             ctx.set(EVENTS, Json(events.clone()));
         }
         Err(terminal(format!("the run used all {} turns", agent.config().max_turns)))
+    }
+}
+
+#[restate_sdk::workflow]
+impl HarnessxRun {
+    #[handler]
+    async fn run(&self, ctx: WorkflowContext<'_>, input: Json<RunInput>) -> Result<String, HandlerError> {
+        // Each attempt of the workflow (a first run, or a replay after a suspension or a
+        // failover) is an `invoke_agent` span. Model requests whose results the journal
+        // replays make no `chat` span; calls run by `HarnessxTool` are spans of their own
+        // (on whichever worker runs them).
+        let agent = &self.0.agent;
+        let span = match agent.model() {
+            Some(model) => spans::invoke_agent(agent.name(), &**model),
+            None => tracing::Span::none(),
+        };
+        span.record("harnessx.run_id", ctx.key());
+        let outcome = self.drive(ctx, input).instrument(span.clone()).await;
+        if let Err(e) = &outcome {
+            spans::record_error(&span, "restate", &format_args!("{e:?}"));
+        }
+        outcome
     }
 
     /// Decides on an ASK call the run waits on.
