@@ -119,6 +119,21 @@ fn trace_otlp_sends_the_spans_to_the_collector_the_variables_name() {
     }
 }
 
+#[test]
+fn an_unreachable_collector_is_said_on_stderr_and_the_run_still_succeeds() {
+    let dir = workspace();
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = Binary::new(env!("CARGO_BIN_EXE_harnessx"))
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &format!("http://127.0.0.1:{port}"))
+        .run(dir.path(), &["run", "Look around.", "--tools", "list_directory", "--trace", "otlp"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("Ran "), "{}", stdout(&out));
+    let err = stderr(&out);
+    let line = err.lines().find(|l| l.contains("--trace")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.starts_with("harnessx: --trace: could not export every span: "), "{err}");
+}
+
 /// The "done": `run --tool-choice required --trace FILE` against a loopback
 /// OpenAI-compatible server gives a tool call, a final answer and a trace with one
 /// `invoke_agent` span, its `chat` and `execute_tool` children and the GenAI attributes.

@@ -23,13 +23,15 @@
 mod file;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::resource::{EnvResourceDetector, TelemetryResourceDetector};
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
@@ -89,6 +91,8 @@ pub enum TelemetryError {
 #[derive(Debug)]
 pub struct TelemetryGuard {
     provider: Option<SdkTracerProvider>,
+    /// The first export that failed, reported by [`shutdown`](Self::shutdown).
+    failure: Failure,
 }
 
 impl TelemetryGuard {
@@ -107,10 +111,13 @@ impl TelemetryGuard {
     }
 
     fn shutdown_provider(&mut self) -> Result<(), TelemetryError> {
-        match self.provider.take() {
-            Some(p) => {
-                p.shutdown_with_timeout(SHUTDOWN_TIMEOUT).map_err(|e| TelemetryError::Shutdown(e.to_string()))
-            }
+        let Some(provider) = self.provider.take() else { return Ok(()) };
+        provider
+            .shutdown_with_timeout(SHUTDOWN_TIMEOUT)
+            .map_err(|e| TelemetryError::Shutdown(e.to_string()))?;
+        // The SDK only logs a failed export; an unreachable collector is said here.
+        match self.failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(e) => Err(TelemetryError::Shutdown(e)),
             None => Ok(()),
         }
     }
@@ -138,9 +145,9 @@ impl Drop for TelemetryGuard {
 /// // ... runs ...
 /// ```
 pub fn init(target: TraceTarget) -> Result<TelemetryGuard, TelemetryError> {
-    let (provider, dispatch) = build(target)?;
+    let (provider, failure, dispatch) = build(target)?;
     tracing::dispatcher::set_global_default(dispatch).map_err(|_| TelemetryError::AlreadyInstalled)?;
-    Ok(TelemetryGuard { provider: Some(provider) })
+    Ok(TelemetryGuard { provider: Some(provider), failure })
 }
 
 /// Like [`init`], for the current thread only, until the second guard is dropped: for
@@ -149,20 +156,55 @@ pub fn init(target: TraceTarget) -> Result<TelemetryGuard, TelemetryError> {
 pub fn init_for_current_thread(
     target: TraceTarget,
 ) -> Result<(TelemetryGuard, tracing::dispatcher::DefaultGuard), TelemetryError> {
-    let (provider, dispatch) = build(target)?;
+    let (provider, failure, dispatch) = build(target)?;
     let scope = tracing::dispatcher::set_default(&dispatch);
-    Ok((TelemetryGuard { provider: Some(provider) }, scope))
+    Ok((TelemetryGuard { provider: Some(provider), failure }, scope))
 }
 
-fn build(target: TraceTarget) -> Result<(SdkTracerProvider, tracing::Dispatch), TelemetryError> {
+/// The first failed export's error, shared by an exporter and its guard.
+type Failure = Arc<Mutex<Option<String>>>;
+
+/// An exporter that remembers its first failed export, so that the guard can report it.
+#[derive(Debug)]
+struct Reporting<E> {
+    inner: E,
+    failure: Failure,
+}
+
+impl<E: SpanExporter> SpanExporter for Reporting<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let result = self.inner.export(batch).await;
+        if let Err(e) = &result {
+            self.failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| e.to_string());
+        }
+        result
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+fn build(target: TraceTarget) -> Result<(SdkTracerProvider, Failure, tracing::Dispatch), TelemetryError> {
     let builder = SdkTracerProvider::builder().with_resource(resource());
+    let failure = Failure::default();
+    let reporting = |inner| Reporting { inner, failure: failure.clone() };
     let provider = match target {
-        TraceTarget::Otlp => builder.with_batch_exporter(otlp(None)?),
-        TraceTarget::OtlpEndpoint(url) => builder.with_batch_exporter(otlp(Some(&url))?),
-        TraceTarget::File(path) => builder.with_batch_exporter(
-            JsonLinesExporter::create(&path)
+        TraceTarget::Otlp => builder.with_batch_exporter(reporting(otlp(None)?)),
+        TraceTarget::OtlpEndpoint(url) => builder.with_batch_exporter(reporting(otlp(Some(&url))?)),
+        TraceTarget::File(path) => builder.with_batch_exporter(Reporting {
+            inner: JsonLinesExporter::create(&path)
                 .map_err(|source| TelemetryError::File { path: path.clone(), source })?,
-        ),
+            failure: failure.clone(),
+        }),
     }
     .build();
     let tracer = provider.tracer("harnessx");
@@ -180,7 +222,7 @@ fn build(target: TraceTarget) -> Result<(SdkTracerProvider, tracing::Dispatch), 
         .with_tracked_inactivity(false)
         .with_filter(targets);
     let subscriber = tracing_subscriber::registry().with(layer);
-    Ok((provider, tracing::Dispatch::new(subscriber)))
+    Ok((provider, failure, tracing::Dispatch::new(subscriber)))
 }
 
 /// `service.name` from `OTEL_SERVICE_NAME`, else `OTEL_RESOURCE_ATTRIBUTES`, else
