@@ -341,3 +341,59 @@ async fn a_loopback_server_gets_required_then_nothing_and_the_run_ends_with_an_a
     let tool = bodies[1]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
     assert_eq!(tool["content"], "found \"x\"");
 }
+
+fn weather() -> ToolDefinition {
+    ToolDefinition::new(
+        "get_weather",
+        "Weather for a place.",
+        json!({"type": "object"}),
+        ToolHandler::from_async(|_, _| async move { Ok("Sunny, 21 °C.".into()) }),
+    )
+}
+
+/// Recorded provider streams (a tool call, then text) replayed on loopback, at every
+/// split: the forced choice goes on the first request only, and the run ends.
+#[tokio::test]
+async fn recorded_streams_under_a_forced_choice_reset_after_the_call() {
+    for split in common::SPLITS {
+        let server = Server::start(vec![
+            Reply::sse(common::fixture("openai/chat_stream_single_tool_gpt4o.sse"), split),
+            Reply::sse(common::fixture("openai/chat_stream_text_only_gpt4o.sse"), split),
+        ]);
+        let agent = Agent::builder()
+            .model(OpenAiModel::new("gpt-4o").base_url(format!("{}/v1", server.url)).without_api_key())
+            .tool(weather())
+            .config(config(ToolChoice::Required, true))
+            .build()
+            .unwrap();
+        let result = agent.run("Weather?").await.unwrap();
+        assert_eq!(result.turns, 2, "split {split:?}");
+        let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+        assert_eq!(bodies[0]["tool_choice"], "required", "split {split:?}");
+        assert_eq!(bodies[1].get("tool_choice"), None, "split {split:?}: {}", bodies[1]);
+
+        let server = Server::start(vec![
+            Reply::sse(common::fixture("anthropic/messages_stream_text_then_tool_use.sse"), split),
+            Reply::sse(common::fixture("anthropic/messages_stream_text_only.sse"), split),
+        ]);
+        let agent = Agent::builder()
+            .model(AnthropicModel::new("claude-sonnet-4-5").base_url(&server.url).api_key("sk-ant-test"))
+            .tool(weather())
+            .config(AgentConfig { parallel_tool_calls: Some(false), ..config(forced(), true) })
+            .build()
+            .unwrap();
+        let result = agent.run("Weather?").await.unwrap();
+        assert_eq!(result.turns, 2, "split {split:?}");
+        let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+        assert_eq!(
+            bodies[0]["tool_choice"],
+            json!({"type": "tool", "name": "get_weather", "disable_parallel_tool_use": true}),
+            "split {split:?}"
+        );
+        assert_eq!(
+            bodies[1]["tool_choice"],
+            json!({"type": "auto", "disable_parallel_tool_use": true}),
+            "split {split:?}: reset to auto, parallel calls still off"
+        );
+    }
+}
