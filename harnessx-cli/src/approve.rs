@@ -27,7 +27,7 @@ impl Progress {
         self.held.push(line);
         if let Ok(_free) = TERMINAL.try_lock() {
             for line in self.held.drain(..) {
-                eprintln!("{line}");
+                errln!("{line}");
             }
         }
     }
@@ -36,7 +36,7 @@ impl Progress {
     pub(crate) fn flush(&mut self) {
         let _free = terminal();
         for line in self.held.drain(..) {
-            eprintln!("{line}");
+            errln!("{line}");
         }
     }
 }

@@ -166,7 +166,7 @@ pub(crate) async fn start(
         return Err(CliError::Usage("--run-id must not be empty".into()));
     }
     let runtime = AgentRuntime::new(agent, Arc::new(open_journal(journal)?));
-    eprintln!("harnessx: run id {run_id}");
+    errln!("harnessx: run id {run_id}");
     let outcome = runtime.start(&run_id, prompt).await;
     // Stops its MCP servers.
     runtime.agent().close().await;
@@ -197,7 +197,7 @@ pub(crate) async fn approve(args: ApproveArgs) -> Result<ExitCode, CliError> {
     let runtime = journal_runtime(&journal)?;
     runtime.approve(&args.run_id, &args.call_id, args.decision.into()).map_err(CliError::failed)?;
     let decision = args.decision.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default();
-    eprintln!(
+    errln!(
         "harnessx: recorded {decision} for call {} of run {}; continue it with: harnessx resume {} --durable {} (and the run's flags)",
         args.call_id,
         args.run_id,
@@ -215,7 +215,7 @@ pub(crate) async fn answer(args: AnswerArgs) -> Result<ExitCode, CliError> {
     let journal = args.backend.journal();
     let runtime = journal_runtime(&journal)?;
     runtime.answer(&args.run_id, &args.call_id, &args.text).map_err(CliError::failed)?;
-    eprintln!(
+    errln!(
         "harnessx: recorded the answer for call {} of run {}; continue it with: harnessx resume {} --durable {} (and the run's flags)",
         args.call_id,
         args.run_id,
@@ -285,7 +285,7 @@ fn report(
             "output": stopped.output,
             "needs_input": stopped.needs_input,
         });
-        println!("{object}");
+        outln!("{object}");
     } else {
         print_stopped(&stopped, next);
     }
@@ -299,39 +299,38 @@ fn report(
 fn print_stopped(stopped: &Stopped<'_>, next: &Continue<'_>) {
     let output = stopped.output.as_deref().unwrap_or("");
     match stopped.status {
-        RunStatus::Completed => println!("{output}"),
+        RunStatus::Completed => outln!("{output}"),
         RunStatus::Failed => {
-            eprintln!("harnessx: the run failed: {output}");
-            eprintln!("harnessx: resume it with: {}", next.resume_command());
+            errln!("harnessx: the run failed: {output}");
+            errln!("harnessx: resume it with: {}", next.resume_command());
         }
         RunStatus::Running => {
-            eprintln!(
+            errln!(
                 "harnessx: run {} stopped while running; resume it with: {}",
                 next.run_id,
                 next.resume_command()
             );
         }
         RunStatus::NeedsInput => {
-            eprintln!("harnessx: run {} is waiting for input:", next.run_id);
+            errln!("harnessx: run {} is waiting for input:", next.run_id);
             for n in &stopped.needs_input {
-                eprintln!("  {}", awaited(n));
-                eprintln!("    {}", n.reason);
+                errln!("  {}", awaited(n));
+                errln!("    {}", n.reason);
             }
-            eprintln!("Then continue it:");
+            errln!("Then continue it:");
             for n in &stopped.needs_input {
                 let (run, call) = (shell_word(next.run_id), shell_word(&n.call_id));
                 match n.kind {
-                    NeedsInputKind::Approval => eprintln!(
+                    NeedsInputKind::Approval => errln!(
                         "  harnessx approve {run} {call} --durable {} [--decision approve|session|deny]",
                         next.journal()
                     ),
-                    NeedsInputKind::Outcome => eprintln!(
-                        "  harnessx answer {run} {call} 'WHAT HAPPENED' --durable {}",
-                        next.journal()
-                    ),
+                    NeedsInputKind::Outcome => {
+                        errln!("  harnessx answer {run} {call} 'WHAT HAPPENED' --durable {}", next.journal())
+                    }
                 }
             }
-            eprintln!("  {}", next.resume_command());
+            errln!("  {}", next.resume_command());
         }
     }
 }

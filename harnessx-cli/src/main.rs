@@ -3,6 +3,20 @@
 //! Exit status: 0 for a result, 1 for an error result (or a failed run), 2 for a usage
 //! error, 3 when a durable run stopped to wait for input ([`durable_cmd::NEEDS_INPUT`]).
 
+/// `println!` to standard output through [`emit`].
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::emit(::std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` to standard error through [`emit`].
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::emit(::std::io::stderr(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod approve;
 mod durable_cmd;
 mod mcp_cmd;
@@ -101,13 +115,34 @@ impl CliError {
     }
 }
 
+/// Writes `args` to `out` (standard output or error). A reader that went away
+/// (`harnessx run ... 2>&1 | head`) is not an error: the command goes on (a run is not
+/// cut off half-way through a tool call) and the text is dropped, where `println!` would
+/// panic. Any other write error (a full disk) ends the process with status 74
+/// (`EX_IOERR`), after saying so on standard error if it can.
+pub(crate) fn emit(out: impl std::io::Write, args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    if let Err(e) = write_out(out, args) {
+        let _ = writeln!(std::io::stderr(), "harnessx: cannot write the output: {e}");
+        std::process::exit(74);
+    }
+}
+
+/// Writes `args` to `out`; a reader that went away is not an error (the text is dropped).
+pub(crate) fn write_out(mut out: impl std::io::Write, args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    match out.write_fmt(args) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
 fn main() -> ExitCode {
     harnessx::builtin::link();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("harnessx: could not start the async runtime: {e}");
+            errln!("harnessx: could not start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -115,7 +150,7 @@ fn main() -> ExitCode {
     let telemetry = match cli.trace.map(trace::start).transpose() {
         Ok(guard) => guard,
         Err(CliError::Usage(message) | CliError::Failed(message)) => {
-            eprintln!("harnessx: {message}");
+            errln!("harnessx: {message}");
             return ExitCode::from(2);
         }
     };
@@ -140,11 +175,11 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(CliError::Usage(message)) => {
-            eprintln!("harnessx: {message}");
+            errln!("harnessx: {message}");
             ExitCode::from(2)
         }
         Err(CliError::Failed(message)) => {
-            eprintln!("harnessx: {message}");
+            errln!("harnessx: {message}");
             ExitCode::FAILURE
         }
     }

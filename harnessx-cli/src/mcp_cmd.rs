@@ -102,9 +102,9 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
     };
     let server = serve_mcp(registry, manager, transport).await.map_err(CliError::failed)?;
     if let (Some(url), Some(addr)) = (server.url(), server.local_addr()) {
-        eprintln!("harnessx: serving MCP at {url}");
+        errln!("harnessx: serving MCP at {url}");
         if !addr.ip().is_loopback() {
-            eprintln!(
+            errln!(
                 "harnessx: warning: {addr} is not a loopback address and MCP's HTTP has no authentication here; whoever reaches it can call these tools"
             );
         }

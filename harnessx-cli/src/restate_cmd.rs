@@ -72,9 +72,9 @@ pub(crate) async fn worker(args: WorkerArgs) -> Result<ExitCode, CliError> {
     if args.json {
         let line =
             json!({"listen": addr.to_string(), "uri": uri, "deployment": deployment, "config": config});
-        println!("{line}");
+        outln!("{line}");
     }
-    eprintln!(
+    errln!(
         "harnessx: worker serving {} at {uri}{}; stop it with Ctrl-C or SIGTERM",
         config.summary,
         deployment.as_deref().map(|id| format!(" (deployment {id})")).unwrap_or_default()
@@ -170,7 +170,7 @@ impl Cluster {
             .submit_expecting(&run_id, prompt, self.expect.as_ref())
             .await
             .map_err(CliError::failed)?;
-        eprintln!("harnessx: run id {run_id} on {}", self.ingress);
+        errln!("harnessx: run id {run_id} on {}", self.ingress);
         self.follow(&run_id, json).await
     }
 
@@ -185,7 +185,7 @@ impl Cluster {
             .runtime
             .wait(run_id, |event| {
                 if !json {
-                    eprintln!("  {event}");
+                    errln!("  {event}");
                 }
             })
             .await
@@ -201,7 +201,7 @@ impl Cluster {
         decision: ApprovalDecision,
     ) -> Result<ExitCode, CliError> {
         self.runtime.approve(run_id, call_id, decision).await.map_err(CliError::failed)?;
-        eprintln!(
+        errln!(
             "harnessx: recorded the decision for call {call_id} of run {run_id}; it goes on by itself. Follow it with: harnessx resume {} --restate {}",
             shell_word(run_id),
             shell_word(&self.ingress)
@@ -212,7 +212,7 @@ impl Cluster {
     /// `answer RUN CALL TEXT --restate URL`.
     pub(crate) async fn answer(&self, run_id: &str, call_id: &str, text: &str) -> Result<ExitCode, CliError> {
         self.runtime.answer(run_id, call_id, text).await.map_err(CliError::failed)?;
-        eprintln!(
+        errln!(
             "harnessx: recorded the answer for call {call_id} of run {run_id}; it goes on by itself. Follow it with: harnessx resume {} --restate {}",
             shell_word(run_id),
             shell_word(&self.ingress)
@@ -228,31 +228,31 @@ impl Cluster {
                 "output": state.output,
                 "needs_input": state.needs_input,
             });
-            println!("{object}");
+            outln!("{object}");
         } else {
             let (run, url) = (shell_word(&state.run_id), shell_word(&self.ingress));
             let output = state.output.as_deref().unwrap_or("");
             match state.status {
-                RunStatus::Completed => println!("{output}"),
-                RunStatus::Failed => eprintln!("harnessx: the run failed: {output}"),
-                RunStatus::Running => eprintln!("harnessx: run {run} is still running"),
+                RunStatus::Completed => outln!("{output}"),
+                RunStatus::Failed => errln!("harnessx: the run failed: {output}"),
+                RunStatus::Running => errln!("harnessx: run {run} is still running"),
                 RunStatus::NeedsInput => {
-                    eprintln!("harnessx: run {run} is waiting for input:");
+                    errln!("harnessx: run {run} is waiting for input:");
                     for n in &state.needs_input {
-                        eprintln!("  {}", awaited(n));
-                        eprintln!("    {}", n.reason);
+                        errln!("  {}", awaited(n));
+                        errln!("    {}", n.reason);
                     }
-                    eprintln!(
+                    errln!(
                         "Answer it (it then goes on by itself; `harnessx resume {run} --restate {url}` follows it):"
                     );
                     for n in &state.needs_input {
                         let call = shell_word(&n.call_id);
                         match n.kind {
-                            NeedsInputKind::Approval => eprintln!(
+                            NeedsInputKind::Approval => errln!(
                                 "  harnessx approve {run} {call} --restate {url} [--decision approve|session|deny]"
                             ),
                             NeedsInputKind::Outcome => {
-                                eprintln!("  harnessx answer {run} {call} 'WHAT HAPPENED' --restate {url}")
+                                errln!("  harnessx answer {run} {call} 'WHAT HAPPENED' --restate {url}")
                             }
                         }
                     }

@@ -195,7 +195,7 @@ fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, CliEr
             if base_url.is_some() {
                 return Err(CliError::Usage("--base-url needs an openai: or anthropic: model".into()));
             }
-            eprintln!("{TEST_MODEL_NOTICE}");
+            errln!("{TEST_MODEL_NOTICE}");
             Ok(Arc::new(TestModel::new()))
         }
         "openai" if !name.is_empty() => {
@@ -366,7 +366,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             AgentEvent::ModelRequest { .. } => printed_text = false,
             AgentEvent::Error { message } => {
                 progress.flush();
-                eprintln!("harnessx: the run failed: {message}");
+                errln!("harnessx: the run failed: {message}");
             }
             _ => {}
         }

@@ -39,10 +39,10 @@ pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
             let runtime = journal_runtime(&journal)?;
             let runs = runtime.journal().list_runs().map_err(CliError::failed)?;
             if json {
-                println!("{}", serde_json::to_string(&runs).map_err(CliError::failed)?);
+                outln!("{}", serde_json::to_string(&runs).map_err(CliError::failed)?);
             } else {
                 for run in &runs {
-                    println!("{}", list_line(run));
+                    outln!("{}", list_line(run));
                 }
             }
         }
@@ -54,7 +54,7 @@ pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
                 None => Vec::new(), // removed since `status` read it
             };
             if json {
-                println!("{}", json!({"report": report, "entries": entries}));
+                outln!("{}", json!({"report": report, "entries": entries}));
             } else {
                 print_report(&report, &entries);
             }
@@ -75,22 +75,22 @@ fn list_line(run: &RunRecord) -> String {
 
 fn print_report(report: &RunReport, entries: &[JournalEntry]) {
     let run = &report.run;
-    println!("run {}", run.run_id);
-    println!("status: {}", run.status.as_str());
-    println!("prompt: {}", one_line(&run.prompt, 200));
-    println!("created: {}  updated: {}", utc(run.created_at_ms), utc(run.updated_at_ms));
-    println!("turns: {}  calls with a result: {}", report.turns, report.calls);
+    outln!("run {}", run.run_id);
+    outln!("status: {}", run.status.as_str());
+    outln!("prompt: {}", one_line(&run.prompt, 200));
+    outln!("created: {}  updated: {}", utc(run.created_at_ms), utc(run.updated_at_ms));
+    outln!("turns: {}  calls with a result: {}", report.turns, report.calls);
     if let Some(output) = &run.output {
-        println!("output:\n{output}");
+        outln!("output:\n{output}");
     }
     for n in &report.needs_input {
-        println!("waiting for {}", awaited(n));
-        println!("  {}", n.reason);
+        outln!("waiting for {}", awaited(n));
+        outln!("  {}", n.reason);
     }
-    println!("entries:");
+    outln!("entries:");
     for e in entries {
         let (kind, summary) = summary(&e.entry);
-        println!("{:>4} {kind:<14} {summary}", e.seq);
+        outln!("{:>4} {kind:<14} {summary}", e.seq);
     }
 }
 

@@ -122,13 +122,8 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
 /// Writes to standard output. A reader that went away (`harnessx tools call .. | head`)
 /// is not an error: there is no one left to tell.
 pub(crate) fn out(text: &str) -> Result<(), CliError> {
-    use std::io::Write as _;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(CliError::Failed(format!("writing to standard output: {e}")))
-        }
-        _ => Ok(()),
-    }
+    crate::write_out(std::io::stdout().lock(), format_args!("{text}"))
+        .map_err(|e| CliError::Failed(format!("writing to standard output: {e}")))
 }
 
 /// The whole of standard input, as the arguments of `tools call NAME -`.

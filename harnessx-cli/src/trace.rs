@@ -24,7 +24,7 @@ pub(crate) fn start(target: TraceTarget) -> Result<TelemetryGuard, CliError> {
 /// Flushes the last spans and stops the exporter; a failed export is reported, not fatal.
 pub(crate) fn finish(guard: TelemetryGuard) {
     if let Err(e) = guard.shutdown() {
-        eprintln!("harnessx: --trace: {e}");
+        errln!("harnessx: --trace: {e}");
     }
 }
 

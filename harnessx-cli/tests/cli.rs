@@ -282,3 +282,31 @@ fn run_in_a_non_utf8_directory_fails_clearly_instead_of_dropping_the_file_tools(
     assert!(stderr(&out).contains("--base-path"), "{}", stderr(&out));
     assert!(stdout(&out).is_empty(), "the run must not start: {}", stdout(&out));
 }
+
+/// `harnessx run ... 2>&1 | head`: standard output and error whose reader is gone. The
+/// run goes on to its end and exits as it would have (no panic, no status 101); so do
+/// the listing commands.
+#[test]
+fn a_reader_that_went_away_is_not_a_crash() {
+    let dir = workspace();
+    for args in [
+        &["run", "Look around.", "--tools", "list_directory,read_file"][..],
+        &["run", "Look around.", "--tools", "list_directory", "--json"],
+        &["tools", "list"],
+        &["tools", "call", "list_directory", "{}"],
+    ] {
+        // The read end is closed before the command starts: every write to either
+        // stream fails with a broken pipe.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let status = Command::new(env!("CARGO_BIN_EXE_harnessx"))
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(writer.try_clone().unwrap()))
+            .stderr(Stdio::from(writer))
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(0), "{args:?}: {status}");
+    }
+}
