@@ -48,17 +48,6 @@ fn config() -> AgentConfig {
     AgentConfig { planning: false, stream: false, ..AgentConfig::default() }
 }
 
-/// The tool messages the last request sent back, by call id.
-fn tool_messages(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| (m["tool_call_id"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned()))
-        .collect()
-}
-
 #[tokio::test]
 async fn openai_model_opens_a_skill_then_reads_its_reference_file() {
     let server = Server::start(vec![
@@ -87,7 +76,7 @@ async fn openai_model_opens_a_skill_then_reads_its_reference_file() {
     for body in &bodies {
         assert_eq!(&body["messages"][0], system, "the system prompt is the same on every request");
     }
-    let tools = tool_messages(&bodies[2]);
+    let tools = harnessx_test_support::openai_tool_messages(&bodies[2]);
     assert_eq!(tools[0].0, "call_1");
     assert!(tools[0].1.starts_with("# Filling PDF forms"), "{}", tools[0].1);
     assert!(tools[0].1.contains("- skills/pdf-forms/reference/fields.md"), "{}", tools[0].1);
@@ -124,7 +113,7 @@ async fn openai_model_searches_reads_and_walks_the_knowledge_graph() {
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["search_concepts", "read_concept", "get_neighbors"]);
-    let tools = tool_messages(&bodies[3]);
+    let tools = harnessx_test_support::openai_tool_messages(&bodies[3]);
     assert!(tools[0].1.starts_with("1. white-dwarf — White dwarf: "), "{}", tools[0].1);
     assert!(
         tools[1].1.starts_with("# White dwarf\nid: white-dwarf\naliases: degenerate dwarf\n"),

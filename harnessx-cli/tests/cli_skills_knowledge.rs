@@ -35,17 +35,6 @@ fn answer(text: &str) -> Reply {
     ]))
 }
 
-/// The tool results the last request carried, by call id.
-fn tool_results(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| (m["tool_call_id"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned()))
-        .collect()
-}
-
 #[test]
 fn the_model_loads_a_skill_reads_its_reference_and_walks_the_knowledge() {
     let dir = tempfile::tempdir().unwrap();
@@ -107,7 +96,7 @@ fn the_model_loads_a_skill_reads_its_reference_and_walks_the_knowledge() {
     // The prompt block is the same on every request (cache-friendly).
     assert!(bodies.iter().all(|b| b["messages"][0]["content"] == bodies[0]["messages"][0]["content"]));
 
-    let results = tool_results(&bodies[5]);
+    let results = harnessx_test_support::openai_tool_messages(&bodies[5]);
     let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(ids, ["call_1", "call_2", "call_3", "call_4", "call_5"]);
     assert!(results[0].1.contains("- skills/pdf-forms/reference/fields.md"), "{}", results[0].1);

@@ -47,3 +47,21 @@ pub fn fixture_json(relative: &str) -> Value {
     serde_json::from_slice(&fixture_bytes(relative))
         .unwrap_or_else(|e| panic!("parsing fixture {relative}: {e}"))
 }
+
+/// The tool results an OpenAI-compatible request body carries back to the model, in
+/// order, as (call id, content).
+pub fn openai_tool_messages(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
