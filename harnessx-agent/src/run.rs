@@ -58,7 +58,7 @@ impl Agent {
         }
         let model = self.model.clone().ok_or(AgentError::NoModel)?;
         self.check_tool_choice()?;
-        let span = spans::invoke_agent(self.name(), &*model);
+        let span = spans::invoke_agent(self);
         let outcome = self.run_loop(model, history, prompt, events).instrument(span.clone()).await;
         spans::record_run(&span, &outcome);
         outcome

@@ -19,13 +19,16 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use crate::model::{FinishReason, Message, Model, ModelError, ModelRequest, ModelResponse, Usage};
-use crate::{AgentError, RunResult};
+use crate::{Agent, AgentError, RunResult};
 use harnessx_core::telemetry::capture_content;
 
-/// The span of a run: `invoke_agent {agent name}` (`invoke_agent` for an agent without
-/// a name), a child of the current span. Enter it (or `instrument` the run with it) and
-/// finish with [`record_run`] or [`record_usage`] and [`record_error`].
-pub fn invoke_agent(agent_name: Option<&str>, model: &dyn Model) -> Span {
+/// The span of a run of `agent`: `invoke_agent {agent name}` (`invoke_agent` for an
+/// agent without a name), a child of the current span; none for an agent without a
+/// model, which cannot run. Enter it (or `instrument` the run with it) and finish with
+/// [`record_run`], or [`record_result`] or [`record_error`].
+pub fn invoke_agent(agent: &Agent) -> Span {
+    let Some(model) = agent.model() else { return Span::none() };
+    let agent_name = agent.name();
     let span = tracing::info_span!(
         target: "harnessx_agent::run",
         "invoke_agent",
@@ -58,12 +61,15 @@ pub fn record_run(span: &Span, outcome: &Result<RunResult, AgentError>) {
         return;
     }
     match outcome {
-        Ok(result) => {
-            record_usage(span, &result.usage);
-            span.record("harnessx.turns", i64::from(result.turns));
-        }
+        Ok(result) => record_result(span, result),
         Err(e) => record_error(span, agent_error_type(e), e),
     }
+}
+
+/// Records a finished run on its `invoke_agent` span: usage totals and turns.
+pub fn record_result(span: &Span, result: &RunResult) {
+    record_usage(span, &result.usage);
+    span.record("harnessx.turns", i64::from(result.turns));
 }
 
 /// Records token totals (`gen_ai.usage.input_tokens` / `output_tokens`) on a span.

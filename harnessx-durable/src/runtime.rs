@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
-use tracing::{Instrument, Span};
+use tracing::Instrument;
 
 use harnessx_agent::model::{Message, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::{
@@ -282,10 +282,7 @@ impl AgentRuntime {
         self.agent.check_tool_choice()?;
         // The run's `invoke_agent` span, as for a direct run, with the run id; a resumed
         // run (one with a journal to replay) says so.
-        let span = match self.agent.model() {
-            Some(model) => spans::invoke_agent(self.agent.name(), &**model),
-            None => Span::none(),
-        };
+        let span = spans::invoke_agent(&self.agent);
         if !span.is_disabled() {
             span.record("harnessx.run_id", run_id);
             if !entries.is_empty() {
@@ -294,10 +291,7 @@ impl AgentRuntime {
         }
         let outcome = self.drive_journaled(&run, &entries).instrument(span.clone()).await;
         match &outcome {
-            Ok(result) => {
-                spans::record_usage(&span, &result.usage);
-                span.record("harnessx.turns", i64::from(result.turns));
-            }
+            Ok(result) => spans::record_result(&span, result),
             Err(DurableError::Agent(e)) => spans::record_error(&span, spans::agent_error_type(e), e),
             Err(e) => spans::record_error(&span, durable_error_type(e), e),
         }

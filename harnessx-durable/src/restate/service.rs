@@ -389,11 +389,7 @@ impl HarnessxRun {
         // failover) is an `invoke_agent` span. Model requests whose results the journal
         // replays make no `chat` span; calls run by `HarnessxTool` are spans of their own
         // (on whichever worker runs them).
-        let agent = &self.0.agent;
-        let span = match agent.model() {
-            Some(model) => spans::invoke_agent(agent.name(), &**model),
-            None => tracing::Span::none(),
-        };
+        let span = spans::invoke_agent(&self.0.agent);
         span.record("harnessx.run_id", ctx.key());
         let outcome = self.drive(ctx, input).instrument(span.clone()).await;
         if let Err(e) = &outcome {
