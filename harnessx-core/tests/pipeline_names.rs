@@ -91,6 +91,70 @@ async fn a_prefix_combines_with_a_case_or_separator_repair() {
     assert_eq!(counters["search_web"].get(), 3);
 }
 
+// Regression: with a camelCase tool `searchWeb`, the case-only variants `searchweb`,
+// `SEARCHWEB` and `Searchweb` were "Unknown tool" (the key split at camelCase before it
+// lower-cased), and with `searchweb` registered, `searchWeb` was not repaired.
+#[tokio::test]
+async fn case_separators_and_prefixes_combine_for_names_of_every_style() {
+    let styles: [(&str, &[&str]); 5] = [
+        (
+            "searchWeb",
+            &[
+                "searchweb",
+                "SEARCHWEB",
+                "Searchweb",
+                "SearchWeb",
+                "search_web",
+                "search-web",
+                "Search.Web",
+                "search web",
+                "functions.searchweb",
+                "tools.SEARCH_WEB",
+                "default_api:Search-web",
+            ],
+        ),
+        (
+            "searchweb",
+            &["searchWeb", "SearchWeb", "SEARCHWEB", "search_web", "Search-Web", "functions.searchWeb"],
+        ),
+        ("SearchWeb", &["searchweb", "searchWeb", "SEARCH_WEB", "search.web", "tools.searchweb"]),
+        ("SEARCH_WEB", &["search_web", "searchWeb", "searchweb", "Search-Web", "default_api:searchweb"]),
+        (
+            "get-HTTPResponse",
+            &[
+                "getHttpResponse",
+                "get_http_response",
+                "GETHTTPRESPONSE",
+                "gethttpresponse",
+                "functions.get.http.response",
+            ],
+        ),
+    ];
+    for (registered, variants) in styles {
+        let (registry, counters) = registry_of(&[registered, "fetch_url", "read_file"]);
+        for (i, requested) in variants.iter().enumerate() {
+            let result = registry.execute(&call(&format!("c{i}"), requested, "{}"), None).await;
+            assert!(!result.is_error, "{registered}: {requested:?}: {}", result.content);
+            assert_eq!(result.content, format!("ran {registered}"), "{requested:?}");
+            assert_eq!(result.name, registered, "{requested:?}");
+            assert_eq!(registry.resolve_name(requested).as_deref(), Ok(registered), "{requested:?}");
+        }
+        assert_eq!(counters[registered].get(), variants.len(), "{registered}");
+        // A typo of the same name is still never dispatched.
+        assert_not_dispatched(&registry, &counters, "serchWeb").await;
+        assert_not_dispatched(&registry, &counters, "searchWebs").await;
+    }
+}
+
+#[tokio::test]
+async fn a_case_only_variant_matching_two_camel_case_tools_is_ambiguous() {
+    let (registry, counters) = registry_of(&["searchWeb", "search_web", "fetch_url"]);
+    for requested in ["searchweb", "SEARCHWEB", "Searchweb", "tools.searchweb"] {
+        let unknown = assert_not_dispatched(&registry, &counters, requested).await;
+        assert!(unknown.ambiguous, "{requested:?}: {unknown:?}");
+    }
+}
+
 #[tokio::test]
 async fn an_exact_registered_name_always_wins() {
     // `searchWeb` and `search_web` are both formatting variants of each other.

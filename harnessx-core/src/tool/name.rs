@@ -1,9 +1,10 @@
 //! Tool names: validation, and the formatting-only repair of names a model got wrong.
 //!
 //! A name is repaired only when it differs from exactly one registered name by letter
-//! case, separators (`search-web`, `searchWeb`, `search.web`, `search web`) or one of
-//! the prefixes `functions.`, `tools.` and `default_api:`. Spelling similarity only
-//! supplies suggestions; it never selects a tool.
+//! case, separators (`search-web`, `searchWeb`, `search.web`, `search web`, `searchweb`)
+//! or one of the prefixes `functions.`, `tools.` and `default_api:`, in any combination
+//! and for names of every style (`searchWeb` is found as `searchweb` or `SEARCHWEB`).
+//! Spelling similarity only supplies suggestions; it never selects a tool.
 
 /// Prefixes some models put in front of a tool name.
 pub const KNOWN_PREFIXES: [&str; 3] = ["functions.", "tools.", "default_api:"];
@@ -34,33 +35,24 @@ pub fn strip_known_prefixes(mut name: &str) -> &str {
     }
 }
 
-/// The formatting-insensitive key of a name: its words, lower-cased, joined by `_`.
+/// The formatting-insensitive key of a name: its letters and digits, lower-cased, with
+/// the separators `_`, `-`, `.` and whitespace left out.
 ///
-/// Words are split at `_`, `-`, `.`, whitespace, and camel-case boundaries
-/// (`searchWeb`, `HTTPServer` -> `http_server`). Two names with the same key differ
-/// only by case and separators.
+/// Two names with the same key differ only by letter case and separators, in any
+/// combination and whatever the style of either: `search_web`, `searchWeb`,
+/// `searchweb`, `SEARCHWEB`, `Search-Web` and `search web` are all `searchweb`. Whether
+/// such a difference is repaired is the caller's rule (exactly one name may match).
 pub fn repair_key(name: &str) -> String {
-    let mut key = String::with_capacity(name.len() + 4);
-    let chars: Vec<char> = name.chars().collect();
-    let mut word_open = false;
-    for (i, &c) in chars.iter().enumerate() {
-        if c == '_' || c == '-' || c == '.' || c.is_whitespace() {
-            word_open = false;
-            continue;
-        }
-        let boundary = word_open
-            && c.is_uppercase()
-            && i > 0
-            && (chars[i - 1].is_lowercase()
-                || chars[i - 1].is_ascii_digit()
-                || (chars[i - 1].is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase())));
-        if (!word_open || boundary) && !key.is_empty() {
-            key.push('_');
-        }
-        word_open = true;
+    let mut key = String::with_capacity(name.len());
+    for c in name.chars().filter(|&c| !is_separator(c)) {
         key.extend(c.to_lowercase());
     }
     key
+}
+
+/// The characters name repair treats as separators.
+fn is_separator(c: char) -> bool {
+    matches!(c, '_' | '-' | '.') || c.is_whitespace()
 }
 
 /// Up to `limit` registered names that look like `requested`, best first.
@@ -108,16 +100,28 @@ mod tests {
             "search.web",
             "search web",
             "search__web",
+            "searchweb",
+            "SEARCHWEB",
+            "Searchweb",
+            "sEaRcH-wEb",
+            "_search_web_",
         ] {
-            assert_eq!(repair_key(variant), "search_web", "{variant}");
+            assert_eq!(repair_key(variant), "searchweb", "{variant}");
         }
-        assert_eq!(repair_key("HTTPServer"), "http_server");
-        assert_eq!(repair_key("getHTTPResponse"), "get_http_response");
-        assert_eq!(repair_key("read_file2"), "read_file2");
-        assert_eq!(repair_key("file2Read"), "file2_read");
+        assert_eq!(repair_key("HTTPServer"), repair_key("http_server"));
+        assert_eq!(repair_key("getHTTPResponse"), repair_key("get_http_response"));
+        assert_eq!(repair_key("read_file2"), "readfile2");
+        assert_eq!(repair_key("file2Read"), repair_key("file2_read"));
         // A typo is not a formatting difference.
         assert_ne!(repair_key("serch_web"), repair_key("search_web"));
-        assert_ne!(repair_key("searchweb"), repair_key("search_web"));
+        assert_ne!(repair_key("search_webs"), repair_key("search_web"));
+        assert_ne!(repair_key("search/web"), repair_key("search_web"));
+    }
+
+    #[test]
+    fn keys_fold_letters_beyond_ascii() {
+        assert_eq!(repair_key("Straße_Prüfen"), repair_key("straßeprüfen"));
+        assert_eq!(repair_key("ÉCRIRE"), "écrire");
     }
 
     #[test]
