@@ -1,7 +1,8 @@
 //! The `planning` bundle: `write_todos` / `read_todos`, installed by an agent by default
 //! and loadable by name like any bundle. The agent recognises the built-in `write_todos`
 //! however it was registered, adds the planning line to the system prompt, and attaches
-//! the current list to the newest message of each request.
+//! the current list to the newest message of each request. The tools follow the
+//! permission manager like any tool registered without a permission of its own.
 //!
 //! `cargo run --example builtin_planning`
 
@@ -10,6 +11,7 @@ use harnessx::ToolRegistry;
 use harnessx::agent::{Agent, AgentConfig, PLANNING_PROMPT_LINE};
 use harnessx::builtin::planning::planning_state;
 use harnessx::model::{FunctionModel, Message, ModelResponse};
+use harnessx::{PermissionLevel, PermissionManager};
 use serde_json::json;
 
 #[tokio::main(flavor = "current_thread")]
@@ -56,4 +58,33 @@ async fn main() {
     println!("answer: {}", result.output);
     let list = planning_state(&agent.tools().get_tool("write_todos").unwrap()).unwrap();
     println!("{}", list.render().unwrap());
+
+    // Under a manager that defaults to DENY, the agent's own planning tools are refused
+    // like any other tool without a permission of its own, unless allowed by name.
+    let denying = |model| {
+        Agent::builder()
+            .model(model)
+            .permissions(PermissionManager::new(PermissionLevel::Deny))
+            .build()
+            .unwrap()
+    };
+    let planner = || {
+        FunctionModel::new(|request| {
+            Ok(match request.messages.last() {
+                Some(Message::User { .. }) => ModelResponse::tool_calls(vec![ToolCall::new(
+                    "c1",
+                    "write_todos",
+                    json!({"todos": [{"content": "Plan", "status": "pending"}]}).to_string(),
+                )]),
+                _ => ModelResponse::text("Done."),
+            })
+        })
+    };
+    let agent = denying(planner());
+    agent.run("Plan it.").await.unwrap();
+    assert!(agent.planning().unwrap().todos().is_empty());
+    println!("under DENY: the list stays empty");
+    agent.permissions().set_override("write_todos", PermissionLevel::Allow);
+    agent.run("Plan it.").await.unwrap();
+    println!("with write_todos allowed: {} item(s)", agent.planning().unwrap().todos().len());
 }

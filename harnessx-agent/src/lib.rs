@@ -37,7 +37,7 @@ use harnessx_core::RegistryError;
 use harnessx_core::ToolRegistry;
 use harnessx_core::catalog::BuiltinOptions;
 use harnessx_core::catalog::CommonOptions;
-use harnessx_core::{PermissionLevel, Sandbox, ToolSource};
+use harnessx_core::{Sandbox, ToolSource};
 
 /// Why a run (or building an agent) failed. Tool failures never appear here: they are
 /// error results the model reads.
@@ -349,10 +349,10 @@ impl AgentBuilder {
             registry.register_tool(def)?;
         }
         if self.config.planning && !registry.contains("write_todos") {
-            // The built-in bundle, with an explicit ALLOW: the tools only touch the
-            // agent's own list. A `read_todos` of the user's own is kept.
-            let mut common =
-                CommonOptions { permission: Some(PermissionLevel::Allow), ..CommonOptions::default() };
+            // The built-in bundle, with no permission of its own: like every registration
+            // style, it follows the manager (ALLOW for a plain agent; an ASK or DENY
+            // manager governs planning too). A `read_todos` of the user's own is kept.
+            let mut common = CommonOptions::default();
             if registry.contains("read_todos") {
                 common.include = Some(vec!["write_todos".to_owned()]);
             }

@@ -29,8 +29,8 @@ use crate::front_matter::{self, one_line};
 use harnessx_core::tool::decode::decode_args;
 use harnessx_core::tool::name::{repair_key, strip_known_prefixes, suggestions};
 use harnessx_core::{
-    BlockingToolHandler, HandlerResult, PermissionLevel, ReplayPolicy, ToolAnnotations, ToolContext,
-    ToolDefinition, ToolError, ToolHandler, ToolOutput,
+    BlockingToolHandler, HandlerResult, ReplayPolicy, ToolAnnotations, ToolContext, ToolDefinition,
+    ToolError, ToolHandler, ToolOutput,
 };
 
 /// The name of the tool that opens a skill.
@@ -502,7 +502,6 @@ impl Skills {
             skill_schema(),
             ToolHandler::Blocking(Arc::new(OpenSkill { skills: self.clone() })),
         )
-        .with_permission(PermissionLevel::Allow)
         .with_replay_policy(ReplayPolicy::Safe)
         .with_annotations(ToolAnnotations::new().read_only(true).open_world(false))
     }

@@ -7,8 +7,13 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use harnessx_agent::model::{FunctionModel, Message, ModelRequest, ModelResponse, TestModel};
-use harnessx_agent::{Agent, AgentConfig, AgentError, AgentEvent, PLANNING_PROMPT_LINE, SubAgent};
-use harnessx_core::{ToolCall, ToolDefinition, ToolHandler, ToolPolicy, ToolRegistry};
+use harnessx_agent::{
+    Agent, AgentConfig, AgentError, AgentEvent, KnowledgeSource, PLANNING_PROMPT_LINE, SkillSource, SubAgent,
+};
+use harnessx_core::{
+    ApprovalDecision, ApprovalRequest, PERMISSION_DENIED, PermissionLevel, PermissionManager, ToolCall,
+    ToolDefinition, ToolHandler, ToolPolicy, ToolRegistry,
+};
 use serde_json::json;
 
 fn echo_tool(name: &str, delay_ms: u64, concurrent: bool, runs: Arc<AtomicUsize>) -> ToolDefinition {
@@ -386,4 +391,263 @@ async fn serial_tools_take_turns_across_an_agent_and_its_specialists() {
         1,
         "serial tools overlapped across the agent and its specialists"
     );
+}
+
+/// The tools the agent installs itself (planning, the `Skill` tool, the knowledge
+/// tools), each called once in the first turn.
+fn own_tools_caller(log: Arc<Mutex<Vec<ModelRequest>>>) -> FunctionModel {
+    FunctionModel::new(move |req| {
+        log.lock().unwrap().push(req.clone());
+        Ok(match req.messages.last() {
+            Some(Message::User { .. }) => ModelResponse::tool_calls(vec![
+                ToolCall::new("t1", "write_todos", r#"{"todos":[{"content":"look","status":"pending"}]}"#),
+                ToolCall::new("t2", "read_todos", "{}"),
+                ToolCall::new("t3", "Skill", r#"{"name":"pdf-forms"}"#),
+                ToolCall::new("t4", "search_concepts", r#"{"query":"neutron star"}"#),
+                ToolCall::new("t5", "read_concept", r#"{"id":"pulsar"}"#),
+                ToolCall::new("t6", "get_neighbors", r#"{"id":"pulsar"}"#),
+            ]),
+            _ => ModelResponse::text("done"),
+        })
+    })
+}
+
+fn agent_with_own_tools(permissions: Option<PermissionManager>) -> (Agent, Arc<Mutex<Vec<ModelRequest>>>) {
+    let fixtures = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut builder = Agent::builder()
+        .model(own_tools_caller(log.clone()))
+        .skills(SkillSource::dir(fixtures.join("skills")))
+        .knowledge(KnowledgeSource::dir(fixtures.join("knowledge")));
+    if let Some(permissions) = permissions {
+        builder = builder.permissions(permissions);
+    }
+    (builder.build().unwrap(), log)
+}
+
+/// (tool name, whether it was refused) for each result of the run, in call order.
+fn refusals(result: &harnessx_agent::RunResult) -> Vec<(String, bool)> {
+    result
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            // (The newest message also carries the todo list, once there is one.)
+            Message::Tool { name, content, is_error, .. } => Some((
+                name.clone(),
+                *is_error && content.split("\n\n<todo_list>").next() == Some(PERMISSION_DENIED),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+const OWN_TOOLS: [&str; 6] =
+    ["write_todos", "read_todos", "Skill", "search_concepts", "read_concept", "get_neighbors"];
+
+// Regression: the agent installed write_todos/read_todos (and the Skill and knowledge
+// tools) with an explicit ALLOW, so they ran under a DENY or ASK manager.
+#[tokio::test]
+async fn the_tools_the_agent_installs_follow_the_manager() {
+    for name in OWN_TOOLS {
+        let (agent, _) = agent_with_own_tools(None);
+        assert_eq!(
+            agent.tools().get_tool(name).unwrap().permission,
+            None,
+            "{name} has a permission of its own"
+        );
+    }
+    // A plain agent: ALLOW.
+    let (agent, _) = agent_with_own_tools(None);
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(refusals(&result), OWN_TOOLS.map(|n| (n.to_owned(), false)));
+    assert_eq!(agent.planning().unwrap().todos().len(), 1);
+
+    // A DENY manager: every one refused, and the list is left as it was.
+    let (agent, _) = agent_with_own_tools(Some(PermissionManager::new(PermissionLevel::Deny)));
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(refusals(&result), OWN_TOOLS.map(|n| (n.to_owned(), true)));
+    assert!(agent.planning().unwrap().todos().is_empty());
+
+    // An ASK manager with no way to approve: denied.
+    let (agent, _) = agent_with_own_tools(Some(PermissionManager::new(PermissionLevel::Ask)));
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(refusals(&result), OWN_TOOLS.map(|n| (n.to_owned(), true)));
+
+    // An ASK manager that asks a person: each tool is asked about, then runs.
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let manager =
+        PermissionManager::new(PermissionLevel::Ask).with_approval_fn(move |request: ApprovalRequest| {
+            seen.lock().unwrap().push(request.tool_name.clone());
+            async { ApprovalDecision::Approve }
+        });
+    let (agent, _) = agent_with_own_tools(Some(manager));
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(refusals(&result), OWN_TOOLS.map(|n| (n.to_owned(), false)));
+    let mut asked = asked.lock().unwrap().clone();
+    asked.sort();
+    let mut expected = OWN_TOOLS.map(str::to_owned).to_vec();
+    expected.sort();
+    assert_eq!(asked, expected);
+
+    // Under DENY, an override for one tool lets that one run.
+    let manager =
+        PermissionManager::new(PermissionLevel::Deny).with_override("write_todos", PermissionLevel::Allow);
+    let (agent, _) = agent_with_own_tools(Some(manager));
+    let result = agent.run("go").await.unwrap();
+    let ran: Vec<_> = refusals(&result).into_iter().filter(|(_, refused)| !refused).map(|(n, _)| n).collect();
+    assert_eq!(ran, ["write_todos"]);
+    assert_eq!(agent.planning().unwrap().todos().len(), 1);
+}
+
+#[test]
+fn the_planning_tools_use_the_default_timeout() {
+    let agent = Agent::builder().model(TestModel::new()).build().unwrap();
+    for name in ["write_todos", "read_todos"] {
+        assert_eq!(
+            agent.tools().get_tool(name).unwrap().timeout_seconds,
+            None,
+            "{name} has a limit of its own"
+        );
+        assert_eq!(agent.tools().effective_timeout_seconds(name), Some(25.0), "{name}");
+    }
+    // ...so the agent's policy changes it, as for any tool without a limit of its own.
+    let agent = Agent::builder()
+        .model(TestModel::new())
+        .config(AgentConfig {
+            tools: ToolPolicy { default_timeout_seconds: Some(7.0), ..ToolPolicy::default() },
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    assert_eq!(agent.tools().effective_timeout_seconds("write_todos"), Some(7.0));
+}
+
+#[test]
+fn the_planning_prompt_line_reads_as_the_spec_words_it() {
+    // Written out here on purpose, not read from PLANNING_PROMPT_LINE: a change to the
+    // wording changes every request prefix (the prompt cache) and must be deliberate.
+    let agent = Agent::builder().model(TestModel::new()).system_prompt("You help.").build().unwrap();
+    assert_eq!(
+        agent.effective_system_prompt().as_deref(),
+        Some(
+            "You help.\n\nPlan any task with three or more steps with write_todos, update the list in the same turn as the work, and when it is done, just answer."
+        )
+    );
+    let agent = Agent::builder().model(TestModel::new()).build().unwrap();
+    assert_eq!(
+        agent.effective_system_prompt().as_deref(),
+        Some(
+            "Plan any task with three or more steps with write_todos, update the list in the same turn as the work, and when it is done, just answer."
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_tool_registered_after_build_reaches_the_next_runs_requests() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let seen = log.clone();
+    let model = FunctionModel::new(move |req| {
+        seen.lock().unwrap().push(req.clone());
+        let offered = req.tools.iter().any(|t| t.name == "late");
+        Ok(match req.messages.last() {
+            Some(Message::User { .. }) if offered => {
+                ModelResponse::tool_calls(vec![ToolCall::new("l1", "late", r#"{"v":"x"}"#)])
+            }
+            Some(Message::User { .. }) => ModelResponse::text("no late tool"),
+            _ => ModelResponse::text("used it"),
+        })
+    });
+    let agent = Agent::builder().model(model).config(no_planning()).build().unwrap();
+    assert_eq!(agent.run("first").await.unwrap().output, "no late tool");
+
+    let runs = Arc::new(AtomicUsize::new(0));
+    agent.tools().register_tool(echo_tool("late", 0, true, runs.clone())).unwrap();
+    let result = agent.run("second").await.unwrap();
+    assert_eq!(result.output, "used it");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let log = log.lock().unwrap();
+    assert!(log[0].tools.iter().all(|t| t.name != "late"));
+    for req in &log[1..] {
+        assert_eq!(req.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["late"]);
+    }
+    let late = log[1].tools.iter().find(|t| t.name == "late").unwrap();
+    assert_eq!(late.description, "Echo v.");
+}
+
+#[tokio::test]
+async fn two_specialist_tasks_get_registries_of_their_own() {
+    // One specialist called twice in one turn (its two tasks run together), with planning
+    // on: each task writes a list naming its task, then reads the list back. Each task's
+    // registry is its own, so neither sees the other's list, nor the parent's.
+    let parent = FunctionModel::new(|req| {
+        Ok(match req.messages.last() {
+            Some(Message::User { .. }) => ModelResponse::tool_calls(vec![
+                ToolCall::new("a", "planner", r#"{"task":"alpha"}"#),
+                ToolCall::new("b", "planner", r#"{"task":"beta"}"#),
+            ]),
+            _ => ModelResponse::text("both done"),
+        })
+    });
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let seen = requests.clone();
+    let child = FunctionModel::new(move |req| {
+        seen.lock().unwrap().push(req.clone());
+        let task = match req.messages.first() {
+            Some(Message::User { content, .. }) => content.clone(),
+            _ => String::new(),
+        };
+        let turn = req.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
+        Ok(match turn {
+            0 => ModelResponse::tool_calls(vec![ToolCall::new(
+                "w",
+                "write_todos",
+                json!({"todos": [{"content": format!("step of {task}"), "status": "pending"}]}).to_string(),
+            )]),
+            1 => ModelResponse::tool_calls(vec![ToolCall::new("r", "read_todos", "{}")]),
+            _ => {
+                let read = req.messages.iter().rev().find(|m| matches!(m, Message::Tool { .. })).unwrap();
+                ModelResponse::text(read.content().to_owned())
+            }
+        })
+    });
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder()
+        .model(parent)
+        .specialist(
+            SubAgent::new("planner", "Plans.")
+                .model(child)
+                .tool(echo_tool("probe", 0, true, runs.clone()))
+                .config(AgentConfig::default()),
+        )
+        .build()
+        .unwrap();
+    // The parent's own tool of the same name, replaced after build, is not the
+    // specialist's: each task gets copies of what the specialist declared.
+    agent
+        .tools()
+        .register_tool_with(
+            echo_tool("probe", 0, true, runs.clone()),
+            harnessx_core::ToolOptions::new().replace(true),
+        )
+        .unwrap();
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(result.output, "both done");
+    let outputs: Vec<_> = result
+        .messages
+        .iter()
+        .filter(|m| matches!(m, Message::Tool { .. }))
+        .map(|m| m.content().to_owned())
+        .collect();
+    assert_eq!(outputs.len(), 2);
+    assert!(outputs[0].contains("step of alpha") && !outputs[0].contains("beta"), "{}", outputs[0]);
+    assert!(outputs[1].contains("step of beta") && !outputs[1].contains("alpha"), "{}", outputs[1]);
+    // The parent's own list was never touched.
+    assert!(agent.planning().unwrap().todos().is_empty());
+    // Each task's requests offered the specialist's tools and its own planning tools only.
+    for req in requests.lock().unwrap().iter() {
+        let mut names: Vec<_> = req.tools.iter().map(|t| t.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["probe", "read_todos", "write_todos"]);
+    }
 }

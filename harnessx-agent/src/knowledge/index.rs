@@ -491,6 +491,13 @@ mod tests {
         assert_eq!(names.resolve("black-hole").unwrap(), "black-hole");
         assert_eq!(names.resolve("singularity").unwrap(), "black-hole");
         assert_eq!(names.resolve("BlackHole").unwrap(), "black-hole");
-        assert_eq!(names.resolve("black_body").unwrap_err(), Vec::<String>::new());
+        // Case and separators in any combination (a word boundary added or left out).
+        assert_eq!(names.resolve("black_body").unwrap(), "blackbody");
+        assert_eq!(names.resolve("BLACKHOLE").unwrap(), "black-hole");
+        assert_eq!(names.resolve("blak-hole").unwrap_err(), Vec::<String>::new());
+        names.add("black_body_radiation", &["Blackbody".into()]);
+        let mut both = names.resolve("BlackBody").unwrap_err();
+        both.sort();
+        assert_eq!(both, ["black_body_radiation", "blackbody"], "an alias that could mean two concepts");
     }
 }

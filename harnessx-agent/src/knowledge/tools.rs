@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use super::index::{Knowledge, MAX_LIMIT};
 use harnessx_core::tool::decode::decode_args;
 use harnessx_core::{
-    BlockingToolHandler, HandlerResult, PermissionLevel, ReplayPolicy, ToolAnnotations, ToolContext,
-    ToolDefinition, ToolError, ToolHandler, ToolOutput,
+    BlockingToolHandler, HandlerResult, ReplayPolicy, ToolAnnotations, ToolContext, ToolDefinition,
+    ToolError, ToolHandler, ToolOutput,
 };
 
 /// The default number of search results.
@@ -30,7 +30,6 @@ fn definition(
     handler: impl BlockingToolHandler,
 ) -> ToolDefinition {
     ToolDefinition::new(name, description, schema, ToolHandler::Blocking(Arc::new(handler)))
-        .with_permission(PermissionLevel::Allow)
         .with_replay_policy(ReplayPolicy::Safe)
         .with_annotations(
             ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),

@@ -99,8 +99,8 @@ fn definition(name: &str, state: &Arc<PlanningState>) -> Option<ToolDefinition> 
 
 /// Registers the selected planning tools over one list; returns their names.
 ///
-/// Permission omitted follows the registry's manager, like every bundle; the agent
-/// installs the bundle with an explicit ALLOW, since the tools only touch its own list.
+/// Permission omitted follows the registry's manager, like every bundle, and so does the
+/// agent's own installation (an ASK or DENY manager governs planning too).
 pub fn register_planning_tools(
     registry: &ToolRegistry,
     options: PlanningOptions,
