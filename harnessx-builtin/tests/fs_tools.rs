@@ -319,3 +319,33 @@ async fn without_base_path_tools_use_host_paths() {
     let out = common::call(&registry, "glob", json!({"pattern": "*.txt", "path": tmp.path()})).await;
     assert_eq!(out.content, format!("{}/host.txt\n", tmp.path().display()));
 }
+
+// Regression: a model's deeply nested pattern came back whole in the error, twice for a
+// regex (the engine's picture of it): 4 MB of text for a 2 MB pattern.
+#[tokio::test]
+async fn deeply_nested_patterns_get_one_short_line() {
+    let env = env();
+    write(&env, "a.txt", "a\n");
+    for depth in [1usize, 10, 100, 1_000, 10_000, 100_000, 1_000_000] {
+        let regex = format!("{}a{}", "(".repeat(depth), ")".repeat(depth));
+        let glob = format!("{}a{}", "{a,".repeat(depth), "}".repeat(depth));
+        for (tool, pattern) in [("grep", regex), ("glob", glob)] {
+            let result = env.call(tool, json!({"pattern": pattern})).await;
+            let what = format!("{tool} at depth {depth}: {} bytes", result.content.len());
+            assert!(result.content.len() < 400, "{what}");
+            assert!(!result.is_error || !result.content.contains('\n'), "{what}: one line");
+            if depth >= 1_000 {
+                assert!(result.is_error, "{what}");
+                assert!(result.content.contains("nested"), "{what}: {}", result.content);
+                let cut = format!("…` ({} bytes): ", pattern.len());
+                assert!(result.content.contains(&cut), "{what}: {}", result.content);
+            }
+        }
+    }
+    // An unclosed group, a huge repetition: the engine's reason, on one line.
+    assert_eq!(env.refused("grep", json!({"pattern": "("})).await, "invalid pattern `(`: unclosed group");
+    let msg = env.refused("grep", json!({"pattern": "a{99999999}"})).await;
+    assert!(msg.starts_with("invalid pattern `a{99999999}`: ") && !msg.contains('\n'), "{msg}");
+    let msg = env.refused("glob", json!({"pattern": "a["})).await;
+    assert_eq!(msg, "invalid glob pattern `a[`: unclosed character class; missing ']'");
+}

@@ -20,7 +20,7 @@ use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, FileType};
 
-use crate::fs::contain::{open_child_dir, read_entries, read_small_file};
+use crate::fs::contain::{open_child_dir, quoted, read_entries, read_small_file};
 
 /// Largest ignore file read.
 const MAX_IGNORE_FILE: u64 = 1 << 20;
@@ -339,7 +339,7 @@ impl PathPattern {
             .literal_separator(true)
             .backslash_escape(true)
             .build()
-            .map_err(|e| format!("invalid glob pattern `{pattern}`: {e}"))?;
+            .map_err(|e| format!("invalid glob pattern {}: {}", quoted(pattern), e.kind()))?;
         Ok(Self { matcher: glob.compile_matcher(), by_name: !trimmed.contains('/') })
     }
 

@@ -54,10 +54,24 @@ impl From<FsError> for harnessx_core::ToolError {
     }
 }
 
-/// `path` as it appears in messages: backquoted, control characters escaped.
+/// `path` (or a pattern) as it appears in messages: backquoted, control characters
+/// escaped, and at most [`QUOTED_MAX`] bytes of it: a longer one (a model's megabyte
+/// pattern) is cut at a character boundary and says how long it was, so an error never
+/// hands the model back the whole of what it sent.
 pub(crate) fn quoted(display: &str) -> String {
-    format!("`{}`", escape_path(display.as_bytes()))
+    let shown = escape_path(display.as_bytes());
+    if shown.len() <= QUOTED_MAX {
+        return format!("`{shown}`");
+    }
+    let mut cut = QUOTED_MAX - 40;
+    while !shown.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("`{}…` ({} bytes)", &shown[..cut], display.len())
 }
+
+/// The longest text [`quoted`] shows whole.
+pub(crate) const QUOTED_MAX: usize = 240;
 
 /// A symlink met under the root, where none is followed.
 pub(super) fn refused_symlink(shown: &str) -> FsError {

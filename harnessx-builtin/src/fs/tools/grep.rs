@@ -97,7 +97,7 @@ pub(super) fn run(cfg: &FsConfig, args: Args) -> Result<ToolOutput, ToolError> {
         .fixed_strings(args.literal)
         .line_terminator(Some(b'\n'))
         .build(&args.pattern)
-        .map_err(|e| ToolError::new(format!("invalid pattern: {e}")))?;
+        .map_err(|e| ToolError::new(pattern_error(&args.pattern, &e.to_string())))?;
     let filter = args.glob.as_deref().map(PathPattern::new).transpose().map_err(ToolError::new)?;
     let mode = args.output_mode;
     let context = if mode == Mode::Content { args.context.min(MAX_CONTEXT) as usize } else { 0 };
@@ -292,4 +292,16 @@ impl Sink for Collect {
         }
         Ok(true)
     }
+}
+
+/// The model's one line for a pattern the regex engine refused: the pattern (cut when
+/// long) and the engine's reason, without the engine's multi-line picture of the pattern
+/// (which repeats all of it, twice, for a megabyte pattern).
+fn pattern_error(pattern: &str, engine: &str) -> String {
+    let reason = engine
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .unwrap_or_else(|| engine.lines().next().unwrap_or_default().trim());
+    format!("invalid pattern {}: {reason}", quoted(pattern))
 }
