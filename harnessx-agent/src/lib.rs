@@ -288,14 +288,16 @@ impl AgentBuilder {
     }
 
     /// Adds the tools of an MCP server (all of them, under the server's names, following
-    /// the permission manager). Build with [`connect`](Self::connect), which starts the
-    /// server; [`Agent::close`] stops it.
+    /// the permission manager), the server untrusted: only its hints that make a call more
+    /// careful apply (see `McpOptions::trust_hints`). Build with
+    /// [`connect`](Self::connect), which starts the server; [`Agent::close`] stops it.
     #[cfg(feature = "mcp")]
     pub fn mcp(self, server: harnessx_mcp::McpServer) -> Self {
         self.mcp_with(server, harnessx_mcp::McpOptions::default())
     }
 
-    /// Like [`mcp`](Self::mcp), choosing which tools and how (a name prefix, a permission).
+    /// Like [`mcp`](Self::mcp), choosing which tools and how (a name prefix, a permission,
+    /// whether the server is trusted to describe its tools).
     #[cfg(feature = "mcp")]
     pub fn mcp_with(mut self, server: harnessx_mcp::McpServer, options: harnessx_mcp::McpOptions) -> Self {
         self.mcp.push((server, options));

@@ -272,7 +272,7 @@ pub(crate) async fn build_agent_for(
         builder = builder.knowledge(source);
     }
     for server in args.mcp.servers()? {
-        builder = builder.mcp(server);
+        builder = builder.mcp_with(server, args.mcp.options());
     }
     let agent = builder.connect().await.map_err(|e| match e {
         AgentError::Mcp(e) => mcp_error(e),
@@ -284,8 +284,9 @@ pub(crate) async fn build_agent_for(
         return Err(CliError::usage(e));
     }
     // Tools that may change things (destructive, or not read-only, by their annotations;
-    // MCP servers' tools too) ask first, unless a flag named them. The manager is shared,
-    // so this holds for the agent's.
+    // MCP servers' tools too, read-only only when --mcp-trust trusts the server's word)
+    // ask first, unless a flag named them. The manager is shared, so this holds for the
+    // agent's.
     let manager = agent.permissions();
     for def in agent.tools().list_tools() {
         if def.annotations.may_modify() && manager.override_for(&def.name).is_none() {
@@ -437,6 +438,11 @@ mod tests {
             "grep",
             "--deny",
             "delete",
+            "--mcp",
+            "node 'my server.js'",
+            "--mcp-http",
+            "http://127.0.0.1:1/mcp",
+            "--mcp-trust",
         ];
         for flags in [&every[..], &[], &["--tools", "write_file"], &["--tool-choice", "required"]] {
             let args = parse(flags);

@@ -247,6 +247,12 @@ pub(crate) struct McpArgs {
     /// Take the tools of the MCP server at this streamable HTTP URL. Repeatable.
     #[arg(long = "mcp-http", value_name = "URL")]
     pub(crate) mcp_http: Vec<String>,
+    /// Trust these servers' descriptions of their tools: a tool claiming `readOnlyHint`
+    /// then runs concurrently (and `run` does not ask before it), one claiming
+    /// `idempotentHint` is re-run after a crash. Without it only the hints that make a
+    /// call more careful (`destructiveHint`) apply, as MCP says of untrusted servers.
+    #[arg(long = "mcp-trust")]
+    pub(crate) mcp_trust: bool,
 }
 
 impl McpArgs {
@@ -257,6 +263,11 @@ impl McpArgs {
 
     /// The servers, in the order given (stdio ones first).
     pub(crate) fn servers(&self) -> Result<Vec<McpServer>, CliError> {
+        if self.mcp_trust && !self.given() {
+            return Err(CliError::Usage(
+                "--mcp-trust applies to the servers of --mcp and --mcp-http, and none is given".into(),
+            ));
+        }
         let mut servers = Vec::new();
         for line in &self.mcp {
             let words = shlex::split(line).ok_or_else(|| {
@@ -283,7 +294,7 @@ impl McpArgs {
     pub(crate) async fn connect(&self, registry: &ToolRegistry) -> Result<Vec<McpConnection>, CliError> {
         let mut connections = Vec::new();
         for server in self.servers()? {
-            match register_mcp(registry, server, McpOptions::default()).await {
+            match register_mcp(registry, server, self.options()).await {
                 Ok(connection) => connections.push(connection),
                 Err(e) => {
                     for connection in connections {
@@ -296,10 +307,17 @@ impl McpArgs {
         Ok(connections)
     }
 
+    /// How each server's tools are registered: trusted with `--mcp-trust`.
+    pub(crate) fn options(&self) -> McpOptions {
+        McpOptions { trust_hints: self.mcp_trust, ..McpOptions::default() }
+    }
+
     /// These flags as a command line gives them.
     pub(crate) fn to_flags(&self) -> Vec<String> {
         let mcp = self.mcp.iter().flat_map(|c| ["--mcp".to_owned(), c.clone()]);
-        mcp.chain(self.mcp_http.iter().flat_map(|u| ["--mcp-http".to_owned(), u.clone()])).collect()
+        let http = self.mcp_http.iter().flat_map(|u| ["--mcp-http".to_owned(), u.clone()]);
+        let trust = self.mcp_trust.then(|| "--mcp-trust".to_owned());
+        mcp.chain(http).chain(trust).collect()
     }
 }
 

@@ -152,3 +152,136 @@ fn run_with_server_filesystem_keeps_a_deny_and_stops_the_server() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// The tool `name`'s `tool_call_end` event in a `run --json` output.
+fn call_end(out: &Output, name: &str) -> Value {
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "tool_call_end" && e["name"] == name)
+        .unwrap_or_else(|| panic!("no result for {name}: {}", stdout(out)))
+}
+
+/// Regression: an untrusted server's `readOnlyHint` kept `run` from asking. The server
+/// is `harnessx mcp serve` itself, whose `read_file` claims `readOnlyHint` and
+/// `write_file` `destructiveHint`; with no terminal, a call that asks is denied.
+#[test]
+fn run_takes_a_server_s_read_only_claim_only_with_mcp_trust() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    // The test model reads and writes the path `a`.
+    std::fs::write(served.join("a"), "kept\n").unwrap();
+    let server = format!(
+        "'{}' mcp serve --tools read_file,write_file --base-path '{}'",
+        env!("CARGO_BIN_EXE_harnessx"),
+        served.display()
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "Look around.", "--tools", "", "--mcp", &server, "--json"];
+        args.extend_from_slice(extra);
+        let out = harnessx(dir.path(), &args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        out
+    };
+
+    let out = run(&[]);
+    assert_eq!(call_end(&out, "read_file")["content"], "Permission denied", "untrusted: asked, so denied");
+    assert_eq!(call_end(&out, "write_file")["content"], "Permission denied");
+
+    let out = run(&["--mcp-trust"]);
+    let read = call_end(&out, "read_file");
+    assert_eq!(read["is_error"], false, "trusted: read-only, not asked: {read}");
+    assert!(read["content"].as_str().unwrap().contains("kept"), "{read}");
+    assert_eq!(
+        call_end(&out, "write_file")["content"],
+        "Permission denied",
+        "destructive: asked, trusted or not"
+    );
+    assert_eq!(std::fs::read_to_string(served.join("a")).unwrap(), "kept\n");
+
+    let out = harnessx(dir.path(), &["tools", "list", "--mcp", &server, "--mcp-trust"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = harnessx(dir.path(), &["tools", "list", "--mcp-trust"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(
+        stderr(&out).trim(),
+        "harnessx: --mcp-trust applies to the servers of --mcp and --mcp-http, and none is given"
+    );
+}
+
+/// Regression: an untrusted server's `idempotentHint` made a durable run re-run a call
+/// that a crash cut off. server-everything's `trigger-long-running-operation` (10 s by
+/// default) claims `idempotentHint`; the run is killed during it, then resumed.
+#[test]
+fn a_durable_run_re_runs_an_mcp_call_cut_off_by_a_crash_only_for_a_trusted_server() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let Some(script) = server_script("server-everything") else { return };
+    let server = format!("node '{}' stdio", script.display());
+    const TOOL: &str = "trigger-long-running-operation";
+    for trusted in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut flags = vec!["--tools", "", "--mcp", &server, "--tool-choice", TOOL, "--yes"];
+        if trusted {
+            flags.push("--mcp-trust");
+        }
+        let durable = ["--durable", "runs.db"];
+        let mut child = Command::new(env!("CARGO_BIN_EXE_harnessx"))
+            .args(["run", "Go.", "--run-id", "k"])
+            .args(durable)
+            .args(&flags)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Killed once the call is journaled as started.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let started = loop {
+            let out = harnessx(dir.path(), &["runs", "show", "k", "--durable", "runs.db", "--json"]);
+            let shown: Value = serde_json::from_str(stdout(&out).trim()).unwrap_or(Value::Null);
+            let start = shown["entries"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|e| e["entry"]["kind"] == "call_start");
+            if let Some(start) = start {
+                break start["entry"].clone();
+            }
+            assert!(Instant::now() < deadline, "the call never started: {}", stderr(&out));
+            assert!(child.try_wait().unwrap().is_none(), "the run ended before the call started");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(started["tool"], TOOL);
+        assert_eq!(started["replay"], if trusted { "idempotent" } else { "manual" }, "{started}");
+
+        let mut resume = vec!["resume", "k"];
+        resume.extend_from_slice(&durable);
+        resume.extend_from_slice(&flags);
+        let out = harnessx(dir.path(), &resume);
+        let out_show = harnessx(dir.path(), &["runs", "show", "k", "--durable", "runs.db", "--json"]);
+        let shown: Value = serde_json::from_str(stdout(&out_show).trim()).unwrap();
+        let results: Vec<&Value> = shown["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["entry"]["kind"] == "call_result")
+            .map(|e| &e["entry"]["result"])
+            .collect();
+        if trusted {
+            assert_eq!(code(&out), 0, "re-run and completed: {}", stderr(&out));
+            assert_eq!(results.len(), 1, "{shown}");
+            let content = results[0]["content"].as_str().unwrap();
+            assert!(content.starts_with("Long running operation completed."), "{content}");
+        } else {
+            assert_eq!(code(&out), 3, "waits for an answer instead of re-running: {}", stderr(&out));
+            assert_eq!(shown["report"]["needs_input"][0]["kind"], "outcome", "{shown}");
+            assert!(results.is_empty(), "not run again: {shown}");
+        }
+    }
+}

@@ -2,12 +2,14 @@
 //! installed by the test into its own virtual environment), over stdio and streamable
 //! HTTP: the tools listed with their annotations, every built-in bundle called, a DENY,
 //! schema errors, a containment refusal, ASK through elicitation (accepted, declined,
-//! dismissed, allowed for the session) and without it.
+//! dismissed, allowed for the session) and without it; an HTTP session ended by the
+//! client's DELETE (200, then 404), as the reference servers answer it.
 //!
 //! Without `python3` these tests print why and pass; `harnessx-mcp/tests/serve_rmcp.rs`
 //! covers the same cases with rmcp's client, which needs nothing installed.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -113,6 +115,13 @@ fn drive(venv: &Path, via: Via<'_>, answers: Option<&str>, steps: &Value) -> (Ve
     serde_json::to_writer(child.stdin.take().unwrap(), steps).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "the Python client failed:\n{}", stderr(&out));
+    // The client ends its HTTP session with a DELETE on close, and logs a warning
+    // unless the answer is 200 or 204 (rmcp's own is 202).
+    assert!(
+        !stderr(&out).contains("Session termination failed"),
+        "the client could not end its session:\n{}",
+        stderr(&out)
+    );
     let mut lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -237,6 +246,75 @@ fn python_client_calls_every_bundle_over_http() {
         HttpServer::start(&["--tools", EVERY_BUNDLE, "--base-path", &base, "--deny", "write_file"]);
     every_bundle(&venv, Via::Http(&server.url), &dir.path().join("base"));
     assert!(server.terminate().success(), "SIGTERM ends the HTTP server with status 0");
+}
+
+/// Regression: every close of the official client logged `Session termination failed:
+/// 202`, the status rmcp answers a session's DELETE with.
+#[test]
+fn python_client_ends_its_http_session_without_a_warning() {
+    let Some(venv) = venv() else { return };
+    let (_dir, base) = workspace();
+    let server = HttpServer::start(&["--tools", "read_file", "--base-path", &base]);
+    // `drive` fails on the warning.
+    let (r, _) =
+        drive(&venv, Via::Http(&server.url), None, &json!([call("read_file", json!({"path": "notes.txt"}))]));
+    assert!(ok(&r[0]).contains("hello"));
+}
+
+/// One HTTP/1.1 request to the server at `url`, written by hand: the status and the
+/// header lines of the answer (its body is not waited for: an SSE answer may stay open).
+fn raw_request(url: &str, method: &str, session: Option<&str>, body: &str) -> (u16, String) {
+    let addr = url.strip_prefix("http://").and_then(|u| u.strip_suffix("/mcp")).expect("http://ADDR/mcp");
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut request = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if let Some(id) = session {
+        request.push_str(&format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok());
+    (status.unwrap_or_else(|| panic!("no status line: {head:?}")), head)
+}
+
+/// A session's DELETE is answered as the reference servers answer it: 200 while the
+/// session lives, then 404 for it (and for any session the server never made).
+#[test]
+fn http_delete_of_a_session_answers_200_then_404() {
+    let (_dir, base) = workspace();
+    let server = HttpServer::start(&["--tools", "read_file", "--base-path", &base]);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+    let (status, head) = raw_request(&server.url, "POST", None, &initialize.to_string());
+    assert_eq!(status, 200, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, id)| id.trim().to_owned())
+        .unwrap_or_else(|| panic!("no session id: {head}"));
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+
+    let (status, head) = raw_request(&server.url, "DELETE", Some(&session), "");
+    assert_eq!(status, 200, "a live session's DELETE: {head}");
+    let (status, head) = raw_request(&server.url, "POST", Some(&session), &list);
+    assert_eq!(status, 404, "a request of the ended session: {head}");
+    let (status, head) = raw_request(&server.url, "DELETE", Some(&session), "");
+    assert_eq!(status, 404, "the ended session's DELETE again: {head}");
+    let (status, head) = raw_request(&server.url, "DELETE", Some("no-such-session"), "");
+    assert_eq!(status, 404, "an unknown session's DELETE: {head}");
+    // rmcp's own answers stand: no session header is a bad request.
+    let (status, head) = raw_request(&server.url, "DELETE", None, "");
+    assert_eq!(status / 100, 4, "{head}");
 }
 
 const ASK_WRITES: [&str; 5] = ["--tools", "filesystem", "--default-permission", "ask", "--allow"];

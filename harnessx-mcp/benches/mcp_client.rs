@@ -12,7 +12,8 @@
 //! - `rmcp client`: `RunningService::call_tool`, no harnessx (the SDK's own cost);
 //! - `harnessx registry.execute`: the full pipeline (name resolution, validation,
 //!   permissions, timeout) in front of the same call;
-//! - the same with 8 calls in flight (`echo` is read-only, so concurrent);
+//! - the same with 8 calls in flight (`echo` is read-only and the server trusted, so
+//!   concurrent);
 //! - `python mcp 2.3 client`: `ClientSession.call_tool` in a loop, timed in the script
 //!   (`test-support/python/mcp_client.py`, in a venv the test support makes).
 
@@ -71,7 +72,9 @@ fn main() {
         let registry = ToolRegistry::new();
         let server =
             McpServer::stdio("node", [script.clone(), "stdio".into()], Vec::<(String, String)>::new());
-        let options = McpOptions { include: Some(vec!["echo".into()]), ..McpOptions::default() };
+        // The reference server, pinned: trusted, so `echo` (read-only) runs concurrently.
+        let options =
+            McpOptions { include: Some(vec!["echo".into()]), trust_hints: true, ..McpOptions::default() };
         let connection = register_mcp(&registry, server, options).await.unwrap();
         let permissions = PermissionManager::new(PermissionLevel::Allow);
         let call = ToolCall::new("c1", "echo", r#"{"message":"hi"}"#);

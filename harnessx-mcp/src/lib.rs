@@ -159,6 +159,16 @@ pub struct McpOptions {
     pub prefix: Option<String>,
     /// The permission of every tool registered; omitted, they follow the manager.
     pub permission: Option<PermissionLevel>,
+    /// Whether the server is trusted to describe its own tools (`false` by default).
+    ///
+    /// MCP's annotations are the server's own claims, and the specification says clients
+    /// must consider them untrusted unless they come from trusted servers. So a hint that
+    /// makes a call more careful always applies (`destructiveHint: true`, so a CLI run
+    /// asks first), while the hints that relax something apply only when this is `true`:
+    /// `readOnlyHint: true` (the tool runs concurrently, and a CLI run does not ask) and
+    /// `idempotentHint: true` (the `idempotent` replay policy: re-run after a crash,
+    /// retried). See [`register_mcp`].
+    pub trust_hints: bool,
 }
 
 /// A connected server whose tools are in a registry. Close it with [`close`](Self::close);
@@ -220,10 +230,22 @@ impl McpConnection {
 }
 
 /// Starts `server`, lists its tools and registers them in `registry` (see
-/// [`McpOptions`]). Each is a tool like any other, with MCP's annotations mapped:
-/// `readOnlyHint` makes it concurrent and read-only, `destructiveHint` destructive (so a
-/// CLI run asks), `idempotentHint` gives the `idempotent` replay policy, otherwise
-/// `manual`; its timeout is [`MCP_TIMEOUT_SECONDS`].
+/// [`McpOptions`]). Each is a tool like any other, its timeout [`MCP_TIMEOUT_SECONDS`],
+/// with MCP's annotations mapped as far as the server is trusted:
+///
+/// - always: a hint that asks for care is kept (`destructiveHint: true`, so a CLI run
+///   asks; `readOnlyHint: false`, `idempotentHint: false`, `openWorldHint: true`);
+/// - only with [`McpOptions::trust_hints`]: the hints that relax something are kept too;
+///   `readOnlyHint: true` makes the tool concurrent (and a CLI run does not ask),
+///   `idempotentHint: true` gives the `idempotent` replay policy.
+///
+/// Otherwise a tool runs alone (not concurrently) and its replay policy is `manual`: after
+/// a crash a durable run stops with `needs_input` rather than run it again, and it is
+/// never retried. So an untrusted server's tool is always that.
+///
+/// What the definition carries is what harnessx acts on, so every policy that reads
+/// annotations (the CLI's asking, [`serve_mcp`] publishing them) sees an untrusted
+/// server's tool as one that may change things.
 pub async fn register_mcp(
     registry: &ToolRegistry,
     server: McpServer,
@@ -578,6 +600,7 @@ fn definition(tool: &Tool, name: &str, link: &Arc<Link>) -> ToolDefinition {
     let remote = tool.name.to_string();
     let description = tool.description.as_deref().unwrap_or_default().to_owned();
     let permission = link.options.permission;
+    let annotations = annotations(tool, link.options.trust_hints);
     let link = link.clone();
     let handler = ToolHandler::from_async(move |args: Value, _ctx| {
         let (link, remote) = (link.clone(), remote.clone());
@@ -631,31 +654,32 @@ fn definition(tool: &Tool, name: &str, link: &Arc<Link>) -> ToolDefinition {
     });
     let mut definition = ToolDefinition::new(name, description, schema(tool), handler)
         .with_timeout_seconds(MCP_TIMEOUT_SECONDS)
-        .with_replay_policy(ReplayPolicy::Manual);
-    if let Some(hints) = &tool.annotations {
-        let mut annotations = ToolAnnotations::new();
-        if let Some(read_only) = hints.read_only_hint {
-            annotations = annotations.read_only(read_only);
-            definition = definition.with_concurrent(read_only);
-        }
-        if let Some(destructive) = hints.destructive_hint {
-            annotations = annotations.destructive(destructive);
-        }
-        if let Some(idempotent) = hints.idempotent_hint {
-            annotations = annotations.idempotent(idempotent);
-            if idempotent {
-                definition = definition.with_replay_policy(ReplayPolicy::Idempotent);
-            }
-        }
-        if let Some(open_world) = hints.open_world_hint {
-            annotations = annotations.open_world(open_world);
-        }
-        definition = definition.with_annotations(annotations);
-    }
+        .with_concurrent(annotations.read_only == Some(true))
+        .with_replay_policy(if annotations.idempotent == Some(true) {
+            ReplayPolicy::Idempotent
+        } else {
+            ReplayPolicy::Manual
+        })
+        .with_annotations(annotations);
     if let Some(level) = permission {
         definition = definition.with_permission(level);
     }
     definition
+}
+
+/// The annotations harnessx acts on for `tool`: all of the server's hints when it is
+/// trusted, else only those that ask for care (the side MCP's defaults take when a hint
+/// is missing: not read-only, destructive, not idempotent, open world), so that nothing
+/// an untrusted server says makes a call less careful.
+fn annotations(tool: &Tool, trusted: bool) -> ToolAnnotations {
+    let Some(hints) = &tool.annotations else { return ToolAnnotations::new() };
+    let keep = |hint: Option<bool>, careful: bool| hint.filter(|&value| trusted || value == careful);
+    let mut annotations = ToolAnnotations::new();
+    annotations.read_only = keep(hints.read_only_hint, false);
+    annotations.destructive = keep(hints.destructive_hint, true);
+    annotations.idempotent = keep(hints.idempotent_hint, false);
+    annotations.open_world = keep(hints.open_world_hint, true);
+    annotations
 }
 
 /// The tool's input schema as an object schema (MCP requires `"type": "object"`; a

@@ -1,7 +1,9 @@
 //! The tools of `@modelcontextprotocol/server-everything` (from the npm registry, installed
 //! by the test into a cache folder) registered in a registry and called through it.
 
-use harnessx_core::{PermissionLevel, PermissionManager, ReplayPolicy, ToolCall, ToolRegistry};
+use harnessx_core::{
+    PermissionLevel, PermissionManager, ReplayPolicy, ToolAnnotations, ToolCall, ToolRegistry,
+};
 use harnessx_mcp::{MCP_TIMEOUT_SECONDS, McpError, McpOptions, McpServer, register_mcp};
 use harnessx_test_support::npm::{ensure_npm_package, installed_file};
 
@@ -39,17 +41,43 @@ async fn its_tools_are_registered_with_their_annotations_and_run_through_the_pip
     assert!(names.contains(&"ev_echo".to_owned()), "{names:?}");
     assert!(!names.contains(&"ev_toggle-simulated-logging".to_owned()), "excluded: {names:?}");
 
+    // echo claims read-only, not destructive, idempotent, closed world: an untrusted
+    // server's word for all of that is not taken.
     let echo = registry.get_tool("ev_echo").unwrap();
-    assert_eq!(echo.annotations.read_only, Some(true));
-    assert_eq!(echo.annotations.destructive, Some(false));
-    assert!(echo.concurrent, "read-only tools run concurrently");
-    assert_eq!(echo.replay_policy, ReplayPolicy::Idempotent);
+    assert_eq!(echo.annotations, ToolAnnotations::new(), "no relaxing hint kept");
+    assert!(echo.annotations.may_modify(), "so a CLI run asks");
+    assert!(!echo.concurrent, "runs alone");
+    assert_eq!(echo.replay_policy, ReplayPolicy::Manual, "never re-run or retried");
     assert_eq!(echo.timeout_seconds, Some(MCP_TIMEOUT_SECONDS));
     assert_eq!(echo.permission, None, "follows the manager");
     assert_eq!(echo.input_schema["type"], "object");
+    // toggle claims not read-only and not idempotent: careful hints, kept.
     let toggle = registry.get_tool("ev_toggle-subscriber-updates").unwrap();
+    assert_eq!((toggle.annotations.read_only, toggle.annotations.idempotent), (Some(false), Some(false)));
+    assert_eq!(toggle.annotations.destructive, None, "destructiveHint: false relaxes, not kept");
     assert_eq!(toggle.replay_policy, ReplayPolicy::Manual, "not idempotent");
     assert!(!toggle.concurrent);
+
+    // The same server trusted: its hints are acted on.
+    let trusting = McpOptions {
+        prefix: Some("tr_".into()),
+        include: Some(vec!["echo".into(), "toggle-subscriber-updates".into()]),
+        trust_hints: true,
+        ..McpOptions::default()
+    };
+    let server = tokio::task::spawn_blocking(everything).await.unwrap().unwrap();
+    let trusted = register_mcp(&registry, server, trusting).await.unwrap();
+    let echo = registry.get_tool("tr_echo").unwrap();
+    assert_eq!(
+        echo.annotations,
+        ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false)
+    );
+    assert!(echo.concurrent, "read-only tools run concurrently");
+    assert_eq!(echo.replay_policy, ReplayPolicy::Idempotent);
+    let toggle = registry.get_tool("tr_toggle-subscriber-updates").unwrap();
+    assert_eq!(toggle.replay_policy, ReplayPolicy::Manual, "not idempotent");
+    assert!(!toggle.concurrent);
+    trusted.close().await;
 
     let r = registry.execute(&call("ev_echo", r#"{"message": "hi"}"#), None).await;
     assert!(!r.is_error, "{r:?}");

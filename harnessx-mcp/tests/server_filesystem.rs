@@ -35,7 +35,8 @@ async fn it_reads_and_writes_under_its_folder_and_a_deny_holds() {
         return;
     };
     let registry = ToolRegistry::new();
-    let options = McpOptions { prefix: Some("fs_".into()), ..McpOptions::default() };
+    // The reference server at a pinned version: trusted to describe its tools.
+    let options = McpOptions { prefix: Some("fs_".into()), trust_hints: true, ..McpOptions::default() };
     let connection = register_mcp(&registry, server, options).await.unwrap();
 
     // Annotations mapped: reads are concurrent, writes destructive, write_file idempotent.

@@ -1,16 +1,25 @@
-//! Streamable HTTP: rmcp's tower service (sessions, SSE, the Host guard) on hyper's
-//! HTTP/1.1 connections, with an accept loop that stops on a token. No web framework:
-//! the service answers every path, so there is nothing to route.
+//! Streamable HTTP: rmcp's service (sessions, SSE, the Host guard) on hyper's HTTP/1.1
+//! connections, with an accept loop that stops on a token. No web framework: the service
+//! answers every path, so there is nothing to route.
+//!
+//! One answer is ours rather than rmcp's: the `DELETE` that ends a session (see
+//! [`end_session`]).
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::{
+    SessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::session::{Session, Shared};
@@ -36,12 +45,19 @@ pub(super) async fn serve(
         .with_allowed_hosts(hosts)
         .with_cancellation_token(stop.child_token());
     // The factory runs once per MCP session: each gets its own session grants.
-    let service = StreamableHttpService::new(
-        move || Ok(Session::new(shared.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let service = TowerToHyperService::new(service);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service =
+        StreamableHttpService::new(move || Ok(Session::new(shared.clone())), sessions.clone(), config);
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let (service, sessions) = (service.clone(), sessions.clone());
+        async move {
+            Ok::<_, Infallible>(if request.method() == Method::DELETE {
+                end_session(&service, &sessions, request).await
+            } else {
+                service.handle(request).await
+            })
+        }
+    });
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
         tokio::select! {
@@ -75,3 +91,43 @@ pub(super) async fn serve(
     }
     Ok(())
 }
+
+type Service = StreamableHttpService<Session, LocalSessionManager>;
+
+/// A client's `DELETE` of its session, answered as MCP's reference servers (the
+/// TypeScript and Python SDKs) answer it: `200 OK` when the session was there and is now
+/// ended, `404 Not Found` when there is no such session (never was, or already ended:
+/// the spec's answer for a session the server does not know). rmcp answers both with
+/// `202 Accepted`, which the official Python client reports on every close as `Session
+/// termination failed: 202` (it takes 200 and 204).
+///
+/// rmcp still decides everything else (the Host guard, a missing session header, the
+/// protocol version, a `405` for a client that has no sessions): only its success is
+/// rewritten.
+async fn end_session(
+    service: &Service,
+    sessions: &LocalSessionManager,
+    request: Request<Incoming>,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+    let existed = match &session {
+        Some(id) => sessions.has_session(id).await.unwrap_or(true),
+        None => false,
+    };
+    let mut response = service.handle(request).await;
+    if response.status() == StatusCode::ACCEPTED {
+        if existed {
+            *response.status_mut() = StatusCode::OK;
+        } else {
+            // The words rmcp answers a POST or GET for an unknown session with.
+            response = Response::builder()
+                .status(StatusCode::NOT_FOUND)
+                .body(Full::new(Bytes::from_static(b"Not Found: Session not found")).boxed())
+                .expect("a status and a body make a valid response");
+        }
+    }
+    response
+}
+
+/// MCP's session header (`Mcp-Session-Id`; header names are case-insensitive).
+const SESSION_HEADER: &str = "mcp-session-id";
