@@ -59,3 +59,36 @@ async fn the_shell_survives_big_scripts_abandoned_commands_and_its_own_death() {
     assert!(r.is_error && r.content.contains("shell exited"), "{}", r.content);
     assert_eq!(facts(&bash(&reg, cmd("echo alive")).await)["stdout"], "alive\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_command_runs_in_cgroups_of_its_own_which_are_removed_after() {
+    // Where this process can make a pids cgroup (root here and in CI), it can make the
+    // commands' cgroups too.
+    if harnessx_test_support::system::PidsCgroup::new(1_000_000).is_none() {
+        return;
+    }
+    let reg = registry(Arc::new(LocalSandbox::new()), BashOptions::default());
+    let mine = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let r = bash(&reg, cmd("cat /proc/self/cgroup; cat /sys/fs/cgroup/pids/$(sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup)/pids.max 2>/dev/null")).await;
+        let out = facts(&r)["stdout"].as_str().unwrap().to_owned();
+        let ours: Vec<&str> = out.lines().filter(|l| l.contains("harnessx-cmd-")).collect();
+        assert!(
+            ours.iter().any(|l| l.contains(":pids:")),
+            "no pids cgroup of its own: {out}\n(harness: {mine})"
+        );
+        assert!(
+            out.lines()
+                .any(|l| l.parse::<u64>().is_ok_and(|n| n <= harnessx_builtin::sandbox::DEFAULT_PIDS_MAX)),
+            "{out}"
+        );
+        seen.extend(ours.iter().map(|l| l.splitn(3, ':').nth(2).unwrap().to_owned()));
+    }
+    assert_ne!(seen[0], seen[seen.len() - 1], "each command gets a new cgroup: {seen:?}");
+    for path in seen {
+        for root in ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
+            assert!(!std::path::Path::new(&format!("{root}{path}")).is_dir(), "{root}{path} was left");
+        }
+    }
+}

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use harnessx_core::{BoxFuture, CommandOutput, Sandbox, SandboxCommand, SandboxError, SandboxFilesystem};
 use tokio::process::Command;
 
+use super::cgroup::CgroupLimits;
 use super::env::{base_env, merged};
 use super::find_program;
 use super::run::run_child;
@@ -59,6 +60,7 @@ struct Inner {
     workspace: PathBuf,
     mount: PathBuf,
     limits: ProcessLimits,
+    cgroup: Option<CgroupLimits>,
     env: Vec<(String, String)>,
     /// The workspace when the sandbox made it; removed when the last clone is dropped.
     _temporary: Option<tempfile::TempDir>,
@@ -72,6 +74,7 @@ pub struct BubblewrapBuilder {
     mount: PathBuf,
     network: bool,
     limits: ProcessLimits,
+    cgroup: Option<CgroupLimits>,
     bwrap: Option<PathBuf>,
 }
 
@@ -88,6 +91,7 @@ impl BubblewrapSandbox {
             mount: PathBuf::from(DEFAULT_MOUNT),
             network: false,
             limits: ProcessLimits::default(),
+            cgroup: Some(CgroupLimits::default()),
             bwrap: None,
         }
     }
@@ -126,6 +130,13 @@ impl BubblewrapBuilder {
     /// Resource limits for every command (see [`ProcessLimits`]).
     pub fn limits(mut self, limits: ProcessLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// The cgroup each command runs in ([`CgroupLimits`]; default
+    /// `Some(CgroupLimits::default())`); `None`: no cgroup of its own.
+    pub fn cgroup(mut self, limits: Option<CgroupLimits>) -> Self {
+        self.cgroup = limits;
         self
     }
 
@@ -181,6 +192,7 @@ impl BubblewrapBuilder {
                 workspace,
                 mount: self.mount,
                 limits: self.limits,
+                cgroup: self.cgroup,
                 env: base_env(),
                 _temporary: temporary,
             }),
@@ -254,7 +266,7 @@ impl Sandbox for BubblewrapSandbox {
                 .env_clear()
                 .envs(merged(&inner.env, &request.env))
                 .stdin(Stdio::null());
-            run_child(command, inner.limits, &request).await
+            run_child(command, inner.limits, inner.cgroup.as_ref(), &request).await
         })
     }
 

@@ -29,9 +29,11 @@ use tokio::net::unix::pipe;
 use tokio::sync::Mutex;
 
 use super::capture::Capture;
+use super::cgroup::{CgroupLimits, CommandCgroup};
+use super::dumpable::Undumpable;
 use super::env::base_env;
 use super::find_program;
-use super::run::{Outcome, TreeGuard, drain, drive, output};
+use super::run::{Outcome, TreeGuard, drain, drive, output, prepare};
 use super::spawn::{ProcessLimits, prepare_child};
 use super::sweep::{Epoch, kill_tree, kill_under};
 
@@ -67,6 +69,12 @@ done
 /// anything the user could do — it reads and writes what this process can, and reaches
 /// the network. Use [`BubblewrapSandbox`](super::BubblewrapSandbox) to confine commands.
 ///
+/// Each command runs in a cgroup of its own where it can ([`LocalSandbox::cgroup`]). While
+/// any local sandbox exists, this process is non-dumpable (`PR_SET_DUMPABLE` 0), so a
+/// command of the same user cannot read its `/proc` files (`/proc/$PPID/environ`, with
+/// the provider keys); root still can, and core dumps and debuggers of the harness are
+/// off meanwhile.
+///
 /// Clones share one shell; commands on one sandbox run one at a time.
 ///
 /// ```no_run
@@ -80,7 +88,9 @@ pub struct LocalSandbox {
     bash: Option<PathBuf>,
     working_dir: Option<PathBuf>,
     limits: ProcessLimits,
+    cgroup: Option<CgroupLimits>,
     shell: Arc<Mutex<Option<Shell>>>,
+    _undumpable: Arc<Undumpable>,
 }
 
 impl LocalSandbox {
@@ -92,7 +102,9 @@ impl LocalSandbox {
             bash: find_program("bash"),
             working_dir: None,
             limits: ProcessLimits::default(),
+            cgroup: Some(CgroupLimits::default()),
             shell: Arc::new(Mutex::new(None)),
+            _undumpable: Undumpable::hold(),
         }
     }
 
@@ -107,6 +119,13 @@ impl LocalSandbox {
     pub fn limits(mut self, limits: ProcessLimits) -> Self {
         self.limits = limits;
         self.shell = Arc::new(Mutex::new(None));
+        self
+    }
+
+    /// The cgroup each command runs in ([`CgroupLimits`]; default
+    /// `Some(CgroupLimits::default())`); `None`: no cgroup of its own.
+    pub fn cgroup(mut self, limits: Option<CgroupLimits>) -> Self {
+        self.cgroup = limits;
         self
     }
 
@@ -147,7 +166,7 @@ impl Sandbox for LocalSandbox {
                 None => Shell::start(&bash, sandbox.limits)?,
             };
             let shell = slot.insert(shell);
-            let result = shell.run(&dir, &request).await;
+            let result = shell.run(&dir, sandbox.cgroup.as_ref(), &request).await;
             if result.is_err() {
                 // Whatever went wrong, the next command gets a new shell.
                 slot.take();
@@ -188,7 +207,7 @@ impl Shell {
             .stderr(Stdio::null());
         // No parent-death signal: the shell ends by itself when this process's end of the
         // socket closes, whichever thread started it.
-        prepare_child(&mut command, limits, false);
+        prepare_child(&mut command, limits, false, Vec::new());
         let child = command.spawn().map_err(io("spawn"))?;
         let pid = i32::try_from(child.id()).expect("pids fit in i32");
         Ok(Self { child, pid, control: ours, fifos, next_id: 0 })
@@ -203,7 +222,13 @@ impl Shell {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    async fn run(&mut self, dir: &Path, request: &SandboxCommand) -> Result<CommandOutput, SandboxError> {
+    async fn run(
+        &mut self,
+        dir: &Path,
+        cgroup: Option<&CgroupLimits>,
+        request: &SandboxCommand,
+    ) -> Result<CommandOutput, SandboxError> {
+        let (helper, cgroup) = prepare(cgroup)?;
         let started = Instant::now();
         let failed =
             |what: &str, e: std::io::Error| SandboxError(format!("the local shell failed ({what}): {e}"));
@@ -236,9 +261,9 @@ impl Shell {
 
         let mut control = UnixStream::from_std(self.control.try_clone().map_err(|e| failed("socket", e))?)
             .map_err(|e| failed("socket", e))?;
-        let message = request_bytes(id, dir, &request.env, &request.script);
+        let message = request_bytes(id, dir, cgroup.as_ref(), &request.env, &request.script);
+        let guard = TreeGuard { pid: self.pid, epoch, kill: kill_under, armed: true, cgroup };
         control.write_all(&message).await.map_err(|e| failed("request", e))?;
-        let mut guard = TreeGuard { pid: self.pid, epoch, kill: kill_under, armed: true };
         // The shell answers `S` once the subshell holds the FIFOs; then only the command's
         // processes keep them open, and their end-of-file means the command's are gone.
         let ended = async {
@@ -252,11 +277,7 @@ impl Shell {
             Outcome::TimedOut => Outcome::TimedOut,
             Outcome::Limit => Outcome::Limit,
         };
-        let (pid, kill) = (self.pid, guard.kill);
-        tokio::task::spawn_blocking(move || kill(pid, epoch))
-            .await
-            .map_err(|e| SandboxError(format!("stopping the command failed: {e}")))?;
-        guard.armed = false;
+        guard.finish(helper).await?;
         drain(&mut capture).await;
         Ok(output(outcome, capture, started))
     }
@@ -282,11 +303,25 @@ impl Drop for Unlink {
     }
 }
 
-/// `R ID DIR_LEN ENV_LEN SCRIPT_LEN\n`, then the directory, the `export` line for `env`
-/// (single-quoted), and the script.
-fn request_bytes(id: u64, dir: &Path, env: &[(String, String)], script: &str) -> Vec<u8> {
+/// `R ID DIR_LEN ENV_LEN SCRIPT_LEN\n`, then the directory, the line the subshell runs
+/// before the script (joining `cgroup`, then the `export`s of `env`, single-quoted), and
+/// the script. A subshell that cannot join its cgroup exits 125 before the script runs.
+fn request_bytes(
+    id: u64,
+    dir: &Path,
+    cgroup: Option<&CommandCgroup>,
+    env: &[(String, String)],
+    script: &str,
+) -> Vec<u8> {
     let dir = dir.as_os_str().as_encoded_bytes();
     let mut exports = String::new();
+    for procs in cgroup.map(CommandCgroup::procs_files).unwrap_or_default() {
+        let quoted = format!("'{}'", procs.to_string_lossy().replace('\'', r"'\''"));
+        let _ = write!(
+            exports,
+            "{{ echo 0 >{quoted}; }} 2>/dev/null || {{ echo \"harnessx: the command could not join its cgroup\" {quoted} >&2; exit 125; }}; "
+        );
+    }
     for (key, value) in env {
         let _ = write!(exports, "export '{}'; ", format!("{key}={value}").replace('\'', r"'\''"));
     }
@@ -332,7 +367,7 @@ mod tests {
     #[test]
     fn requests_carry_lengths_in_bytes_and_quote_the_environment() {
         let env = [("A".to_owned(), "it's".to_owned())];
-        let bytes = request_bytes(7, Path::new("/tmp/é"), &env, "echo é");
+        let bytes = request_bytes(7, Path::new("/tmp/é"), None, &env, "echo é");
         let text = String::from_utf8(bytes).unwrap();
         assert_eq!(text, "R 7 7 20 7\n/tmp/éexport 'A=it'\\''s'; echo é");
     }

@@ -5,11 +5,17 @@
 //! Shared by both: the environment is an allow-list (`PATH`, `HOME`, `LANG`, `TERM=dumb`,
 //! plus what the caller adds), stdin is empty, there is no controlling terminal, output
 //! is read in arrival order up to a byte limit, and when a command ends (exit, timeout,
-//! output limit, or its call dropped) no process it started is left.
+//! output limit, or its call dropped) no process it started is left. Each command runs in
+//! a cgroup of its own where this process's cgroup is writable ([`CgroupLimits`]), and
+//! the threads that stop a command are reserved before it starts, so a command that
+//! exhausts pids or threads cannot take the harness down with it.
 
 mod bubblewrap;
 mod capture;
+mod cgroup;
+mod dumpable;
 mod env;
+mod helper;
 mod local;
 mod run;
 mod spawn;
@@ -18,6 +24,7 @@ mod sweep;
 use std::path::PathBuf;
 
 pub use bubblewrap::{BubblewrapBuilder, BubblewrapSandbox, DEFAULT_MOUNT};
+pub use cgroup::{CgroupLimits, DEFAULT_PIDS_MAX, HEADROOM};
 pub use local::LocalSandbox;
 pub use spawn::ProcessLimits;
 

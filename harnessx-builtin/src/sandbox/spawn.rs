@@ -2,6 +2,7 @@
 //! `fork` and `exec`.
 
 use rustix::process::{Resource, Rlimit, Signal};
+use std::ffi::CString;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
@@ -25,9 +26,24 @@ pub struct ProcessLimits {
 ///   under the child while the child lives;
 /// - with `die_with_parent`, killed when the thread that spawned it dies
 ///   (`PR_SET_PDEATHSIG`);
-/// - under `limits`.
-pub(crate) fn prepare_child(command: &mut Command, limits: ProcessLimits, die_with_parent: bool) {
+/// - under `limits`;
+/// - in the cgroups whose `cgroup.procs` files `cgroups` names (it writes `0`, "this
+///   process", into each), first, so that everything it does is counted there.
+pub(crate) fn prepare_child(
+    command: &mut Command,
+    limits: ProcessLimits,
+    die_with_parent: bool,
+    cgroups: Vec<CString>,
+) {
     let hook = move || -> std::io::Result<()> {
+        for procs in &cgroups {
+            let file = rustix::fs::open(
+                procs.as_c_str(),
+                rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )?;
+            rustix::io::write(&file, b"0")?;
+        }
         rustix::process::setsid()?;
         rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
         if die_with_parent {
@@ -46,8 +62,9 @@ pub(crate) fn prepare_child(command: &mut Command, limits: ProcessLimits, die_wi
     };
     // SAFETY: the hook runs in the child between `fork` and `exec`, where only
     // async-signal-safe operations are allowed. It makes plain system calls through rustix
-    // (`setsid`, `prctl`, `getpid`, `setrlimit`): no allocation, no lock, no access to
-    // state another thread of the parent could have left inconsistent. Errors are returned
+    // (`open`, `write` and `close` on paths made before the fork, `setsid`, `prctl`,
+    // `getpid`, `setrlimit`): no allocation, no lock, no access to state another thread
+    // of the parent could have left inconsistent. Errors are returned
     // as `io::Error` values built from an errno, which does not allocate.
     #[allow(unsafe_code)]
     unsafe {
