@@ -71,11 +71,18 @@ async fn each_command_runs_in_cgroups_of_its_own_which_are_removed_after() {
     let mine = std::fs::read_to_string("/proc/self/cgroup").unwrap();
     let mut seen = Vec::new();
     for _ in 0..2 {
-        let r = bash(&reg, cmd("cat /proc/self/cgroup; cat /sys/fs/cgroup/pids/$(sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup)/pids.max 2>/dev/null")).await;
+        // The pids controller on cgroup v1 (this machine and CI) or on v2 (`0::` lines).
+        let r = bash(
+            &reg,
+            cmd("cat /proc/self/cgroup; \
+                 cat /sys/fs/cgroup/pids/$(sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup)/pids.max 2>/dev/null; \
+                 cat /sys/fs/cgroup/$(sed -n 's/^0:://p' /proc/self/cgroup)/pids.max 2>/dev/null"),
+        )
+        .await;
         let out = facts(&r)["stdout"].as_str().unwrap().to_owned();
         let ours: Vec<&str> = out.lines().filter(|l| l.contains("harnessx-cmd-")).collect();
         assert!(
-            ours.iter().any(|l| l.contains(":pids:")),
+            ours.iter().any(|l| l.contains(":pids:") || l.starts_with("0::")),
             "no pids cgroup of its own: {out}\n(harness: {mine})"
         );
         assert!(
