@@ -500,3 +500,251 @@ async fn a_self_signed_certificate_is_an_error_result_naming_it() {
     assert!(result.content.contains("certificate"), "{}", result.content);
     assert!(!result.content.contains('\n'), "{}", result.content);
 }
+
+/// The text at the bottom of every nested page.
+const DEEP_TEXT: &str = "deep text";
+
+/// The shapes of nesting a page can take, each through a different part of the HTML tree
+/// builder.
+const SHAPES: [&str; 7] = ["div", "formatting", "reopened", "list", "table", "unclosed", "mixed"];
+
+/// The nesting depths every shape is tried at.
+const DEPTHS: [usize; 7] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000];
+
+/// A page nested `depth` levels deep in `shape`, with [`DEEP_TEXT`] at the bottom.
+fn nested(shape: &str, depth: usize) -> String {
+    let mut html = String::with_capacity(depth * 24);
+    let mut closers = Vec::new();
+    for level in 0..depth {
+        match shape {
+            // Plain blocks, closed at the end.
+            "div" => {
+                html.push_str("<div>");
+                closers.push("</div>");
+            }
+            // Formatting elements, closed misnested (`<b><i><b><i>..</b></i></b></i>`):
+            // the adoption agency runs on every closer.
+            "formatting" => {
+                html.push_str(if level % 2 == 0 { "<b>" } else { "<i>" });
+                closers.push(if level % 2 == 0 { "</i>" } else { "</b>" });
+            }
+            // Formatting elements, each with its own attributes (so the "Noah's Ark" clause
+            // does not merge them), that every closed block reopens, nested, in the next.
+            "reopened" => html.push_str(&format!("<div><b class=c{level}>x</div>")),
+            "list" => html.push_str("<ul><li>"),
+            "table" => html.push_str("<table><tr><td>"),
+            "unclosed" => html.push_str("<section><span><em>"),
+            // A bit of everything malformed: implied closes, stray closers, comments,
+            // CDATA, a script full of tags, formatting and tables.
+            "mixed" => html.push_str(
+                [
+                    "<div>",
+                    "<p><b>",
+                    "</span><!-- <div> -->",
+                    "<table><td>",
+                    "<ul><li><i class=m>",
+                    "<![CDATA[<div>]]><font size=3>",
+                    "<script>var hidden = '<div><div><div>';</script><article>",
+                    "<dl><dd><a href=#a>",
+                    "</p><blockquote>",
+                    "<svg><g/></svg><span>",
+                ][level % 10],
+            ),
+            other => panic!("no shape {other}"),
+        }
+    }
+    html.push_str(DEEP_TEXT);
+    for closer in closers.iter().rev() {
+        html.push_str(closer);
+    }
+    html
+}
+
+/// The Markdown of `html` as it was before the depth bound: htmd on the whole tree, blank
+/// lines squeezed.
+fn unbounded_markdown(html: &str) -> String {
+    let converter = htmd::HtmlToMarkdown::builder()
+        .skip_tags(vec![
+            "script", "style", "noscript", "template", "svg", "iframe", "head", "object", "canvas",
+        ])
+        .build();
+    let md = converter.convert(html).unwrap();
+    let mut out = String::new();
+    let mut blank = 0;
+    for line in md.trim().lines() {
+        let line = line.trim_end();
+        blank = if line.is_empty() { blank + 1 } else { 0 };
+        if blank < 2 {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.trim_end().to_owned()
+}
+
+/// What every nested page must come back as: the deep text kept, scripts not shown, and
+/// the note when (and only when) the page was deep.
+fn check_nested(shape: &str, depth: usize, text: &str) {
+    let head = |t: &str| t.chars().take(300).collect::<String>();
+    let tail = |t: &str| t.chars().rev().take(300).collect::<Vec<_>>().into_iter().rev().collect::<String>();
+    assert!(text.contains(DEEP_TEXT), "{shape} x {depth}: the deep text was lost: ...{}", tail(text));
+    assert!(!text.contains("hidden"), "{shape} x {depth}: script content shown: {}", head(text));
+    let notes = text.matches("\n\n[nested too deeply: ").count()
+        + usize::from(text.starts_with("[nested too deeply: "));
+    if depth >= 1_000 {
+        assert_eq!(notes, 1, "{shape} x {depth}: not said to be too deep: ...{}", tail(text));
+        let note = &text[text.find("[nested too deeply: ").unwrap()..];
+        assert!(
+            note.contains("levels were left out, their text kept in the element around them]"),
+            "{shape} x {depth}: {note}"
+        );
+    }
+    if depth <= 10 {
+        assert_eq!(notes, 0, "{shape} x {depth}: a shallow page said to be too deep: {text}");
+    }
+}
+
+// Regression: 20,000 nested `<div>`s overflowed the stack of the thread running fetch_url
+// (the process aborted with SIGABRT); 100,000 ran past the 60 s timeout.
+#[tokio::test]
+async fn twenty_thousand_nested_divs_come_back_said_too_deep() {
+    let page = nested("div", 20_000);
+    let port =
+        serve(Arc::new(move |_: &str, _| reply("200 OK", &[("Content-Type", "text/html")], page.as_bytes())))
+            .await;
+    let started = Instant::now();
+    let result = call(&registry_with(local()), json!({"url": format!("http://127.0.0.1:{port}/")})).await;
+    assert!(!result.is_error, "{}", result.content);
+    assert!(result.content.starts_with(DEEP_TEXT), "{}", result.content);
+    assert!(
+        result.content.ends_with(
+            "\n\n[nested too deeply: 19748 elements deeper than 256 levels were left out, their text kept in the element around them]"
+        ),
+        "{}",
+        result.content
+    );
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+}
+
+// Every shape at every depth up to 1,000,000 converts (no overflow, no abort), keeps the
+// deep text, says when it was too deep, and takes bounded time.
+#[test]
+fn every_nesting_shape_converts_at_every_depth() {
+    for shape in SHAPES {
+        for depth in DEPTHS {
+            let html = nested(shape, depth);
+            let started = Instant::now();
+            let md = harnessx_builtin::web::html_to_markdown(&html);
+            let took = started.elapsed();
+            check_nested(shape, depth, &md);
+            assert!(took < Duration::from_secs(40), "{shape} x {depth}: {took:?}");
+            if depth <= 10 {
+                assert_eq!(
+                    md,
+                    unbounded_markdown(&html),
+                    "{shape} x {depth}: a shallow page converts as before"
+                );
+            }
+        }
+    }
+}
+
+// The same pages end to end through fetch_url, the whole page reaching the converter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_nesting_shape_comes_back_from_fetch_url_at_every_depth() {
+    let route: Route = Arc::new(|path: &str, _| {
+        let mut parts = path.trim_start_matches('/').split('/');
+        let (shape, depth) = (parts.next().unwrap().to_owned(), parts.next().unwrap().parse().unwrap());
+        reply("200 OK", &[("Content-Type", "text/html; charset=utf-8")], nested(&shape, depth).as_bytes())
+    });
+    let port = serve(route).await;
+    let registry = registry_with(local().max_bytes(64 * 1024 * 1024));
+    for shape in SHAPES {
+        for depth in DEPTHS {
+            if shape == "reopened" && depth == 1_000_000 {
+                // 28 MB, five times the default byte cap, and the slowest page; the test
+                // above converts it, and the CLI's test the deepest pages a download holds.
+                continue;
+            }
+            let started = Instant::now();
+            let url = format!("http://127.0.0.1:{port}/{shape}/{depth}");
+            let result = call(&registry, json!({"url": url, "max_length": 100_000_000})).await;
+            let took = started.elapsed();
+            assert!(
+                !result.is_error,
+                "{shape} x {depth}: {}",
+                result.content.chars().take(300).collect::<String>()
+            );
+            assert_eq!(result.structured_content.unwrap()["byte_limit_reached"], false, "{shape} x {depth}");
+            check_nested(shape, depth, &result.content);
+            assert!(took < Duration::from_secs(40), "{shape} x {depth}: {took:?}");
+        }
+    }
+}
+
+// The conversion runs off the async threads: while a big page converts, a
+// single-threaded runtime still runs its other tasks.
+#[tokio::test]
+async fn a_page_converting_does_not_stall_the_runtime() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let page = nested("mixed", 1_000_000);
+    let port =
+        serve(Arc::new(move |_: &str, _| reply("200 OK", &[("Content-Type", "text/html")], page.as_bytes())))
+            .await;
+    let registry = registry_with(local().max_bytes(64 * 1024 * 1024));
+    let longest_gap = Arc::new(AtomicU64::new(0));
+    let gap = longest_gap.clone();
+    let ticker = tokio::spawn(async move {
+        loop {
+            let before = Instant::now();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            gap.fetch_max(before.elapsed().as_millis() as u64, Ordering::Relaxed);
+        }
+    });
+    let started = Instant::now();
+    let result =
+        call(&registry, json!({"url": format!("http://127.0.0.1:{port}/"), "max_length": 100})).await;
+    let took = started.elapsed();
+    ticker.abort();
+    assert!(!result.is_error, "{}", result.content);
+    assert!(result.content.contains("[nested too deeply: "), "{}", result.content);
+    let longest = Duration::from_millis(longest_gap.load(Ordering::Relaxed));
+    assert!(took > Duration::from_millis(500), "the page converted too fast to tell: {took:?}");
+    assert!(longest < took / 3, "the runtime stalled for {longest:?} of the {took:?} call");
+}
+
+// fetch_url's own timeout ends the call even while a conversion is still running.
+#[tokio::test]
+async fn the_timeout_ends_the_call_during_a_conversion() {
+    let page = nested("reopened", 1_000_000);
+    let port =
+        serve(Arc::new(move |_: &str, _| reply("200 OK", &[("Content-Type", "text/html")], page.as_bytes())))
+            .await;
+    let registry = ToolRegistry::new();
+    let fetch = local().max_bytes(64 * 1024 * 1024);
+    registry.register_tool_with(fetch, ToolOptions::new().timeout_seconds(0.3)).unwrap();
+    let started = Instant::now();
+    let result = call(&registry, json!({"url": format!("http://127.0.0.1:{port}/")})).await;
+    assert!(result.is_error, "{}", result.content);
+    assert!(result.content.contains("timed out"), "{}", result.content);
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+}
+
+// Normal pages (the test site's and the benchmark's, shallow markup of every kind)
+// convert exactly as before the depth bound.
+#[test]
+fn normal_pages_convert_exactly_as_before() {
+    let mut pages = vec![PAGE.to_owned()];
+    pages.push(
+        "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table><pre><code>x &lt; y</code></pre>\
+         <ol><li>one<li>two<ul><li>nested</ul></ol><blockquote><p>quoted <em>em</em> <strong>strong</strong></p></blockquote>\
+         <p>unclosed <b>bold <i>both</b> italic</i> <a href=\"/x\">link</a><img src=\"i.png\" alt=\"pic\"><br>after"
+            .to_owned(),
+    );
+    pages.push("<select><option>a</option><option selected>b</option></select><p>x</p>".repeat(50));
+    pages.push("<b>a</b><b>b</b><span>c</span><span>d</span><em>e</em><i>f</i>".repeat(50));
+    pages.push(format!("{}{}", "<div><section><span>".repeat(60), "text"));
+    for html in &pages {
+        assert_eq!(harnessx_builtin::web::html_to_markdown(html), unbounded_markdown(html), "{html}");
+    }
+}

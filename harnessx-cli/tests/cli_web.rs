@@ -1,7 +1,11 @@
 //! `fetch_url` from the command line: refused on local addresses by default, opened by
-//! `--web-allow` and `--web-allow-private`.
+//! `--web-allow` and `--web-allow-private`; hostile pages never abort the binary.
 
 use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use harnessx_test_support::bin::{Binary, stderr, stdout};
 use harnessx_test_support::server::{Reply, Server};
@@ -74,4 +78,99 @@ fn web_flags_without_fetch_url_or_with_a_bad_value_are_usage_errors() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("allow_hosts"), "{}", stderr(&out));
+}
+
+/// A server on 127.0.0.1 answering one request with `body` as HTML.
+fn serve_page(body: Vec<u8>) -> Server {
+    Server::start(vec![Reply { status: 200, content_type: "text/html", body, split: None }])
+}
+
+// Regression: 20,000 nested `<div>`s aborted `harnessx` ("thread 'main' has overflowed its
+// stack", SIGABRT).
+#[test]
+fn twenty_thousand_nested_divs_do_not_abort_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = format!("{}deep text{}", "<div>".repeat(20_000), "</div>".repeat(20_000));
+    let server = serve_page(page.into_bytes());
+    let (v, code) = call(dir.path(), port(&server), &["--web-allow", "127.0.0.1"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["content"],
+        "deep text\n\n[nested too deeply: 19748 elements deeper than 256 levels were left out, their text kept in the element around them]"
+    );
+}
+
+/// Runs `harnessx` with `args` to the end, reading its peak resident memory (`VmHWM`) from
+/// /proc while it runs. Returns the output, the peak in KiB, and how long it took.
+fn run_measured(dir: &Path, args: &[&str]) -> (std::process::Output, u64, Duration) {
+    let started = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_harnessx"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let peak = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (peak, done) = (peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let hwm = std::fs::read_to_string(&status).ok().and_then(|s| {
+                    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_owned();
+                    line.split_whitespace().nth(1)?.parse::<u64>().ok()
+                });
+                if let Some(kib) = hwm {
+                    peak.fetch_max(kib, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let out = child.wait_with_output().unwrap();
+    let took = started.elapsed();
+    done.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    (out, peak.load(Ordering::Relaxed), took)
+}
+
+// A page nested 1,000,000 levels deep (as deep as fits the default 5 MiB download) comes
+// back said too deep, well inside fetch_url's 60 s timeout and in bounded memory.
+#[test]
+fn a_million_levels_deep_come_back_in_bounded_time_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let shapes = [
+        ("<div>", "div"),
+        ("<b>", "b"),
+        ("<i><b>", "i-b"),
+        ("<ul><li>", "ul-li"),
+        ("<tr><td><table>", "table"),
+    ];
+    for (open, name) in shapes {
+        // No closers: the opening tags alone are the whole page, cut to fit the byte cap.
+        let levels = (5 * 1024 * 1024 - 100) / open.len();
+        let levels = levels.min(1_000_000);
+        let page = format!("{}deep text", open.repeat(levels));
+        let server = serve_page(page.into_bytes());
+        let url = format!(r#"{{"url": "http://127.0.0.1:{}/"}}"#, port(&server));
+        let (out, peak_kib, took) = run_measured(
+            dir.path(),
+            &["tools", "call", "fetch_url", &url, "--json", "--web-allow", "127.0.0.1"],
+        );
+        let v: Value = serde_json::from_str(stdout(&out).trim())
+            .unwrap_or_else(|e| panic!("{name}: {e}: {:?} / {}", out.status, stderr(&out)));
+        assert_eq!(out.status.code(), Some(0), "{name}: {v}");
+        let content = v["content"].as_str().unwrap();
+        assert!(content.contains("deep text"), "{name}: {content}");
+        assert!(content.contains("\n\n[nested too deeply: "), "{name}: {content}");
+        assert!(!content.contains("download stopped"), "{name}: the page was cut: {content}");
+        eprintln!("{name} x {levels}: {took:?}, peak {peak_kib} KiB");
+        assert!(took < Duration::from_secs(30), "{name} x {levels}: {took:?}");
+        assert!(peak_kib > 0 && peak_kib < 512 * 1024, "{name} x {levels}: peak {peak_kib} KiB");
+    }
 }

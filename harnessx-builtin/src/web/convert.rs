@@ -3,6 +3,8 @@
 
 use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
 
+use super::parse;
+
 /// How a body is read, from its `Content-Type` (or, without one, from its first bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -101,22 +103,116 @@ fn meta_charset(body: &[u8]) -> Option<&'static Encoding> {
 /// kept; `<script>`, `<style>`, `<noscript>`, `<template>`, `<svg>`, `<iframe>` and
 /// `<head>` dropped. Runs of blank lines are squeezed.
 ///
+/// Any page converts in bounded time, memory and stack: elements nested deeper than about
+/// 256 levels are dropped and their text kept in the element around them, and the result
+/// then ends with one line saying so (`[nested too deeply: ...]`). The conversion runs on
+/// a thread of its own with a stack sized for that depth, so it never depends on the
+/// caller's.
+///
 /// ```
 /// let md = harnessx_builtin::web::html_to_markdown(
 ///     "<h1>Hi</h1><script>alert(1)</script><p>See <a href=\"https://example.com/\">this</a>.</p>",
 /// );
 /// assert_eq!(md, "# Hi\n\nSee [this](https://example.com/).");
+///
+/// let deep = format!("{}deep text{}", "<div>".repeat(100_000), "</div>".repeat(100_000));
+/// let md = harnessx_builtin::web::html_to_markdown(&deep);
+/// assert!(md.starts_with("deep text\n\n[nested too deeply: 99748 elements"), "{md}");
 /// ```
 pub fn html_to_markdown(html: &str) -> String {
+    let Page { mut markdown, notes } = convert_html(html);
+    for note in notes {
+        if !markdown.is_empty() {
+            markdown.push_str("\n\n");
+        }
+        markdown.push_str(&format!("[{note}]"));
+    }
+    markdown
+}
+
+/// A page as Markdown, and what the model must be told about the conversion (one line
+/// each).
+pub(super) struct Page {
+    pub(super) markdown: String,
+    pub(super) notes: Vec<String>,
+}
+
+/// The stack a conversion thread gets. htmd's walk recurses per DOM level, up to about
+/// 5 KiB a level for tables in an unoptimised build; the bounded parse keeps the DOM
+/// within [`parse::MAX_OPEN`] levels or a few more, so 16 MiB is several times what it
+/// needs. Only the pages touched count against memory.
+const CONVERSION_STACK: usize = 16 * 1024 * 1024;
+
+/// [`convert_here`] on a thread with [`CONVERSION_STACK`]; on the calling thread when no
+/// thread can be started (the bounded depth fits the usual 2 MiB stacks of optimised
+/// builds too). A panic in the converter gives an empty page that says so.
+pub(super) fn convert_html(html: &str) -> Page {
+    let joined = std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("harnessx-html".into())
+            .stack_size(CONVERSION_STACK)
+            .spawn_scoped(scope, || convert_here(html));
+        match spawned {
+            Ok(handle) => handle.join(),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not start a thread for the HTML conversion; converting here");
+                std::panic::catch_unwind(|| convert_here(html))
+            }
+        }
+    });
+    joined.unwrap_or_else(|_| Page {
+        markdown: String::new(),
+        notes: vec!["the page could not be converted to Markdown".into()],
+    })
+}
+
+/// Decodes and converts an HTML body off the async runtime, on a thread of its own: a
+/// big page never stalls other tasks, and dropping the future (fetch_url's timeout) ends
+/// the wait at once; the thread finishes its bounded work and its result is dropped.
+pub(super) async fn convert_body(
+    body: Vec<u8>,
+    charset: Option<String>,
+) -> Result<(Page, &'static str), String> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("harnessx-html".into())
+        .stack_size(CONVERSION_STACK)
+        .spawn(move || {
+            let (html, encoding) = decode(&body, charset.as_deref(), true);
+            drop(body);
+            let _ = tx.send((convert_here(&html), encoding));
+        })
+        .map_err(|e| format!("could not start a thread to convert the page: {e}"))?;
+    // A panic drops the sender: the page could not be converted.
+    rx.await.map_err(|_| "the page could not be converted to Markdown".to_owned())
+}
+
+/// The conversion itself, on the calling thread: the bounded parse, htmd's walk over the
+/// tree, blank lines squeezed.
+fn convert_here(html: &str) -> Page {
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(vec![
             "script", "style", "noscript", "template", "svg", "iframe", "head", "object", "canvas",
         ])
         .build();
-    // htmd's errors come from writing into a String, which cannot fail; fall back to the
-    // page's text rather than lose it.
-    let md = converter.convert(html).unwrap_or_else(|_| html.to_owned());
-    squeeze_blank_lines(md.trim())
+    let parsed = parse::parse(html);
+    let md = converter.tree_to_markdown(&parsed.document);
+    let mut notes = Vec::new();
+    if parsed.too_deep > 0 {
+        notes.push(format!(
+            "nested too deeply: {} elements deeper than {} levels were left out, their text kept in the element around them",
+            parsed.too_deep,
+            parse::MAX_OPEN
+        ));
+    }
+    if parsed.budget_spent {
+        notes.push(format!(
+            "too many elements for a page of {} bytes (more than {}): past that point only the text is kept",
+            html.len(),
+            parse::element_budget(html.len())
+        ));
+    }
+    Page { markdown: squeeze_blank_lines(md.trim()), notes }
 }
 
 fn squeeze_blank_lines(text: &str) -> String {

@@ -190,8 +190,11 @@ async fn fetch(client: &reqwest::Client, config: &Config, raw: &str, max_length:
             );
         }
         Kind::Html => {
-            let (html, encoding) = convert::decode(&body, charset.as_deref(), true);
-            (convert::html_to_markdown(&html), encoding)
+            // Off the async threads: a big or hostile page never stalls other tasks, and
+            // the timeout ends the call whatever the page.
+            let (page, encoding) = convert::convert_body(body, charset).await.map_err(ToolError::new)?;
+            notes.extend(page.notes);
+            (page.markdown, encoding)
         }
         Kind::Text => {
             let (text, encoding) = convert::decode(&body, charset.as_deref(), false);

@@ -32,6 +32,7 @@
 mod convert;
 mod fetch;
 pub mod guard;
+mod parse;
 
 use std::sync::{Arc, OnceLock};
 
