@@ -47,7 +47,7 @@ impl ToolOutput {
 
     /// A JSON result: strings pass through as text, other values are serialized compactly
     /// and also kept as structured content. A value nested more than
-    /// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH) levels deep is kept without text (writing
+    /// [`MAX_JSON_DEPTH`] levels deep is kept without text (writing
     /// it out would recurse past the stack); the engine turns such a result into an error.
     pub fn json(value: Value) -> Self {
         match value {
