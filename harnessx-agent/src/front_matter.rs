@@ -6,6 +6,7 @@
 
 use serde::de::DeserializeOwned;
 use serde_saphyr::MessageFormatter;
+use serde_saphyr::budget::{Budget, BudgetBreach};
 
 /// Why a file's front matter could not be read: a one-line message and the file's line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,12 +22,40 @@ pub(crate) fn parse<T: DeserializeOwned>(text: &str) -> Result<(T, &str), FrontM
     let (yaml, body) = split(text)?;
     let value = serde_saphyr::from_str::<T>(yaml).map_err(|e| {
         let inner = e.without_snippet();
-        let message = serde_saphyr::DefaultMessageFormatter.format_message(inner).into_owned();
+        let mut cause = inner;
+        while let serde_saphyr::Error::AliasError { error, .. }
+        | serde_saphyr::Error::WithSnippet { error, .. } = cause
+        {
+            cause = error;
+        }
+        let message = match cause {
+            serde_saphyr::Error::Budget { breach, .. } => budget_message(breach),
+            other => serde_saphyr::DefaultMessageFormatter.format_message(other).into_owned(),
+        };
         // The YAML starts on the file's second line.
         let line = inner.location().map_or(1, |l| l.line()) + 1;
         FrontMatterError { line, message: one_line(&message) }
     })?;
     Ok((value, body))
+}
+
+/// What a person can do about a breached YAML budget (serde-saphyr's defaults bound
+/// depth, size and alias expansion; its own text is the breach's `Debug` form).
+fn budget_message(breach: &BudgetBreach) -> String {
+    let limits = Budget::default();
+    match breach {
+        BudgetBreach::Depth { .. } => {
+            format!("the YAML nests lists and maps more than {} levels deep; flatten it", limits.max_depth)
+        }
+        BudgetBreach::Nodes { .. } => format!(
+            "the YAML has more than {} values once aliases are expanded (each `*alias` counts every value of its anchor again); shorten it",
+            limits.max_nodes
+        ),
+        BudgetBreach::Aliases { .. } => {
+            format!("the YAML uses more than {} aliases (`*name`); shorten it", limits.max_aliases)
+        }
+        other => format!("the YAML is over a size limit ({other:?}); shorten it"),
+    }
 }
 
 /// The YAML between the opening and closing `---` lines, and the body after them.

@@ -204,10 +204,14 @@ pub fn call_ids_for_turn(mut calls: Vec<ToolCall>, turn: u32) -> Vec<ToolCall> {
     calls
 }
 
-/// The form of a call kept in history: arguments that are not a JSON object (garbled or
-/// cut off) become `{}`, so the next request is one the provider accepts; the call's
-/// error result still pairs with its id.
+/// The form of a call kept in history: arguments that are not a JSON object (garbled, cut
+/// off, or nested more than [`MAX_JSON_DEPTH`](harnessx_core::MAX_JSON_DEPTH) levels deep)
+/// become `{}`, so the next request is one the provider accepts; the call's error result
+/// still pairs with its id.
 pub fn history_safe(call: &ToolCall) -> ToolCall {
+    if harnessx_core::depth::text_too_deep(&call.arguments, harnessx_core::MAX_JSON_DEPTH) {
+        return ToolCall::new(&call.id, &call.name, "{}");
+    }
     let valid = matches!(
         serde_json::from_str::<serde_json::Value>(&call.arguments),
         Ok(serde_json::Value::Object(_))

@@ -408,3 +408,100 @@ async fn a_test_model_run_calls_every_knowledge_tool() {
     let result = agent().run("go").await.unwrap();
     assert!(result.output.starts_with("Ran 3 tool calls:"), "{}", result.output);
 }
+
+/// Hostile YAML for a front matter key nobody reads: flow lists, flow maps, block lists
+/// and an unclosed flow list nested `depth` levels.
+pub(crate) fn deep_yaml(depth: usize) -> [(&'static str, String); 4] {
+    [
+        ("flow lists", format!("{}{}", "[".repeat(depth), "]".repeat(depth))),
+        ("flow maps", format!("{}1{}", "{a: ".repeat(depth), "}".repeat(depth))),
+        ("block lists", format!("\n  {}1", "- ".repeat(depth))),
+        ("unclosed", "[".repeat(depth)),
+    ]
+}
+
+/// Spec: no untrusted input recurses without bound. Front matter nested 1 to 1,000,000
+/// levels deep in every shape, and a billion-laughs alias bomb: up to YAML's 64 levels
+/// (the top-level map is one) the concept indexes, past them (and for the bomb) the build fails with one line that
+/// names the file, the line and the limit; every case ends quickly.
+#[test]
+fn hostile_front_matter_fails_with_a_line_that_names_the_limit() {
+    use harnessx_test_support::deep::DEPTHS;
+    let dir = tempfile::tempdir().unwrap();
+    let open = || Knowledge::open(&KnowledgeSource::dir(dir.path()));
+    for depth in DEPTHS.into_iter().chain([63, 64, 256]) {
+        for (shape, yaml) in deep_yaml(depth) {
+            write(dir.path(), "a.md", &format!("---\nid: a\ntitle: A\nextra: {yaml}\n---\nText.\n"));
+            let started = std::time::Instant::now();
+            let outcome = open();
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "{shape} {depth}");
+            let case = format!("{shape} at depth {depth}");
+            match outcome {
+                Ok(k) => assert!(shape != "unclosed" && depth < 64 && k.len() == 1, "{case}"),
+                Err(KnowledgeError::FrontMatter { line, message, .. }) => {
+                    assert!(shape == "unclosed" || depth >= 64, "{case}: {message}");
+                    assert!(line == 4 || line == 5, "{case}: line {line}");
+                    assert!(!message.contains('\n'), "{case}");
+                    let expected = if shape == "unclosed" {
+                        ["unclosed bracket", "recursion limit exceeded"].as_slice()
+                    } else if shape == "flow lists" && depth > 255 {
+                        // The YAML scanner's own limit on flow nesting.
+                        ["recursion limit exceeded"].as_slice()
+                    } else {
+                        ["the YAML nests lists and maps more than 64 levels deep; flatten it"].as_slice()
+                    };
+                    assert!(expected.iter().any(|e| message.contains(e)), "{case}: {message}");
+                }
+                Err(e) => panic!("{case}: {e}"),
+            }
+        }
+    }
+    let mut laughs = String::from("l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..10 {
+        laughs.push_str(&format!("l{i}: &l{i} [{}]\n", vec![format!("*l{}", i - 1); 10].join(", ")));
+    }
+    write(dir.path(), "a.md", &format!("---\nid: a\ntitle: A\n{laughs}---\nText.\n"));
+    let started = std::time::Instant::now();
+    let err = open().unwrap_err().to_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(
+        err.contains(
+            "invalid concept front matter: the YAML has more than 250000 values once aliases are expanded"
+        ),
+        "{err}"
+    );
+}
+
+/// Spec: no untrusted input recurses without bound. Link text nested, unclosed and
+/// repeated: `[[` and `(` nested 1 to 1,000,000 deep, unclosed runs of `[[` and `](`, and
+/// a body of a million distinct links all index in bounded time (before the fix, each link
+/// was compared with every earlier one: 100,000 distinct links took 52 s).
+#[test]
+fn nested_unclosed_and_countless_links_index_in_bounded_time() {
+    use harnessx_test_support::deep::DEPTHS;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "b.md", "---\nid: b\ntitle: B\n---\nB.\n");
+    for depth in DEPTHS {
+        let bodies = [
+            // `[[b]]` and `[t](b.md)` link to `b`; nested, the brackets are part of the target.
+            ("nested wiki", format!("{}b{}", "[[".repeat(depth), "]]".repeat(depth)), usize::from(depth > 1)),
+            (
+                "nested parens",
+                format!("[t]{}b.md{}", "(".repeat(depth), ")".repeat(depth)),
+                usize::from(depth > 1),
+            ),
+            ("unclosed wiki", "[[".repeat(depth), 0),
+            ("unclosed target", "](".repeat(depth), 0),
+            ("distinct", (0..depth).map(|i| format!("[[n{i}]] ")).collect(), depth),
+        ];
+        for (shape, body, broken) in bodies {
+            write(dir.path(), "a.md", &format!("---\nid: a\ntitle: A\n---\n{body}\n"));
+            let started = std::time::Instant::now();
+            let k = Knowledge::open(&KnowledgeSource::dir(dir.path()))
+                .unwrap_or_else(|e| panic!("{shape} {depth}: {e}"));
+            let took = started.elapsed();
+            assert!(took < std::time::Duration::from_secs(60), "{shape} at depth {depth}: {took:?}");
+            assert_eq!(k.broken_links().len(), broken, "{shape} at depth {depth}");
+        }
+    }
+}

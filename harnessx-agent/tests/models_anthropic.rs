@@ -315,3 +315,70 @@ async fn base_url_with_or_without_v1() {
     assert_eq!(AnthropicModel::new("m").base_url("http://h:1/").endpoint(), "http://h:1/v1/messages");
     assert_eq!(AnthropicModel::new("m").base_url("http://h:1/v1").endpoint(), "http://h:1/v1/messages");
 }
+
+/// Spec: no untrusted input recurses without bound. A `tool_use` input nested 1 to
+/// 1,000,000 levels deep, whole (a protocol error past serde_json's limit, the call when
+/// within) and streamed as `input_json_delta` text (delivered as text, which the engine
+/// refuses); the next request sends an input nested past the engine's limit as `{}`.
+#[tokio::test]
+async fn deeply_nested_tool_inputs_end_in_an_error_or_the_call() {
+    use harnessx_core::MAX_JSON_DEPTH;
+    use harnessx_test_support::deep::{DEPTHS, Shape, nested_json};
+    for depth in DEPTHS.into_iter().chain([MAX_JSON_DEPTH + 1]) {
+        for shape in Shape::ALL {
+            let deep = nested_json(shape, depth);
+            let case = format!("{shape:?} at depth {depth}");
+            let started = std::time::Instant::now();
+            // `{"content":[{"input": ...}]}`: three levels around the input.
+            let parses = shape != Shape::Unclosed && depth + 3 < 128;
+            let whole = format!(
+                r#"{{"id":"msg_1","type":"message","role":"assistant","content":[{{"type":"tool_use","id":"toolu_1","name":"store","input":{deep}}}],"stop_reason":"tool_use","usage":{{"input_tokens":1,"output_tokens":1}}}}"#
+            );
+            let server = Server::start(vec![Reply::json(200, whole)]);
+            match model(&server).complete(&hello()).await {
+                Ok(response) => {
+                    assert!(parses, "{case}");
+                    let arguments: Value = serde_json::from_str(&response.tool_calls[0].arguments).unwrap();
+                    assert_eq!(arguments, serde_json::from_str::<Value>(&deep).unwrap(), "{case}");
+                }
+                Err(ModelError::Protocol(m)) => {
+                    assert!(
+                        !parses && m.contains("something other than JSON") && m.len() < 600,
+                        "{case}: {m}"
+                    )
+                }
+                Err(e) => panic!("{case}: {e:?}"),
+            }
+
+            let events = [
+                json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "store", "input": {}}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": deep}}),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}}),
+                json!({"type": "message_stop"}),
+            ];
+            let body = harnessx_test_support::sse::anthropic(&events);
+            let server = Server::start(vec![Reply::sse(body.into_bytes(), Some(4096))]);
+            let (_, outcome) = collect(model(&server).stream(&hello())).await;
+            let response = outcome.unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert!(response.tool_calls[0].arguments == deep, "{case}: the input arrives as sent");
+            let next = ModelRequest {
+                messages: vec![Message::user("hello"), Message::assistant("", response.tool_calls)],
+                ..ModelRequest::default()
+            };
+            let body = model(&server).request_body(&next, true);
+            let input = &body["messages"][1]["content"][0]["input"];
+            if shape != Shape::Unclosed && depth <= MAX_JSON_DEPTH {
+                assert_eq!(input, &serde_json::from_str::<Value>(&deep).unwrap(), "{case}");
+            } else {
+                assert_eq!(input, &json!({}), "{case}");
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "{case}: {:?}",
+                started.elapsed()
+            );
+        }
+    }
+}

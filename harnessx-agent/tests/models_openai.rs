@@ -427,3 +427,85 @@ async fn usage_can_be_left_out_of_the_stream_options() {
         json!({"model": "m", "messages": [{"role": "user", "content": "hello"}], "stream": true})
     );
 }
+
+/// Spec: no untrusted input recurses without bound. A provider's answer nested 1 to
+/// 1,000,000 levels deep, whole and streamed, in every shape: a protocol error once past
+/// serde_json's limit (quoting at most 200 characters of the event), the answer when
+/// within; a streamed call whose argument text is that deep is delivered as text (the
+/// engine refuses it), and the next request sends it as `{}` once past the engine's limit.
+#[tokio::test]
+async fn deeply_nested_answers_and_arguments_end_in_an_error_or_the_answer() {
+    use harnessx_core::MAX_JSON_DEPTH;
+    use harnessx_test_support::deep::{DEPTHS, Shape, nested_json};
+    for depth in DEPTHS.into_iter().chain([MAX_JSON_DEPTH + 1]) {
+        for shape in Shape::ALL {
+            let deep = nested_json(shape, depth);
+            let case = format!("{shape:?} at depth {depth}");
+            // Parses when closed and, with the one level of the envelope around it, within
+            // serde_json's 127 levels.
+            let parses = shape != Shape::Unclosed && depth < 127;
+            let started = std::time::Instant::now();
+
+            let whole = format!(
+                r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"hi"}},"finish_reason":"stop"}}],"extra":{deep}}}"#
+            );
+            let server = Server::start(vec![Reply::json(200, whole)]);
+            let (_, outcome) = collect(model(&server).stream(&hello())).await;
+            match outcome {
+                Ok(response) => assert!(parses && response.content == "hi", "{case}: {response:?}"),
+                Err(ModelError::Protocol(m)) => {
+                    assert!(
+                        !parses && m.contains("something other than JSON") && m.len() < 600,
+                        "{case}: {m}"
+                    )
+                }
+                Err(e) => panic!("{case}: {e:?}"),
+            }
+
+            let chunk =
+                format!(r#"data: {{"choices":[{{"index":0,"delta":{{"content":"hi"}}}}],"extra":{deep}}}"#);
+            let server =
+                Server::start(vec![Reply::sse(format!("{chunk}\n\ndata: [DONE]\n\n").into_bytes(), None)]);
+            let (_, outcome) = collect(model(&server).stream(&hello())).await;
+            match outcome {
+                Ok(response) => assert!(parses && response.content == "hi", "{case}: {response:?}"),
+                Err(ModelError::Protocol(m)) => {
+                    assert!(
+                        !parses && m.contains("a stream event is not JSON") && m.len() < 600,
+                        "{case}: {m}"
+                    )
+                }
+                Err(e) => panic!("{case}: {e:?}"),
+            }
+
+            let events = [
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "store", "arguments": deep}}]}}]}),
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            ];
+            let server = Server::start(vec![Reply::sse(
+                harnessx_test_support::sse::openai(&events).into_bytes(),
+                Some(4096),
+            )]);
+            let (_, outcome) = collect(model(&server).stream(&hello())).await;
+            let response = outcome.unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert_eq!(response.tool_calls.len(), 1, "{case}");
+            assert!(response.tool_calls[0].arguments == deep, "{case}: the arguments arrive as sent");
+            let next = ModelRequest {
+                messages: vec![Message::user("hello"), Message::assistant("", response.tool_calls)],
+                ..ModelRequest::default()
+            };
+            let body = model(&server).request_body(&next, true);
+            let sent = body["messages"][1]["tool_calls"][0]["function"]["arguments"].as_str().unwrap();
+            let kept = shape != Shape::Unclosed && depth <= MAX_JSON_DEPTH;
+            assert_eq!(sent == deep, kept, "{case}");
+            if !kept {
+                assert_eq!(sent, "{}", "{case}");
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "{case}: {:?}",
+                started.elapsed()
+            );
+        }
+    }
+}

@@ -326,3 +326,44 @@ async fn the_model_opens_a_skill_then_reads_its_reference_file_with_the_file_too
     assert!(!results[1].2, "{}", results[1].1);
     assert!(results[1].1.contains("dump_data_fields"), "{}", results[1].1);
 }
+
+/// Spec: no untrusted input recurses without bound. A skill's front matter nested 1 to
+/// 1,000,000 levels deep (flow and block lists and maps, unclosed): the skill loads up to
+/// YAML's 64 levels and the build fails with one line naming the file past them.
+#[test]
+fn deeply_nested_skill_front_matter_fails_the_build_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let skill = dir.path().join("s");
+    std::fs::create_dir(&skill).unwrap();
+    for depth in harnessx_test_support::deep::DEPTHS {
+        let shapes = [
+            ("flow lists", format!("{}{}", "[".repeat(depth), "]".repeat(depth))),
+            ("flow maps", format!("{}1{}", "{a: ".repeat(depth), "}".repeat(depth))),
+            ("block lists", format!("\n  {}1", "- ".repeat(depth))),
+            ("unclosed", "[".repeat(depth)),
+        ];
+        for (shape, yaml) in shapes {
+            std::fs::write(
+                skill.join("SKILL.md"),
+                format!("---\nname: s\ndescription: d\nmetadata: {yaml}\n---\nbody"),
+            )
+            .unwrap();
+            let started = std::time::Instant::now();
+            let built = Agent::builder().model(TestModel::new()).skills(SkillSource::dir(dir.path())).build();
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "{shape} {depth}");
+            match built {
+                // The top-level map is one of YAML's 64 levels.
+                Ok(_) => assert!(shape != "unclosed" && depth < 64, "{shape} at depth {depth} loaded"),
+                Err(err) => {
+                    assert!(shape == "unclosed" || depth >= 64, "{shape} at depth {depth}: {err}");
+                    let text = err.to_string();
+                    assert!(
+                        text.contains("SKILL.md:") && text.contains(": invalid skill front matter: "),
+                        "{text}"
+                    );
+                    assert!(!text.contains('\n') && text.len() < 400, "{text}");
+                }
+            }
+        }
+    }
+}

@@ -310,3 +310,38 @@ fn a_reader_that_went_away_is_not_a_crash() {
         assert_eq!(status.code(), Some(0), "{args:?}: {status}");
     }
 }
+
+/// Spec: no untrusted input recurses without bound. `tools call` with arguments nested
+/// 1,000,000 levels deep (every shape, on standard input) ends at once with the one-line
+/// depth error, exit 1 and nothing written, in bounded time and memory; one level under
+/// the limit the call runs.
+#[test]
+fn tools_call_with_arguments_a_million_levels_deep_ends_quickly_in_little_memory() {
+    use harnessx_test_support::deep::{Shape, nested_json};
+    let dir = workspace();
+    let args = ["tools", "call", "write_file", "-", "--base-path", ".", "--json"];
+    for shape in Shape::ALL {
+        // `{"path": "deep.txt", "content": <the nesting>}`: the content is a string in the
+        // schema, so a shallow nesting gets the schema's error, a deep one the depth error.
+        let deep = nested_json(shape, 1_000_000);
+        let input = format!(r#"{{"path": "deep.txt", "content": {}"#, &deep[r#"{"a":"#.len()..]);
+        let (out, measured) = binary().run_measured(dir.path(), &args, input.as_bytes());
+        let v: Value = serde_json::from_str(stdout(&out).trim())
+            .unwrap_or_else(|e| panic!("{shape:?}: {e}: {}", stderr(&out)));
+        assert_eq!(out.status.code(), Some(1), "{shape:?}: {}", stderr(&out));
+        assert_eq!(v["is_error"], true, "{shape:?}");
+        assert_eq!(
+            v["content"],
+            "invalid arguments for write_file: the arguments are nested too deeply (more than 100 levels of arrays and objects); the tool did not run. Send the call again with flatter arguments.",
+            "{shape:?}"
+        );
+        assert!(!dir.path().join("deep.txt").exists());
+        eprintln!("{shape:?}: {:?}, peak {} KiB", measured.elapsed, measured.peak_rss_kib);
+        assert!(measured.elapsed < std::time::Duration::from_secs(20), "{shape:?}: {measured:?}");
+        assert!(measured.peak_rss_kib < 200 * 1024, "{shape:?}: {measured:?}");
+    }
+    // At the limit the text parses and the schema speaks (content must be a string).
+    let input = format!(r#"{{"path": "deep.txt", "content": {}"#, &nested_json(Shape::Arrays, 100)[5..]);
+    let out = binary().run_with_input(dir.path(), &args, input.as_bytes());
+    assert!(stdout(&out).contains("invalid arguments for write_file: content: "), "{}", stdout(&out));
+}

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod catalog;
+pub mod depth;
 pub mod engine;
 pub mod error;
 pub mod memory;
@@ -19,6 +20,7 @@ pub mod __private;
 
 pub use __private::{CollectedTool, Toolbox};
 pub use catalog::{BuiltinBundle, BuiltinOptions, BundleRequest};
+pub use depth::MAX_JSON_DEPTH;
 pub use engine::context::RunContext;
 pub use engine::events::{ToolEvent, ToolEventSink};
 pub use engine::pipeline::{CallOutcome, EndHook, PERMISSION_DENIED, PlannedBatch, RunHooks, StartHook};

@@ -6,8 +6,11 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::*;
-use harnessx_core::{RegistryError, ToolCall, ToolHandler, ToolOptions, ToolRegistry};
+use harnessx_core::{MAX_JSON_DEPTH, RegistryError, ToolCall, ToolHandler, ToolOptions, ToolRegistry};
+use harnessx_test_support::deep::{Shape, nested_json};
 use serde_json::{Value, json};
 
 fn calculator() -> (ToolRegistry, Counter) {
@@ -397,4 +400,85 @@ async fn the_handler_receives_the_validated_arguments() {
 struct CalcArgs {
     a: i64,
     b: i64,
+}
+
+/// Arguments nested deeper than the engine takes: one line saying so, the limit named, and
+/// the tool does not run.
+fn assert_too_deep(content: &str, tool: &str) {
+    let expected = format!(
+        "invalid arguments for {tool}: the arguments are nested too deeply (more than {MAX_JSON_DEPTH} levels of arrays and objects); the tool did not run. Send the call again with flatter arguments."
+    );
+    assert_eq!(content, expected);
+}
+
+/// Spec: no untrusted input recurses without bound. Arguments of every shape nested 1 to
+/// 1,000,000 levels deep, through a tool that takes any object and one whose schema
+/// recurses: up to the limit they run (or get the cut-off error when unclosed); past it
+/// they get the one-line depth error (before the fix, 101 to 127 levels ran and deeper
+/// text got serde_json's "recursion limit exceeded" with the advice to resend the
+/// complete object). Every case ends quickly.
+#[tokio::test]
+async fn deeply_nested_arguments_of_every_shape_are_refused_past_the_limit() {
+    let registry = ToolRegistry::new();
+    let any = register_writer(&registry, "store", json!({"type": "object"}));
+    let recursive = register_writer(
+        &registry,
+        "store_tree",
+        json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/node"}},
+            "$defs": {"node": {"anyOf": [
+                {"type": "integer"},
+                {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                {"type": "object", "properties": {"a": {"$ref": "#/$defs/node"}}, "additionalProperties": false}
+            ]}}
+        }),
+    );
+    let depths = harnessx_test_support::deep::DEPTHS.into_iter().chain([MAX_JSON_DEPTH + 1, 127, 128]);
+    let mut ran = 0;
+    for depth in depths {
+        for shape in Shape::ALL {
+            let raw = nested_json(shape, depth);
+            for tool in ["store", "store_tree"] {
+                let started = Instant::now();
+                let result = registry.execute(&call("c1", tool, &raw), None).await;
+                let took = started.elapsed();
+                assert!(took < Duration::from_secs(5), "{tool} {shape:?} {depth}: took {took:?}");
+                let case = format!("{tool} {shape:?} at depth {depth}");
+                if depth > MAX_JSON_DEPTH {
+                    assert!(result.is_error, "{case}");
+                    assert_too_deep(&result.content, tool);
+                } else if shape == Shape::Unclosed {
+                    assert!(result.is_error, "{case}");
+                    assert!(result.content.contains("they look cut off"), "{case}: {}", result.content);
+                } else {
+                    assert!(!result.is_error, "{case}: {}", result.content);
+                    let echoed: Value = serde_json::from_str(&result.content).unwrap();
+                    assert_eq!(echoed, serde_json::from_str::<Value>(&raw).unwrap(), "{case}");
+                    ran += 1;
+                }
+            }
+        }
+    }
+    // Depths 1, 10 and 100, three closed shapes, two tools.
+    assert_eq!(ran, 18);
+    assert_eq!(any.get() + recursive.get(), 18);
+}
+
+/// Long but flat arguments are not deep: a million-element array, a 16 MiB string and a
+/// string of a million brackets all run.
+#[tokio::test]
+async fn long_flat_arguments_and_brackets_inside_strings_are_not_deep() {
+    let registry = ToolRegistry::new();
+    let counter = register_writer(&registry, "store", json!({"type": "object"}));
+    let wide = format!("{{\"a\": [{}1]}}", "1,".repeat(1_000_000));
+    let long = format!("{{\"a\": \"{}\"}}", "x".repeat(16 << 20));
+    let brackets = format!("{{\"a\": \"{}{}\\\"\"}}", "[{".repeat(500_000), "\\\\");
+    for raw in [&wide, &long, &brackets] {
+        let started = Instant::now();
+        let result = registry.execute(&call("c1", "store", raw), None).await;
+        assert!(!result.is_error, "{}", &result.content[..result.content.len().min(200)]);
+        assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+    }
+    assert_eq!(counter.get(), 3);
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::*;
 use harnessx_core::{
-    PERMISSION_DENIED, PermissionLevel, ReplayPolicy, RunContext, ToolCall, ToolError, ToolHandler,
-    ToolOptions, ToolOutput, ToolRegistry, ToolRetry, TransientToolError,
+    MAX_JSON_DEPTH, PERMISSION_DENIED, PermissionLevel, ReplayPolicy, RunContext, ToolCall, ToolError,
+    ToolHandler, ToolOptions, ToolOutput, ToolRegistry, ToolRetry, TransientToolError,
 };
 use serde_json::json;
 
@@ -419,4 +419,68 @@ async fn handler_errors_become_error_results_and_structured_output_is_kept() {
     let missing = registry.execute(&ToolCall::from_value("c2", "lookup", &json!({"id": 2})), None).await;
     assert_eq!((missing.is_error, missing.content.as_str()), (true, "no user with that id"));
     assert_eq!(missing.name, "lookup");
+}
+
+/// Spec: no untrusted input recurses without bound. A tool whose structured result nests
+/// 1 to 1,000,000 levels deep (a value a journal or an MCP client could not read back past
+/// serde_json's 127 levels, and that serde_json's recursive `to_string` and drop took past
+/// the stack, aborting the process before the fix): up to the limit it is the result, past
+/// it an error result saying the tool ran but its result is too deep, for `ToolOutput::json`
+/// and a hand-made `ToolOutput`, async and blocking handlers alike.
+#[tokio::test]
+async fn a_result_nested_too_deeply_is_an_error_result_and_nothing_overflows() {
+    use harnessx_test_support::deep::{DEPTHS, nested_value};
+    let registry = ToolRegistry::new();
+    let schema =
+        json!({"type": "object", "properties": {"depth": {"type": "integer"}}, "required": ["depth"]});
+    let depth_of = |args: &serde_json::Value| args["depth"].as_u64().unwrap() as usize;
+    registry
+        .register_with_schema(
+            "deep_json",
+            "A deep result.",
+            schema.clone(),
+            ToolHandler::from_async(move |args, _ctx| {
+                let depth = depth_of(&args);
+                async move { Ok(ToolOutput::json(nested_value(depth))) }
+            }),
+            ToolOptions::new(),
+        )
+        .unwrap();
+    registry
+        .register_with_schema(
+            "deep_blocking",
+            "A deep result with its own text.",
+            schema,
+            ToolHandler::from_blocking(move |args, _ctx| {
+                let value = nested_value(depth_of(&args));
+                Ok(ToolOutput { content: "a tree".into(), structured_content: Some(value) })
+            }),
+            ToolOptions::new(),
+        )
+        .unwrap();
+    for depth in DEPTHS.into_iter().chain([MAX_JSON_DEPTH + 1]) {
+        for tool in ["deep_json", "deep_blocking"] {
+            let started = std::time::Instant::now();
+            let call = ToolCall::from_value("c1", tool, &json!({"depth": depth}));
+            let result = registry.execute(&call, None).await;
+            assert!(started.elapsed() < Duration::from_secs(10), "{tool} {depth}: {:?}", started.elapsed());
+            if depth <= MAX_JSON_DEPTH {
+                assert!(!result.is_error, "{tool} {depth}: {}", result.content);
+                let structured = result.structured_content.expect("kept");
+                assert_eq!(structured, nested_value(depth));
+                if tool == "deep_json" {
+                    assert_eq!(result.content, structured.to_string());
+                }
+            } else {
+                assert!(result.is_error, "{tool} {depth}");
+                assert_eq!(
+                    result.content,
+                    format!(
+                        "tool {tool} ran, but its result is nested too deeply to send back (more than {MAX_JSON_DEPTH} levels of arrays and objects)"
+                    )
+                );
+                assert_eq!(result.structured_content, None);
+            }
+        }
+    }
 }

@@ -384,3 +384,61 @@ async fn a_second_resume_while_one_drives_the_run_is_refused() {
     assert!(err.contains("run \"d\" is being driven by another process or task"), "{err}");
     assert_eq!(world.runs_of("send").len(), 1, "the second driver ran nothing");
 }
+
+/// Spec: no untrusted input recurses without bound. A tool result whose structured content
+/// nests 1 to 1,000,000 levels, journaled in SQLite: every run completes and its journal
+/// reads back. Before the fix a result 126 levels deep was written but made the journal
+/// unreadable (serde_json stops at 127 levels, the entry adds two), and one 10,000 deep
+/// aborted the process.
+#[tokio::test]
+async fn a_deeply_nested_result_is_journaled_as_an_error_the_journal_can_read_back() {
+    use harnessx_core::{MAX_JSON_DEPTH, ToolOutput};
+    use harnessx_durable::SqliteJournal;
+    use harnessx_test_support::deep::{DEPTHS, nested_value};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    for depth in DEPTHS.into_iter().chain([MAX_JSON_DEPTH + 1, 126]) {
+        let tree = ToolDefinition::new(
+            "tree",
+            "A deep tree.",
+            json!({"type": "object", "properties": {}}),
+            ToolHandler::from_blocking(move |_args, _ctx| {
+                Ok(ToolOutput { content: "tree".into(), structured_content: Some(nested_value(depth)) })
+            }),
+        );
+        let model = FunctionModel::new(|req| {
+            Ok(match req.messages.last() {
+                Some(Message::User { .. }) => {
+                    ModelResponse::tool_calls(vec![ToolCall::new("c1", "tree", "{}")])
+                }
+                _ => ModelResponse::text(format!("saw: {}", tool_contents(req))),
+            })
+        });
+        let agent = Agent::builder()
+            .model(model)
+            .tool(tree)
+            .config(AgentConfig { planning: false, ..AgentConfig::default() })
+            .build()
+            .unwrap();
+        let run = format!("deep-{depth}");
+        let runtime = AgentRuntime::new(agent, Arc::new(SqliteJournal::open(&path).unwrap()));
+        let result = runtime.start(&run, "go").await.unwrap();
+        let (_, entries) = SqliteJournal::open(&path)
+            .unwrap()
+            .load_run(&run)
+            .unwrap_or_else(|e| panic!("depth {depth}: {e}"))
+            .unwrap();
+        let Some(Entry::CallResult { result: call, .. }) =
+            entries.into_iter().map(|e| e.entry).find(|e| matches!(e, Entry::CallResult { .. }))
+        else {
+            panic!("depth {depth}: no call result")
+        };
+        if depth <= MAX_JSON_DEPTH {
+            assert_eq!(result.output, "saw: tree", "{depth}");
+            assert_eq!(call.structured_content, Some(nested_value(depth)), "{depth}");
+        } else {
+            assert!(call.is_error && call.content.contains("nested too deeply"), "{depth}: {}", call.content);
+            assert!(result.output.contains("nested too deeply"), "{depth}: {}", result.output);
+        }
+    }
+}

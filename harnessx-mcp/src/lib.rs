@@ -254,10 +254,10 @@ pub async fn register_mcp(
     let shown = server.display();
     let changed = Arc::new(Changes::default());
     let (service, pid) = connect(&server, &changed).await?;
-    let tools = service.list_all_tools().await.map_err(|e| McpError::Protocol {
+    let tools = list_tools(&service).await.map_err(|reason| McpError::Protocol {
         server: shown.clone(),
         what: "could not list its tools",
-        reason: e.to_string(),
+        reason,
     })?;
     let link = Arc::new(Link {
         server,
@@ -332,6 +332,21 @@ impl ClientHandler for Client {
 }
 
 type Service = RunningService<RoleClient, Client>;
+
+/// How long a server has to list its tools. rmcp drops an answer it cannot parse without
+/// a word (one nested past serde_json's 127 levels: a hostile server's deep
+/// `inputSchema`), so without a limit the listing would wait forever.
+const LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+async fn list_tools(service: &Service) -> Result<Vec<Tool>, String> {
+    match tokio::time::timeout(LIST_TIMEOUT, service.list_all_tools()).await {
+        Ok(listed) => listed.map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "no answer within {} s (an answer nested too deeply or otherwise unparsable is dropped unread)",
+            LIST_TIMEOUT.as_secs()
+        )),
+    }
+}
 
 /// A transport that notes the server's `notifications/tools/list_changed` as it is read,
 /// in order with the responses: a call whose response follows the announcement sees it
@@ -559,7 +574,7 @@ impl Link {
                 _ => return Ok(()),
             }
         };
-        let listed = service.list_all_tools().await.map_err(|e| e.to_string())?;
+        let listed = list_tools(&service).await?;
         let wanted = self.choose(listed);
         let mut registered = self.registered();
         registered.retain(|remote, (name, tool)| {

@@ -265,3 +265,87 @@ async fn a_streamable_http_server_s_tools_run_through_the_registry() {
         "{err}"
     );
 }
+
+/// Spec: no untrusted input recurses without bound, against a hostile server
+/// (`fixtures/deep_server.py`, raw JSON-RPC): deep and self-referring input schemas, and
+/// structured results nested 1 to 120 levels (deeper, rmcp's parser drops the message and
+/// the call waits out its timeout; see the report of the depth work).
+mod deep_server {
+    use std::time::{Duration, Instant};
+
+    use harnessx_core::{MAX_JSON_DEPTH, ToolCall, ToolRegistry};
+    use harnessx_mcp::{McpOptions, McpServer, register_mcp};
+    use serde_json::json;
+
+    fn server(schema_depth: usize) -> McpServer {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/deep_server.py");
+        McpServer::stdio("python3", [script], [("HX_SCHEMA_DEPTH", schema_depth.to_string())])
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deep_results_and_schemas_end_in_a_result_or_a_one_line_error() {
+        let registry = ToolRegistry::new();
+        // 60 schema levels are 120 JSON levels (an object and its `properties`), the
+        // deepest a tools/list answer rmcp can parse may hold.
+        let _connection = register_mcp(&registry, server(60), McpOptions::default()).await.unwrap();
+        for depth in [1, 10, 100, MAX_JSON_DEPTH + 1, 120] {
+            let started = Instant::now();
+            let result = registry
+                .execute(&ToolCall::from_value("c1", "deep_result", &json!({"depth": depth})), None)
+                .await;
+            assert!(started.elapsed() < Duration::from_secs(10), "{depth}: {:?}", started.elapsed());
+            if depth <= MAX_JSON_DEPTH {
+                assert!(!result.is_error, "{depth}: {}", result.content);
+                assert_eq!(result.content, "deep");
+            } else {
+                assert!(result.is_error, "{depth}");
+                assert!(result.content.contains("its result is nested too deeply"), "{}", result.content);
+                assert_eq!(result.structured_content, None);
+            }
+        }
+        // A 60-deep schema validates and refuses; a self-referring one ends (jsonschema
+        // finds the cycle, which consumes nothing and so constrains nothing: both run).
+        let mut args = json!(1);
+        for _ in 0..60 {
+            args = json!({"a": args});
+        }
+        let result = registry.execute(&ToolCall::from_value("c2", "deep_schema", &args), None).await;
+        assert_eq!((result.is_error, result.content.as_str()), (false, "ok"), "{}", result.content);
+        let mut wrong = json!("x");
+        for _ in 0..60 {
+            wrong = json!({"a": wrong});
+        }
+        let result = registry.execute(&ToolCall::from_value("c3", "deep_schema", &wrong), None).await;
+        assert!(result.is_error && result.content.starts_with("invalid arguments for deep_schema: a.a.a."));
+        for args in [json!({"a": 1}), json!({"a": "x"})] {
+            let started = Instant::now();
+            let result = registry.execute(&ToolCall::from_value("c4", "cyclic_schema", &args), None).await;
+            assert_eq!((result.is_error, result.content.as_str()), (false, "ok"), "{args}");
+            assert!(started.elapsed() < Duration::from_secs(10), "{args}: {:?}", started.elapsed());
+        }
+    }
+
+    /// A tools/list answer deeper than rmcp's parser takes (a schema 1,000,000 levels
+    /// deep): rmcp drops it unread, and registering waited forever before the fix; now it
+    /// fails after the listing's 30 s with a line saying why.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_tool_list_too_deep_to_parse_fails_registration_instead_of_hanging() {
+        let registry = ToolRegistry::new();
+        let started = Instant::now();
+        let registered = tokio::time::timeout(
+            Duration::from_secs(60),
+            register_mcp(&registry, server(1_000_000), McpOptions::default()),
+        )
+        .await
+        .expect("register_mcp still waiting after 60 s");
+        let Err(err) = registered else { panic!("the listing cannot be read") };
+        let err = err.to_string();
+        assert!(
+            err.contains("could not list its tools: no answer within 30 s")
+                && err.contains("nested too deeply"),
+            "{err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(45), "{:?}", started.elapsed());
+        assert!(registry.tool_names().is_empty());
+    }
+}

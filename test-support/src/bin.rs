@@ -4,6 +4,9 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -52,6 +55,15 @@ impl Binary {
 
     /// Runs with `args` in `dir`, writing `input` to its standard input.
     pub fn run_with_input<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S], input: &[u8]) -> Output {
+        self.run_measured(dir, args, input).0
+    }
+
+    /// As [`Binary::run_with_input`], also measuring how long the run took and its peak
+    /// resident memory: `VmHWM` of `/proc/<pid>/status`, sampled every millisecond until
+    /// the child exits (the high-water mark only grows, so the last sample is at most a
+    /// millisecond's growth short of the true peak; 0 where `/proc` has no such line).
+    pub fn run_measured<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S], input: &[u8]) -> (Output, Measured) {
+        let started = Instant::now();
         let mut child = self
             .command(dir, args)
             .stdin(Stdio::piped())
@@ -65,10 +77,43 @@ impl Binary {
         let writer = std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
         });
+        let pid = child.id();
+        let done = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut peak = 0;
+                while !done.load(Ordering::Relaxed) {
+                    if let Some(kib) = high_water_mark_kib(pid) {
+                        peak = peak.max(kib);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                peak
+            })
+        };
         let output = child.wait_with_output().expect("waiting for the child");
+        let elapsed = started.elapsed();
+        done.store(true, Ordering::Relaxed);
         writer.join().expect("stdin writer");
-        output
+        let peak_rss_kib = sampler.join().expect("memory sampler");
+        (output, Measured { elapsed, peak_rss_kib })
     }
+}
+
+/// How long a run took and the most memory it held.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured {
+    /// From spawning to exit.
+    pub elapsed: Duration,
+    /// Peak resident set size in KiB (`VmHWM`, sampled).
+    pub peak_rss_kib: u64,
+}
+
+fn high_water_mark_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Standard output as text.

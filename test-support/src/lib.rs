@@ -8,12 +8,14 @@
 //!   in chunks) and records each request;
 //! - [`bin`]: running a built binary in a folder and reading its output, JSON lines
 //!   included;
+//! - [`deep`]: hostile nesting (JSON text of every shape and depth, deep values);
 //! - [`sse`]: framing provider events as server-sent events;
 //! - [`system`]: Debian packages installed on demand, and which processes are alive;
 //! - [`npm`], [`python`]: npm packages and Python virtual environments installed on
 //!   demand into a cache folder.
 
 pub mod bin;
+pub mod deep;
 pub mod npm;
 pub mod python;
 pub mod restate;

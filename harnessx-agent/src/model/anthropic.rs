@@ -394,8 +394,9 @@ impl Decoder for AnthropicDecoder {
         if data.is_empty() {
             return Ok(Step::More);
         }
-        let value: Value = serde_json::from_str(data)
-            .map_err(|e| ModelError::Protocol(format!("a stream event is not JSON ({e}): {data}")))?;
+        let value: Value = serde_json::from_str(data).map_err(|e| {
+            ModelError::Protocol(format!("a stream event is not JSON ({e}): {}", http::truncate(data, 200)))
+        })?;
         let kind = value.get("type").and_then(Value::as_str).unwrap_or(&event.event);
         let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {

@@ -1,6 +1,8 @@
 //! What both provider adapters share: the HTTP client, status and error mapping, and the
 //! loop that turns a response body into [`ModelEvent`]s.
 
+use harnessx_core::MAX_JSON_DEPTH;
+use harnessx_core::depth::text_too_deep;
 use harnessx_core::error::error_chain;
 use std::collections::VecDeque;
 use std::sync::OnceLock;
@@ -113,7 +115,7 @@ fn error_message(body: &Value) -> Option<String> {
     Some(truncate(&text, 1000))
 }
 
-fn truncate(text: &str, max: usize) -> String {
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),
@@ -319,8 +321,12 @@ pub(crate) fn trim_base(url: &str) -> String {
 }
 
 /// Parses a call's argument text as a JSON object: `Some` for an object, `None` for
-/// anything else (garbled, cut off, an array).
+/// anything else (garbled, cut off, an array, nested deeper than the engine takes: the
+/// engine refused such a call, and the provider need not parse it again).
 pub(crate) fn arguments_object(arguments: &str) -> Option<serde_json::Map<String, Value>> {
+    if text_too_deep(arguments, MAX_JSON_DEPTH) {
+        return None;
+    }
     match serde_json::from_str::<Value>(arguments) {
         Ok(Value::Object(map)) => Some(map),
         _ => None,
@@ -379,5 +385,8 @@ mod tests {
         assert!(arguments_object("").is_none());
         assert!(arguments_object("[1]").is_none());
         assert!(arguments_object(r#"{"a":"#).is_none());
+        let deep = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        assert!(arguments_object(&format!(r#"{{"a":{}}}"#, deep(MAX_JSON_DEPTH - 1))).is_some());
+        assert!(arguments_object(&format!(r#"{{"a":{}}}"#, deep(MAX_JSON_DEPTH))).is_none());
     }
 }

@@ -433,8 +433,9 @@ impl Decoder for OpenAiDecoder {
         if data.is_empty() {
             return Ok(Step::More);
         }
-        let chunk: Value = serde_json::from_str(data)
-            .map_err(|e| ModelError::Protocol(format!("a stream event is not JSON ({e}): {data}")))?;
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            ModelError::Protocol(format!("a stream event is not JSON ({e}): {}", http::truncate(data, 200)))
+        })?;
         if event.event == "error" || chunk.get("error").is_some_and(|e| !e.is_null()) {
             return Err(http::body_error(&chunk, PROVIDER));
         }

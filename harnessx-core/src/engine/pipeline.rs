@@ -13,6 +13,7 @@ use futures_util::future::{join, join_all};
 use serde_json::Value;
 use tracing::{Instrument, Span};
 
+use crate::depth::{MAX_JSON_DEPTH, drop_deep, text_too_deep, value_too_deep};
 use crate::engine::blocking::run_blocking;
 use crate::engine::context::RunContext;
 use crate::engine::events::ToolEvent;
@@ -75,12 +76,19 @@ impl Prepared {
     }
 }
 
-/// Parses raw argument text: empty text and `null` count as `{}`; anything that is not a
-/// JSON object is refused with the parse error.
+/// Parses raw argument text: empty text and `null` count as `{}`; text nested more than
+/// [`MAX_JSON_DEPTH`] levels deep is refused before it is parsed (whether or not it is
+/// JSON: the advice to resend the complete object would not help); anything else that is
+/// not a JSON object is refused with the parse error.
 fn parse_arguments(tool: &str, raw: &str) -> Result<Value, String> {
     let trimmed = raw.trim();
     if trimmed.is_empty() || trimmed == "null" {
         return Ok(Value::Object(Default::default()));
+    }
+    if text_too_deep(raw, MAX_JSON_DEPTH) {
+        return Err(format!(
+            "invalid arguments for {tool}: the arguments are nested too deeply (more than {MAX_JSON_DEPTH} levels of arrays and objects); the tool did not run. Send the call again with flatter arguments."
+        ));
     }
     // Parse the text as sent, so the error's line and column point into it.
     match serde_json::from_str::<Value>(raw) {
@@ -525,7 +533,13 @@ async fn invoke(ready: ReadyCall, call_id: &str, run: &Run, hooks: &RunHooks) ->
         }
         let failed = Some(ErrorType::ToolError);
         let (result, error) = match outcome {
-            Outcome::Done(Ok(out)) => (ToolResult::success(call_id, &**name, out), None),
+            Outcome::Done(Ok(mut out)) => match too_deep(&mut out) {
+                None => (ToolResult::success(call_id, &**name, out), None),
+                Some(value) => {
+                    drop_deep(value);
+                    (ToolResult::error(call_id, &**name, too_deep_message(name)), failed)
+                }
+            },
             Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => (
                 ToolResult::error(call_id, &**name, format!("{} (failed {attempt} attempts)", e.message())),
                 failed,
@@ -553,6 +567,20 @@ async fn invoke(ready: ReadyCall, call_id: &str, run: &Run, hooks: &RunHooks) ->
         };
         return Invoked { result, timed_out: false, error };
     }
+}
+
+/// The structured content of `out` when it nests more than [`MAX_JSON_DEPTH`] levels: a
+/// journal could not read it back, nor a client of the MCP server, nor would serialising
+/// it stay on the stack.
+fn too_deep(out: &mut ToolOutput) -> Option<Value> {
+    let deep = out.structured_content.as_ref().is_some_and(|v| value_too_deep(v, MAX_JSON_DEPTH));
+    if deep { out.structured_content.take() } else { None }
+}
+
+fn too_deep_message(name: &str) -> String {
+    format!(
+        "tool {name} ran, but its result is nested too deeply to send back (more than {MAX_JSON_DEPTH} levels of arrays and objects)"
+    )
 }
 
 fn timeout_message(name: &str, seconds: f64) -> String {

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::depth::{MAX_JSON_DEPTH, value_too_deep};
+
 /// One tool call as a model requested it: an id, a name (possibly misspelt or decorated),
 /// and the raw JSON text of the arguments (possibly malformed or cut off).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,10 +46,15 @@ impl ToolOutput {
     }
 
     /// A JSON result: strings pass through as text, other values are serialized compactly
-    /// and also kept as structured content.
+    /// and also kept as structured content. A value nested more than
+    /// [`MAX_JSON_DEPTH`] levels deep is kept without text (writing
+    /// it out would recurse past the stack); the engine turns such a result into an error.
     pub fn json(value: Value) -> Self {
         match value {
             Value::String(s) => Self::text(s),
+            deep if value_too_deep(&deep, MAX_JSON_DEPTH) => {
+                Self { content: String::new(), structured_content: Some(deep) }
+            }
             other => Self { content: other.to_string(), structured_content: Some(other) },
         }
     }
