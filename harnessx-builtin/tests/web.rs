@@ -661,9 +661,11 @@ async fn every_nesting_shape_comes_back_from_fetch_url_at_every_depth() {
     let registry = registry_with(local().max_bytes(64 * 1024 * 1024));
     for shape in SHAPES {
         for depth in DEPTHS {
-            if shape == "reopened" && depth == 1_000_000 {
-                // 28 MB, five times the default byte cap, and the slowest page; the test
-                // above converts it, and the CLI's test the deepest pages a download holds.
+            if depth == 1_000_000 && shape != "div" {
+                // The test above converts every shape a million levels deep, and the CLI's
+                // test fetches the deepest pages a download holds through the binary; here
+                // one such page is enough to show the whole way holds (the rest only add
+                // half a minute to every CI run).
                 continue;
             }
             let started = Instant::now();
