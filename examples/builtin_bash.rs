@@ -1,5 +1,6 @@
-//! The `bash` bundle: `run_bash` on the local sandbox, then in a bubblewrap sandbox that
-//! owns its workspace, so that the file tools act there too.
+//! The `bash` bundle: `run_bash` on the local sandbox (each command in a pids-capped cgroup
+//! of its own where the machine allows one), then in a bubblewrap sandbox that owns its
+//! workspace, so that the file tools act there too.
 //!
 //! `cargo run --example builtin_bash` (the bubblewrap half needs `bwrap`:
 //! `apt-get install bubblewrap`; without it, the example says why and stops there).
@@ -7,7 +8,9 @@
 use harnessx::ToolCall;
 use harnessx::ToolRegistry;
 use harnessx::agent::Agent;
-use harnessx::builtin::sandbox::BubblewrapSandbox;
+use std::sync::Arc;
+
+use harnessx::builtin::sandbox::{BubblewrapSandbox, CgroupLimits, LocalSandbox};
 use harnessx::model::{FunctionModel, Message, ModelResponse};
 use serde_json::json;
 
@@ -32,6 +35,18 @@ async fn main() {
 
     // A daemon the command leaves behind does not outlive it.
     let result = registry.execute(&call("setsid sleep 1000 & echo started a daemon"), None).await;
+    println!("{}\n", result.content);
+
+    // Each command runs in a cgroup of its own where the machine lets the harness make
+    // one (root, or a delegated cgroup v2 subtree), capped at `pids_max` tasks, so a fork
+    // bomb fills its own cgroup, never the harness's, and times out like any command. This
+    // command shows the cgroups it runs in.
+    let capped = ToolRegistry::new();
+    let small = CgroupLimits { pids_max: Some(64), ..CgroupLimits::default() };
+    capped.bind_sandbox(Arc::new(LocalSandbox::new().cgroup(Some(small))));
+    capped.load_builtin("bash", json!({})).unwrap();
+    let show = "grep -h harnessx-cmd /proc/self/cgroup || echo 'no cgroup of its own here (not root, no delegated cgroup v2)'";
+    let result = capped.execute(&call(show), None).await;
     println!("{}\n", result.content);
 
     // An agent whose shell runs in bubblewrap: the file tools act on the sandbox's workspace.

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --example mcp_client -- npx -y @modelcontextprotocol/server-everything
+//! MCP_TRUST=1 cargo run --example mcp_client -- npx -y @modelcontextprotocol/server-everything
 //! ```
 //!
 //! Any stdio MCP server works; the example calls the first tool it lists.
@@ -19,7 +20,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::process::exit(2);
     };
     let server = McpServer::stdio(command, args, Vec::<(String, String)>::new());
-    let options = McpOptions { prefix: Some("mcp_".into()), ..McpOptions::default() };
+    // The server's hints that relax something (readOnlyHint: run concurrently, no asking;
+    // idempotentHint: re-run after a crash) count only for a server you trust
+    // (`MCP_TRUST=1`); otherwise only the careful ones do (destructiveHint).
+    let trust_hints = std::env::var_os("MCP_TRUST").is_some();
+    let options = McpOptions { prefix: Some("mcp_".into()), trust_hints, ..McpOptions::default() };
     let agent = Agent::builder()
         .model(TestModel::new())
         .config(AgentConfig { planning: false, ..AgentConfig::default() })
@@ -28,6 +33,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     let names = agent.tools().tool_names();
     println!("tools from {:?}: {names:?}", agent.mcp_servers());
+    for def in agent.tools().list_tools() {
+        println!("  {}: concurrent={}, replay={}", def.name, def.concurrent, def.replay_policy);
+    }
     // The test model calls each tool it is given; give it the first one, with arguments
     // it makes up from the schema.
     if let Some(first) = names.first() {
