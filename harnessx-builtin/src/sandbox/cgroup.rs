@@ -285,18 +285,16 @@ fn v1_pids_cgroup() -> Option<(PathBuf, PathBuf)> {
 /// or `cgroup` with `controller` among its options), from `/proc/self/mountinfo` and
 /// `/proc/self/cgroup`.
 fn own_cgroup(fstype: &str, controller: &str) -> Option<(PathBuf, PathBuf)> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let (root, mount) = mountinfo.lines().find_map(|line| {
-        let (before, after) = line.split_once(" - ")?;
-        let mut after = after.split(' ');
-        let (kind, _source, options) = (after.next()?, after.next()?, after.next().unwrap_or(""));
-        let fields: Vec<&str> = before.split(' ').collect();
-        let ours = kind == fstype && (controller.is_empty() || options.split(',').any(|o| o == controller));
-        if !ours {
-            return None;
-        }
-        Some((fields.get(3)?.to_string(), PathBuf::from(fields.get(4)?)))
-    })?;
+    // The mounts are read once per hierarchy (a command's start should not parse every
+    // mount of the machine); the process's place in it is read each time.
+    static V2: OnceLock<Option<(String, PathBuf)>> = OnceLock::new();
+    static V1_PIDS: OnceLock<Option<(String, PathBuf)>> = OnceLock::new();
+    let mounted = match (fstype, controller) {
+        ("cgroup2", "") => &V2,
+        ("cgroup", "pids") => &V1_PIDS,
+        _ => return None,
+    };
+    let (root, mount) = mounted.get_or_init(|| hierarchy_mount(fstype, controller)).as_ref()?;
     let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = cgroups.lines().find_map(|line| {
         let mut f = line.splitn(3, ':');
@@ -308,9 +306,26 @@ fn own_cgroup(fstype: &str, controller: &str) -> Option<(PathBuf, PathBuf)> {
         };
         ours.then(|| path.to_owned())
     })?;
-    let relative = Path::new(&path).strip_prefix(&root).ok()?;
+    let relative = Path::new(&path).strip_prefix(root).ok()?;
     let dir = mount.join(relative);
-    dir.is_dir().then_some((mount, dir))
+    dir.is_dir().then(|| (mount.clone(), dir))
+}
+
+/// The root (within the hierarchy) and mount point of the hierarchy of type `fstype`, from
+/// `/proc/self/mountinfo`.
+fn hierarchy_mount(fstype: &str, controller: &str) -> Option<(String, PathBuf)> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mountinfo.lines().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        let mut after = after.split(' ');
+        let (kind, _source, options) = (after.next()?, after.next()?, after.next().unwrap_or(""));
+        let fields: Vec<&str> = before.split(' ').collect();
+        let ours = kind == fstype && (controller.is_empty() || options.split(',').any(|o| o == controller));
+        if !ours {
+            return None;
+        }
+        Some((fields.get(3)?.to_string(), PathBuf::from(fields.get(4)?)))
+    })
 }
 
 /// `MemTotal` from `/proc/meminfo`, in bytes.
