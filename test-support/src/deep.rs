@@ -63,18 +63,6 @@ pub fn nested_value(depth: usize) -> Value {
     value
 }
 
-/// Drops `value` without recursing, so a test can let go of a deep value.
-pub fn drop_value(value: Value) {
-    let mut stack = vec![value];
-    while let Some(value) = stack.pop() {
-        match value {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
-            _ => {}
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
