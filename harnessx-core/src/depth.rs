@@ -50,15 +50,19 @@ pub fn text_too_deep(text: &str, limit: usize) -> bool {
 
 /// Whether `value` nests arrays and objects more than `limit` levels deep. Walks without
 /// recursion and stops at the first level past the limit, so a value a million levels
-/// deep costs no more than one `limit + 1` deep.
+/// deep costs no more than one `limit + 1` deep. Only arrays and objects are visited, and
+/// a scalar or a flat value allocates nothing (this runs on every result).
 pub fn value_too_deep(value: &Value, limit: usize) -> bool {
-    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
-    while let Some((value, depth)) = stack.pop() {
-        let below = depth + 1;
+    let nested = |child: &&Value| matches!(child, Value::Array(_) | Value::Object(_));
+    // `[]` and `{}` are level 1. The stack holds only arrays and objects still to visit,
+    // so it stays empty (unallocated) until a value nests.
+    let mut stack: Vec<(&Value, usize)> = Vec::new();
+    let mut next = Some((value, 1));
+    while let Some((value, depth)) = next.take().or_else(|| stack.pop()) {
         match value {
-            Value::Array(_) | Value::Object(_) if below > limit => return true,
-            Value::Array(items) => stack.extend(items.iter().map(|child| (child, below))),
-            Value::Object(map) => stack.extend(map.values().map(|child| (child, below))),
+            Value::Array(_) | Value::Object(_) if depth > limit => return true,
+            Value::Array(items) => stack.extend(items.iter().filter(nested).map(|c| (c, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().filter(nested).map(|c| (c, depth + 1))),
             _ => {}
         }
     }
