@@ -16,6 +16,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{
     SessionManager, StreamableHttpServerConfig, StreamableHttpService,
@@ -109,7 +110,8 @@ async fn end_session(
     sessions: &LocalSessionManager,
     request: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
-    let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+    let session =
+        request.headers().get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
     let existed = match &session {
         Some(id) => sessions.has_session(id).await.unwrap_or(true),
         None => false,
@@ -128,6 +130,3 @@ async fn end_session(
     }
     response
 }
-
-/// MCP's session header (`Mcp-Session-Id`; header names are case-insensitive).
-const SESSION_HEADER: &str = "mcp-session-id";
