@@ -225,7 +225,7 @@ fn v2_parent() -> Option<&'static V2Parent> {
     static PARENT: OnceLock<Option<V2Parent>> = OnceLock::new();
     PARENT
         .get_or_init(|| {
-            let (mount, dir) = own_cgroup("cgroup2", "")?;
+            let (mount, dir) = own_cgroup(&hierarchy_mount("cgroup2", "")?, "")?;
             let words = |file: &str| -> Vec<String> {
                 std::fs::read_to_string(dir.join(file))
                     .unwrap_or_default()
@@ -276,25 +276,17 @@ fn delegate(dir: &Path, controllers: &[&String]) {
 }
 
 /// This process's cgroup v1 `pids` folder, and the hierarchy's mount, now (a test may
-/// move the process).
+/// move the process). The mount is read once: a command's start should not parse every
+/// mount of the machine.
 fn v1_pids_cgroup() -> Option<(PathBuf, PathBuf)> {
-    own_cgroup("cgroup", "pids")
+    static MOUNT: OnceLock<Option<(String, PathBuf)>> = OnceLock::new();
+    own_cgroup(MOUNT.get_or_init(|| hierarchy_mount("cgroup", "pids")).as_ref()?, "pids")
 }
 
-/// The mount point and this process's folder in the hierarchy of type `fstype` (`cgroup2`,
-/// or `cgroup` with `controller` among its options), from `/proc/self/mountinfo` and
-/// `/proc/self/cgroup`.
-fn own_cgroup(fstype: &str, controller: &str) -> Option<(PathBuf, PathBuf)> {
-    // The mounts are read once per hierarchy (a command's start should not parse every
-    // mount of the machine); the process's place in it is read each time.
-    static V2: OnceLock<Option<(String, PathBuf)>> = OnceLock::new();
-    static V1_PIDS: OnceLock<Option<(String, PathBuf)>> = OnceLock::new();
-    let mounted = match (fstype, controller) {
-        ("cgroup2", "") => &V2,
-        ("cgroup", "pids") => &V1_PIDS,
-        _ => return None,
-    };
-    let (root, mount) = mounted.get_or_init(|| hierarchy_mount(fstype, controller)).as_ref()?;
+/// The mount point and this process's folder in the hierarchy `mounted` (its root and
+/// mount point, from [`hierarchy_mount`]) whose `/proc/self/cgroup` line names
+/// `controller` (none: the v2 line), from `/proc/self/cgroup`.
+fn own_cgroup((root, mount): &(String, PathBuf), controller: &str) -> Option<(PathBuf, PathBuf)> {
     let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = cgroups.lines().find_map(|line| {
         let mut f = line.splitn(3, ':');
