@@ -143,15 +143,17 @@ pub(super) struct Page {
 /// needs. Only the pages touched count against memory.
 const CONVERSION_STACK: usize = 16 * 1024 * 1024;
 
+/// A conversion thread: named, with [`CONVERSION_STACK`].
+fn conversion_thread() -> std::thread::Builder {
+    std::thread::Builder::new().name("harnessx-html".into()).stack_size(CONVERSION_STACK)
+}
+
 /// [`convert_here`] on a thread with [`CONVERSION_STACK`]; on the calling thread when no
 /// thread can be started (the bounded depth fits the usual 2 MiB stacks of optimised
 /// builds too). A panic in the converter gives an empty page that says so.
 pub(super) fn convert_html(html: &str) -> Page {
     let joined = std::thread::scope(|scope| {
-        let spawned = std::thread::Builder::new()
-            .name("harnessx-html".into())
-            .stack_size(CONVERSION_STACK)
-            .spawn_scoped(scope, || convert_here(html));
+        let spawned = conversion_thread().spawn_scoped(scope, || convert_here(html));
         match spawned {
             Ok(handle) => handle.join(),
             Err(e) => {
@@ -174,9 +176,7 @@ pub(super) async fn convert_body(
     charset: Option<String>,
 ) -> Result<(Page, &'static str), String> {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("harnessx-html".into())
-        .stack_size(CONVERSION_STACK)
+    conversion_thread()
         .spawn(move || {
             let (html, encoding) = decode(&body, charset.as_deref(), true);
             drop(body);
