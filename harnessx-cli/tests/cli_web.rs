@@ -2,10 +2,7 @@
 //! `--web-allow` and `--web-allow-private`; hostile pages never abort the binary.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use harnessx_test_support::bin::{Binary, stderr, stdout};
 use harnessx_test_support::server::{Reply, Server};
@@ -100,45 +97,6 @@ fn twenty_thousand_nested_divs_do_not_abort_the_binary() {
     );
 }
 
-/// Runs `harnessx` with `args` to the end, reading its peak resident memory (`VmHWM`) from
-/// /proc while it runs. Returns the output, the peak in KiB, and how long it took.
-fn run_measured(dir: &Path, args: &[&str]) -> (std::process::Output, u64, Duration) {
-    let started = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_harnessx"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = format!("/proc/{}/status", child.id());
-    let peak = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (peak, done) = (peak.clone(), done.clone());
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                let hwm = std::fs::read_to_string(&status).ok().and_then(|s| {
-                    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_owned();
-                    line.split_whitespace().nth(1)?.parse::<u64>().ok()
-                });
-                if let Some(kib) = hwm {
-                    peak.fetch_max(kib, Ordering::Relaxed);
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })
-    };
-    let out = child.wait_with_output().unwrap();
-    let took = started.elapsed();
-    done.store(true, Ordering::Relaxed);
-    watcher.join().unwrap();
-    (out, peak.load(Ordering::Relaxed), took)
-}
-
 // A page nested 1,000,000 levels deep (as deep as fits the default 5 MiB download) comes
 // back said too deep, well inside fetch_url's 60 s timeout and in bounded memory.
 #[test]
@@ -158,10 +116,10 @@ fn a_million_levels_deep_come_back_in_bounded_time_and_memory() {
         let page = format!("{}deep text", open.repeat(levels));
         let server = serve_page(page.into_bytes());
         let url = format!(r#"{{"url": "http://127.0.0.1:{}/"}}"#, port(&server));
-        let (out, peak_kib, took) = run_measured(
-            dir.path(),
-            &["tools", "call", "fetch_url", &url, "--json", "--web-allow", "127.0.0.1"],
-        );
+        let args = ["tools", "call", "fetch_url", &url, "--json", "--web-allow", "127.0.0.1"];
+        let (out, measured) =
+            Binary::new(env!("CARGO_BIN_EXE_harnessx")).run_measured(dir.path(), &args, b"");
+        let (peak_kib, took) = (measured.peak_rss_kib, measured.elapsed);
         let v: Value = serde_json::from_str(stdout(&out).trim())
             .unwrap_or_else(|e| panic!("{name}: {e}: {:?} / {}", out.status, stderr(&out)));
         assert_eq!(out.status.code(), Some(0), "{name}: {v}");
