@@ -8,7 +8,7 @@ mod front_matter;
 pub mod knowledge;
 pub mod model;
 pub mod planning;
-mod run;
+pub mod run;
 pub mod skills;
 pub mod spans;
 pub mod specialist;
@@ -19,18 +19,20 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde::{Deserialize, Serialize};
-
 pub use config::AgentConfig;
 pub use events::AgentEvent;
 pub use knowledge::{Knowledge, KnowledgeError, KnowledgeSource};
 pub use model::{ParseToolChoiceError, ToolChoice};
 pub use planning::{PLANNING_PROMPT_LINE, PlanningState};
-pub use run::{RunStream, call_ids_for_turn, history_safe};
+pub use run::engine::{Start, drive};
+pub use run::recovery::{Recovery, Unknown};
+pub use run::state::{NeedsInput, NeedsInputKind, RunResult, RunState, RunStatus};
+pub use run::steps::{Answer, Executed, Recorded, Steps};
+pub use run::{Events, RunStream, call_ids_for_turn, history_safe};
 pub use skills::{SKILL_TOOL_NAME, Skill, SkillError, SkillSource};
 pub use specialist::SubAgent;
 
-use crate::model::{FinishReason, Message, Model, ModelError, ModelRequest, ModelResponse, Usage};
+use crate::model::{Message, Model, ModelError, ModelRequest, ModelResponse};
 use harnessx_builtin::planning::{PlanningOptions, planning_state, register_planning_tools};
 use harnessx_core::PermissionManager;
 use harnessx_core::RegistryError;
@@ -103,51 +105,6 @@ fn unknown_tool_choice(name: &str, registered: &[String]) -> String {
     }
     text.push_str(". Name one of them, or use auto, required or none");
     text
-}
-
-/// What a durable run stopped to wait for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NeedsInputKind {
-    /// An ASK call with no one to approve it: `AgentRuntime::approve` decides.
-    Approval,
-    /// A `manual` call that started and has no result (the process died, or it timed
-    /// out): did it take effect? `AgentRuntime::answer` says.
-    Outcome,
-}
-
-/// A call a durable runtime stopped on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NeedsInput {
-    /// What is awaited.
-    pub kind: NeedsInputKind,
-    /// The call id.
-    pub call_id: String,
-    /// The tool name.
-    pub tool: String,
-    /// The call's arguments (JSON text, as the model sent them).
-    pub arguments: String,
-    /// Why input is needed, in a sentence.
-    pub reason: String,
-}
-
-/// The outcome of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunResult {
-    /// The final answer.
-    pub output: String,
-    /// The whole conversation, including the final answer.
-    pub messages: Vec<Message>,
-    /// Tokens used.
-    pub usage: Usage,
-    /// Model requests made.
-    pub turns: u32,
-    /// Why the model stopped on its final answer: [`FinishReason::Length`] means the
-    /// answer was cut off at the output token limit.
-    pub finish_reason: FinishReason,
-    /// Set by a durable runtime when it stopped for recovery; always `None` for a direct
-    /// run, which answers timeouts to the model instead.
-    pub needs_input: Option<NeedsInput>,
 }
 
 /// Builds an [`Agent`].
@@ -502,10 +459,6 @@ impl Agent {
     /// One model request with the agent's retry policy ([`AgentConfig::model_retry`]),
     /// not streamed.
     pub async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, AgentError> {
-        if self.is_closed() {
-            return Err(AgentError::Closed);
-        }
-        let model = self.model.clone().ok_or(AgentError::NoModel)?;
         // The turn, for the `chat` span: the model requests of this run so far (the
         // assistant messages since the prompt), plus this one.
         let turn = request
@@ -515,7 +468,7 @@ impl Agent {
             .take_while(|m| !matches!(m, Message::User { .. }))
             .filter(|m| matches!(m, Message::Assistant { .. }))
             .count();
-        Ok(self.request_with_retry(&*model, request, None, turn as u32 + 1).await?)
+        self.request_turn(request, None, turn as u32 + 1).await
     }
 
     /// The todo list, while the built-in `write_todos` is installed: installed by the agent

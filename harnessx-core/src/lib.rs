@@ -28,8 +28,8 @@ pub use engine::serial::SerialQueue;
 pub use error::{ParsePolicyError, RegistryError, ToolError, TransientToolError};
 pub use memory::{Memory, MemoryError, MemoryHit, MemoryId, MemoryStore, MemoryUpdate, NewMemory, Saved};
 pub use permission::{
-    ApprovalDecision, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError, DenyReason,
-    MemoryApprovalStore, PermissionLevel, PermissionManager,
+    ApprovalDecision, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError, AuthRequest,
+    Authorization, Authorizer, Decision, DenyReason, MemoryApprovalStore, PermissionLevel, PermissionManager,
 };
 pub use registry::resolve::UnknownTool;
 pub use registry::{NameResolution, ToolRegistry, ToolSource, ToolSpec, WeakToolRegistry};

@@ -8,18 +8,20 @@ use tokio::sync::OnceCell;
 
 use crate::engine::events::{ToolEvent, ToolEventSink};
 use crate::engine::pipeline::Invoked;
-use crate::permission::PermissionManager;
+use crate::permission::{Authorizer, NoManager, PermissionManager};
 
 type DedupeSlot = Arc<OnceCell<Invoked>>;
 
-/// The state one run shares across its tool calls: the permission manager, the event
-/// sink, and, when the registry deduplicates, the results of earlier identical calls.
+/// The state one run shares across its tool calls: the [`Authorizer`] that decides
+/// permissions (usually a [`PermissionManager`]), the event sink, and, when the registry
+/// deduplicates, the results of earlier identical calls.
 ///
 /// Create one per agent run (or per logical unit of work) and pass it to
 /// [`ToolRegistry::execute_batch`](crate::ToolRegistry::execute_batch).
 #[derive(Default)]
 pub struct RunContext {
     permissions: Option<PermissionManager>,
+    authorizer: Option<Arc<dyn Authorizer>>,
     events: Option<Arc<dyn ToolEventSink>>,
     dedupe: Mutex<HashMap<(Arc<str>, String), DedupeSlot>>,
 }
@@ -40,10 +42,28 @@ impl RunContext {
         Self::default()
     }
 
-    /// Uses a permission manager.
+    /// Uses a permission manager: its rules, approval callback and store decide.
     pub fn with_permissions(mut self, permissions: PermissionManager) -> Self {
+        self.authorizer = Some(Arc::new(permissions.clone()));
         self.permissions = Some(permissions);
         self
+    }
+
+    /// Uses another [`Authorizer`] (a layer over a manager, such as the MCP server's
+    /// elicitation). [`permissions`](Self::permissions) keeps the manager given to
+    /// [`with_permissions`](Self::with_permissions), if any.
+    pub fn with_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// The authorizer calls are put to: the one given, else the rule with no manager
+    /// (omitted permissions ALLOW; explicit ASK and DENY denied).
+    pub fn authorizer(&self) -> &dyn Authorizer {
+        match &self.authorizer {
+            Some(a) => &**a,
+            None => &NoManager,
+        }
     }
 
     /// Sends engine events to a sink.

@@ -20,17 +20,14 @@ use crate::engine::events::ToolEvent;
 use crate::engine::serial::SerialQueue;
 use crate::engine::span::{self, ErrorType};
 use crate::error::ToolError;
-use crate::permission::DenyReason;
-use crate::permission::PermissionLevel;
-use crate::permission::manager::authorize_without_manager;
+use crate::permission::{AuthRequest, Authorization, Decision, DenyReason, PermissionLevel};
 use crate::schema::{canonical_json, kind_of};
 use crate::tool::call::{ToolCall, ToolOutput, ToolResult};
 use crate::tool::handler::{ToolContext, ToolHandler};
 use crate::tool::policy::{EffectivePolicy, ReplayPolicy, duration_from_secs};
 use crate::tool::registered::RegisteredTool;
 
-/// The text of every permission refusal.
-pub const PERMISSION_DENIED: &str = "Permission denied";
+pub use crate::permission::PERMISSION_DENIED;
 
 /// What the registry hands the engine for one call: the tool the call's name resolved to
 /// (or the error text for the model), the policy values in force, and the queue serial
@@ -439,25 +436,24 @@ async fn run_ready(
 ) -> (CallOutcome, Option<ErrorType>) {
     let name = ready.tool.name();
     let permission = ready.tool.definition().permission;
-    let allowed = if run.authorized {
-        Ok(())
-    } else {
-        match ctx.permissions() {
-            // A panicking approval callback or store denies the call (fail closed).
-            Some(manager) => AssertUnwindSafe(manager.authorize(name, permission, &call.id, &ready.args))
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|payload| {
-                    log_panic(name, &*payload);
-                    Err(DenyReason::Rejected)
-                }),
-            None => authorize_without_manager(permission),
+    if !run.authorized {
+        let request = AuthRequest { tool: name, permission, call_id: &call.id, arguments: &ready.args };
+        match authorize(ctx, request).await {
+            Authorization::Allow => {}
+            refused => {
+                let (reason, message) = match refused {
+                    Authorization::Deny { reason, message } => (reason, message),
+                    // Nobody here to put the question to.
+                    _ => (DenyReason::NoApprover, PERMISSION_DENIED.into()),
+                };
+                tracing::info!(tool = &**name, call_id = %call.id, ?reason, "tool call denied");
+                let result = ToolResult::error(&call.id, &**name, message);
+                return (
+                    CallOutcome { result, timed_out: false, ran: false },
+                    Some(ErrorType::PermissionDenied),
+                );
+            }
         }
-    };
-    if let Err(reason) = allowed {
-        tracing::info!(tool = &**name, call_id = %call.id, ?reason, "tool call denied");
-        let result = ToolResult::error(&call.id, &**name, PERMISSION_DENIED);
-        return (CallOutcome { result, timed_out: false, ran: false }, Some(ErrorType::PermissionDenied));
     }
     if ready.policy.dedupe_calls {
         let slot = ctx.dedupe_slot(name, canonical_json(&ready.args));
@@ -477,6 +473,20 @@ async fn run_ready(
     }
     let Invoked { result, timed_out, error } = invoke(ready, &call.id, &run, hooks).await;
     (CallOutcome { result, timed_out, ran: true }, error)
+}
+
+/// The authorisation stage: the context's [`Authorizer`](crate::permission::Authorizer).
+/// A panicking authorizer (or approval callback, or store) denies the call: fail closed.
+async fn authorize(ctx: &RunContext, request: AuthRequest<'_>) -> Authorization {
+    let rejected = |payload: Box<dyn Any + Send>| {
+        log_panic(request.tool, &*payload);
+        Authorization::denied(DenyReason::Rejected)
+    };
+    match std::panic::catch_unwind(AssertUnwindSafe(|| ctx.authorizer().authorize(request))) {
+        Ok(Decision::Now(decided)) => decided,
+        Ok(Decision::Later(later)) => AssertUnwindSafe(later).catch_unwind().await.unwrap_or_else(rejected),
+        Err(payload) => rejected(payload),
+    }
 }
 
 enum Outcome {

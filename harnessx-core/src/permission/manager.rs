@@ -11,10 +11,11 @@ use serde_json::Value;
 use crate::permission::approval::{
     ApprovalDecision, ApprovalFn, ApprovalHandler, ApprovalRequest, ApprovalStore,
 };
+use crate::permission::authorizer::{AuthRequest, Authorization, Authorizer, Decision};
 use crate::permission::level::PermissionLevel;
 
-/// Why a call was not allowed to run. The model only ever sees `Permission denied`; the
-/// reason is for the operator (logs, events).
+/// Why a call was not allowed to run. The reason is for the operator (logs, events);
+/// the model reads the [`Authorization::Deny`] message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DenyReason {
@@ -194,7 +195,55 @@ impl PermissionManager {
         self.override_for(tool_name).or(tool_permission).unwrap_or(self.inner.default)
     }
 
-    /// Decides whether a call may run, asking the store and then the callback for ASK.
+    /// A separate manager for one run or session, with no approval store of its own
+    /// beyond this one's: the same default, overrides, grants, callback and store as this
+    /// one now, its own overrides and grants from here on. Session grants made in the
+    /// run stay in the run.
+    pub fn fork(&self) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                default: self.inner.default,
+                overrides: RwLock::new(read(&self.inner.overrides).clone()),
+                grants: RwLock::new(read(&self.inner.grants).clone()),
+                approver: RwLock::new(read(&self.inner.approver).clone()),
+                store: RwLock::new(read(&self.inner.store).clone()),
+            }),
+        }
+    }
+
+    /// The approval callback, if one is set.
+    pub fn approver(&self) -> Option<Arc<dyn ApprovalHandler>> {
+        read(&self.inner.approver).clone()
+    }
+
+    /// The manager's rules alone, without asking anyone: the effective level
+    /// (override > explicit tool permission > default), then DENY wins, a session grant
+    /// satisfies ASK, and an ASK without a grant is a question for a person
+    /// ([`Authorization::Wait`]). Never waits and allocates nothing unless it asks.
+    pub fn rules(&self, request: AuthRequest<'_>) -> Authorization {
+        match self.effective_level(request.tool, request.permission) {
+            PermissionLevel::Allow => Authorization::Allow,
+            PermissionLevel::Deny => Authorization::denied(DenyReason::Denied),
+            PermissionLevel::Ask if self.has_session_grant(request.tool) => Authorization::Allow,
+            PermissionLevel::Ask => Authorization::ask(request.tool),
+        }
+    }
+
+    /// Applies a person's decision on an ASK call of `tool`: `ApproveForSession` grants
+    /// the tool for the rest of the session; the answer is what the call gets.
+    pub fn apply(&self, tool: &str, decision: ApprovalDecision) -> Authorization {
+        match decision {
+            ApprovalDecision::Approve => Authorization::Allow,
+            ApprovalDecision::ApproveForSession => {
+                self.grant_session(tool.to_owned());
+                Authorization::Allow
+            }
+            ApprovalDecision::Deny => Authorization::denied(DenyReason::Rejected),
+        }
+    }
+
+    /// Decides whether a call may run, asking the store and then the callback for ASK
+    /// (this manager's [`Authorizer`] answer, with `Wait` read as "nobody could approve").
     pub async fn authorize(
         &self,
         tool_name: &str,
@@ -202,67 +251,70 @@ impl PermissionManager {
         call_id: &str,
         arguments: &Value,
     ) -> Result<(), DenyReason> {
-        match self.effective_level(tool_name, tool_permission) {
-            PermissionLevel::Allow => Ok(()),
-            PermissionLevel::Deny => Err(DenyReason::Denied),
-            PermissionLevel::Ask => self.ask(tool_name, call_id, arguments).await,
+        let request = AuthRequest { tool: tool_name, permission: tool_permission, call_id, arguments };
+        match Authorizer::authorize(self, request).resolve().await {
+            Authorization::Allow => Ok(()),
+            Authorization::Deny { reason, .. } => Err(reason),
+            Authorization::Wait { .. } => Err(DenyReason::NoApprover),
         }
     }
 
-    async fn ask(&self, tool_name: &str, call_id: &str, arguments: &Value) -> Result<(), DenyReason> {
-        if self.has_session_grant(tool_name) {
-            return Ok(());
-        }
+    /// A person's decision on an ASK call, from the approval store (a decision recorded
+    /// earlier) or else the approval callback (saved in the store); `None` when neither
+    /// is set. A failing store lookup denies (fail closed).
+    pub async fn decision(&self, request: &ApprovalRequest) -> Option<ApprovalDecision> {
+        let tool_name = request.tool_name.as_str();
+        let call_id = request.call_id.as_str();
         let store = read(&self.inner.store).clone();
-        let approver = read(&self.inner.approver).clone();
-        if store.is_none() && approver.is_none() {
-            return Err(DenyReason::NoApprover);
-        }
-        let request = ApprovalRequest {
-            tool_name: tool_name.to_owned(),
-            call_id: call_id.to_owned(),
-            arguments: arguments.clone(),
-        };
         if let Some(store) = &store {
-            match store.load(&request).await {
-                Ok(Some(decision)) => return self.apply(&request, decision),
+            match store.load(request).await {
+                Ok(Some(decision)) => return Some(decision),
                 Ok(None) => {}
                 Err(e) => {
                     tracing::error!(tool = tool_name, call_id, error = %e, "approval store lookup failed; denying");
-                    return Err(DenyReason::Rejected);
+                    return Some(ApprovalDecision::Deny);
                 }
             }
         }
-        let Some(approver) = approver else {
-            return Err(DenyReason::NoApprover);
-        };
-        let decision = approver.decide(&request).await;
+        let approver = self.approver()?;
+        let decision = approver.decide(request).await;
         if let Some(store) = &store
-            && let Err(e) = store.save(&request, decision).await
+            && let Err(e) = store.save(request, decision).await
         {
             tracing::error!(tool = tool_name, call_id, error = %e, "approval store save failed");
         }
-        self.apply(&request, decision)
+        Some(decision)
     }
 
-    fn apply(&self, request: &ApprovalRequest, decision: ApprovalDecision) -> Result<(), DenyReason> {
-        match decision {
-            ApprovalDecision::Approve => Ok(()),
-            ApprovalDecision::ApproveForSession => {
-                self.grant_session(request.tool_name.clone());
-                Ok(())
-            }
-            ApprovalDecision::Deny => Err(DenyReason::Rejected),
+    /// Whether an approval callback or store can answer ASK calls.
+    pub fn can_decide(&self) -> bool {
+        read(&self.inner.store).is_some() || read(&self.inner.approver).is_some()
+    }
+
+    /// ASK without a grant: [`decision`](Self::decision), applied.
+    async fn ask(&self, request: ApprovalRequest) -> Authorization {
+        match self.decision(&request).await {
+            Some(decision) => self.apply(&request.tool_name, decision),
+            None => Authorization::ask(&request.tool_name),
         }
     }
 }
 
-/// The rule when no manager is given: omitted permissions are ALLOW; explicit ASK (with
-/// nothing to approve it) and explicit DENY are denied.
-pub(crate) fn authorize_without_manager(tool_permission: Option<PermissionLevel>) -> Result<(), DenyReason> {
-    match tool_permission {
-        None | Some(PermissionLevel::Allow) => Ok(()),
-        Some(PermissionLevel::Ask) => Err(DenyReason::NoApprover),
-        Some(PermissionLevel::Deny) => Err(DenyReason::Denied),
+/// The manager's rules, with its approval store and callback as the layer that answers
+/// the questions the rules raise. Without either, an ASK stays a question
+/// ([`Authorization::Wait`]) for the caller to put to someone, or to deny.
+impl Authorizer for PermissionManager {
+    fn authorize<'a>(&'a self, request: AuthRequest<'a>) -> Decision<'a> {
+        match self.rules(request) {
+            Authorization::Wait { .. } if self.can_decide() => {
+                let request = ApprovalRequest {
+                    tool_name: request.tool.to_owned(),
+                    call_id: request.call_id.to_owned(),
+                    arguments: request.arguments.clone(),
+                };
+                Decision::Later(Box::pin(self.ask(request)))
+            }
+            decided => Decision::Now(decided),
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Permissions: levels, the manager and its precedence, approvals.
 
 pub mod approval;
+pub mod authorizer;
 pub mod level;
 pub mod manager;
 
@@ -8,5 +9,6 @@ pub use approval::{
     ApprovalDecision, ApprovalFn, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError,
     MemoryApprovalStore,
 };
+pub use authorizer::{AuthRequest, Authorization, Authorizer, Decision, NoManager, PERMISSION_DENIED};
 pub use level::PermissionLevel;
 pub use manager::{DenyReason, PermissionManager};

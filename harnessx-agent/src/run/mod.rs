@@ -1,8 +1,14 @@
-//! The loop: request, stream, run the tools, repeat until a final answer.
+//! Running an agent: [`Agent::run`], [`Agent::run_stream`], and the one loop every
+//! backend drives ([`engine`]), with its step seam ([`steps`]), the recovery rules of
+//! durable runs ([`recovery`]) and the state a run reports ([`state`]).
+
+pub mod engine;
+pub mod recovery;
+pub mod state;
+pub mod steps;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
@@ -10,13 +16,13 @@ use futures_util::{Stream, StreamExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracing::Instrument;
 
-use crate::model::{Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Usage};
+use crate::model::{Message, ModelError, ModelEvent, ModelRequest, ModelResponse};
 use crate::{Agent, AgentError, AgentEvent, RunResult, spans};
-use harnessx_core::RunContext;
 use harnessx_core::ToolCall;
 use harnessx_core::ToolEvent;
 
-type Events = UnboundedSender<AgentEvent>;
+/// Where a run sends its [`AgentEvent`]s.
+pub type Events = UnboundedSender<AgentEvent>;
 
 impl Agent {
     /// Runs the agent on a prompt until the model gives a final answer.
@@ -56,81 +62,35 @@ impl Agent {
         if self.closed.load(Ordering::SeqCst) {
             return Err(AgentError::Closed);
         }
-        let model = self.model.clone().ok_or(AgentError::NoModel)?;
+        self.model.clone().ok_or(AgentError::NoModel)?;
         self.check_tool_choice()?;
         let span = spans::invoke_agent(self);
-        let outcome = self.run_loop(model, history, prompt, events).instrument(span.clone()).await;
+        let start = engine::Start { history, prompt };
+        let outcome = engine::drive(self, &mut steps::Direct, start, &self.permissions, events.as_ref())
+            .instrument(span.clone())
+            .await;
         spans::record_run(&span, &outcome);
         outcome
     }
 
-    /// The loop of [`run_inner`](Self::run_inner), inside the run's `invoke_agent` span.
-    async fn run_loop(
+    /// The model's name, for events (empty without a model).
+    pub(crate) fn model_name(&self) -> String {
+        self.model.as_ref().map(|m| m.name()).unwrap_or_default()
+    }
+
+    /// One model request of turn `turn` with the agent's retry policy, streamed to
+    /// `events` when the agent streams.
+    pub(crate) async fn request_turn(
         &self,
-        model: Arc<dyn Model>,
-        history: Vec<Message>,
-        prompt: String,
-        events: Option<Events>,
-    ) -> Result<RunResult, AgentError> {
-        let planning = self.planning();
-        if let Some(p) = &planning
-            && history.is_empty()
-        {
-            p.clear();
+        request: &ModelRequest,
+        events: Option<&Events>,
+        turn: u32,
+    ) -> Result<ModelResponse, AgentError> {
+        if self.is_closed() {
+            return Err(AgentError::Closed);
         }
-        let mut revision = self.registry.revision();
-        let mut request = self.first_request(history, prompt);
-        let mut ctx = RunContext::new().with_permissions(self.permissions.clone());
-        if let Some(tx) = &events {
-            let tx = tx.clone();
-            ctx = ctx.with_events(Arc::new(move |event: &ToolEvent<'_>| {
-                if let Some(event) = agent_event(event) {
-                    let _ = tx.send(event);
-                }
-            }));
-        }
-        let mut usage = Usage::default();
-        for turn in 1..=self.config.max_turns {
-            if let Some(p) = &planning {
-                crate::planning::attach(p, &mut request.messages);
-            }
-            // Tools registered or removed since the last request (an MCP server's
-            // `tools/list_changed`): the model sees the new set from this turn on.
-            let now = self.registry.revision();
-            if now != revision {
-                revision = now;
-                request.tools = self.registry.get_tool_params();
-            }
-            if let Some(tx) = &events {
-                let _ = tx.send(AgentEvent::ModelRequest { turn, model: model.name() });
-            }
-            let response = self.request_with_retry(&*model, &request, events.as_ref(), turn).await?;
-            usage += response.usage;
-            usage.requests += 1;
-            let calls = call_ids_for_turn(response.tool_calls, turn);
-            if calls.is_empty() {
-                request.messages.push(Message::assistant(response.content.clone(), Vec::new()));
-                if let Some(tx) = &events {
-                    let _ =
-                        tx.send(AgentEvent::RunEnd { output: response.content.clone(), usage, turns: turn });
-                }
-                return Ok(RunResult {
-                    output: response.content,
-                    messages: request.messages,
-                    usage,
-                    turns: turn,
-                    finish_reason: response.finish_reason,
-                    needs_input: None,
-                });
-            }
-            request
-                .messages
-                .push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
-            let results = self.registry.execute_batch(&calls, &ctx).await;
-            request.messages.extend(results.iter().map(Message::tool));
-            self.after_tool_calls(&mut request);
-        }
-        Err(AgentError::MaxTurns(self.config.max_turns))
+        let model = self.model.clone().ok_or(AgentError::NoModel)?;
+        Ok(self.request_with_retry(&*model, request, events, turn).await?)
     }
 
     /// One model request of turn `turn`, retried per the agent's policy; each attempt
@@ -219,7 +179,7 @@ pub fn history_safe(call: &ToolCall) -> ToolCall {
     if valid { call.clone() } else { ToolCall::new(&call.id, &call.name, "{}") }
 }
 
-fn agent_event(event: &ToolEvent<'_>) -> Option<AgentEvent> {
+pub(crate) fn agent_event(event: &ToolEvent<'_>) -> Option<AgentEvent> {
     Some(match *event {
         ToolEvent::CallStart { index, call, tool } => AgentEvent::ToolCallStart {
             index,

@@ -1,0 +1,327 @@
+//! The one run loop: request -> response -> plan the batch -> authorise -> execute ->
+//! results -> next request, with the planning list, the tool-list refresh, the
+//! `tool_choice` reset, usage and events. A direct run, a durable run on SQLite and a run
+//! on Restate all drive it; what differs is the [`Steps`] they pass.
+
+use std::sync::Arc;
+
+use harnessx_core::{
+    ApprovalRequest, AuthRequest, Authorization, PermissionManager, PlannedBatch, RunContext, ToolCall,
+    ToolEvent, ToolOutput, ToolResult,
+};
+
+use crate::model::{FinishReason, Message, Usage};
+use crate::run::recovery::{self, Recovery, Unknown};
+use crate::run::state::{NeedsInput, NeedsInputKind, RunState, RunStatus};
+use crate::run::steps::{Answer, Executed, Recorded, Steps};
+use crate::run::{Events, agent_event, call_ids_for_turn, history_safe};
+use crate::{Agent, AgentError, AgentEvent};
+
+/// How a run begins: the conversation before it and the prompt.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    /// Earlier messages (a continued conversation); empty for a new one.
+    pub history: Vec<crate::model::Message>,
+    /// The prompt.
+    pub prompt: String,
+}
+
+/// Drives a run to its end, or to a stop for input, over `steps`. `permissions` is the
+/// manager the run decides with: the agent's own for a direct run (its session grants
+/// last as long as the agent), a fork of it for a durable run (grants belong to the
+/// run, rebuilt from its recorded decisions on resume).
+pub async fn drive<S: Steps>(
+    agent: &Agent,
+    steps: &mut S,
+    start: Start,
+    permissions: &PermissionManager,
+    events: Option<&Events>,
+) -> Result<RunState, S::Error> {
+    let Start { history, prompt } = start;
+    let planning = agent.planning();
+    if let Some(p) = &planning
+        && history.is_empty()
+    {
+        p.clear();
+    }
+    let registry = agent.tools();
+    let mut revision = registry.revision();
+    let mut request = agent.first_request(history, prompt);
+    let mut ctx = RunContext::new().with_permissions(permissions.clone());
+    if let Some(tx) = events {
+        let tx = tx.clone();
+        ctx = ctx.with_events(Arc::new(move |event: &ToolEvent<'_>| {
+            if let Some(event) = agent_event(event) {
+                let _ = tx.send(event);
+            }
+        }));
+    }
+    let mut usage = Usage::default();
+    let max_turns = agent.config().max_turns;
+    for turn in 1..=max_turns {
+        if let Some(p) = &planning {
+            crate::planning::attach(p, &mut request.messages);
+        }
+        // Tools registered or removed since the last request (an MCP server's
+        // `tools/list_changed`): the model sees the new set from this turn on.
+        let now = registry.revision();
+        if now != revision {
+            revision = now;
+            request.tools = registry.get_tool_params();
+            steps.tools_changed(agent)?;
+        }
+        emit(events, || AgentEvent::ModelRequest { turn, model: agent.model_name() });
+        let response = steps.response(agent, turn, &request, events).await?;
+        usage += response.usage;
+        usage.requests += 1;
+        let finish_reason = response.finish_reason;
+        let calls = call_ids_for_turn(response.tool_calls, turn);
+        if calls.is_empty() {
+            request.messages.push(Message::assistant(response.content.clone(), Vec::new()));
+            steps.finish(&response.content).await?;
+            steps.note(format_args!("turn {turn}: the final answer"));
+            emit(events, || AgentEvent::RunEnd { output: response.content.clone(), usage, turns: turn });
+            return Ok(RunState {
+                status: RunStatus::Completed,
+                output: response.content,
+                messages: request.messages,
+                usage,
+                turns: turn,
+                finish_reason,
+                needs_input: Vec::new(),
+            });
+        }
+        let named: Vec<String> = calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect();
+        steps.note(format_args!("turn {turn}: calls {}", named.join(", ")));
+        request.messages.push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
+
+        let mut batch = registry.plan_batch(&calls);
+        let needs = plan(steps, permissions, turn, &calls, &mut batch, planning.as_deref()).await?;
+        if !needs.is_empty() {
+            // Nothing of this batch runs until every question is answered.
+            if !steps.pause(turn, &needs).await? {
+                return Ok(waiting(request.messages, usage, turn, finish_reason, needs));
+            }
+            for need in &needs {
+                answer(steps, permissions, turn, &calls, &mut batch, need).await?;
+            }
+            steps.resumed().await?;
+        }
+
+        let executed = steps.execute(agent, turn, batch, &ctx).await?;
+        let mut results: Vec<ToolResult> = Vec::with_capacity(executed.len());
+        let mut unknown: Vec<NeedsInput> = Vec::new();
+        for (call, Executed { result, unknown: why }) in calls.iter().zip(executed) {
+            if let Some(why) = why {
+                unknown.push(recovery::ask(why, &call.id, &result.name, &call.arguments));
+            }
+            results.push(result);
+        }
+        if !unknown.is_empty() {
+            if !steps.pause(turn, &unknown).await? {
+                return Ok(waiting(request.messages, usage, turn, finish_reason, unknown));
+            }
+            for need in &unknown {
+                let text = match steps.wait(need).await? {
+                    Answer::Outcome(text) => text,
+                    Answer::Decision(_) => need.reason.clone(),
+                };
+                let i = calls.iter().position(|c| c.id == need.call_id).unwrap_or_default();
+                results[i] = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
+            }
+            steps.resumed().await?;
+        }
+        for (call, result) in calls.iter().zip(&results) {
+            let how = if result.is_error { "failed" } else { "answered" };
+            steps.note(format_args!("turn {turn}: {} ({}) {how}", call.name, call.id));
+        }
+        request.messages.extend(results.iter().map(Message::tool));
+        agent.after_tool_calls(&mut request);
+    }
+    Err(AgentError::MaxTurns(max_turns).into())
+}
+
+/// The state of a run stopped for input.
+fn waiting(
+    messages: Vec<Message>,
+    usage: Usage,
+    turns: u32,
+    finish_reason: FinishReason,
+    needs: Vec<NeedsInput>,
+) -> RunState {
+    RunState {
+        status: RunStatus::NeedsInput,
+        output: String::new(),
+        messages,
+        usage,
+        turns,
+        finish_reason,
+        needs_input: needs,
+    }
+}
+
+fn emit(events: Option<&Events>, event: impl FnOnce() -> AgentEvent) {
+    if let Some(tx) = events {
+        let _ = tx.send(event());
+    }
+}
+
+/// Settles what the backend already knows of each call, applies the recovery rules to
+/// calls that started and have no result, and authorises the rest. Returns what a person
+/// has to answer before the batch can run.
+async fn plan<S: Steps>(
+    steps: &mut S,
+    permissions: &PermissionManager,
+    turn: u32,
+    calls: &[ToolCall],
+    batch: &mut PlannedBatch,
+    planning: Option<&crate::planning::PlanningState>,
+) -> Result<Vec<NeedsInput>, S::Error> {
+    let run_id = steps.run_id().map(str::to_owned);
+    let mut needs = Vec::new();
+    for (index, call) in calls.iter().enumerate() {
+        match steps.recorded(&call.id) {
+            Recorded::Result(result) => {
+                let result = result.clone();
+                // The todo list a replayed `write_todos` wrote (its handler is not run
+                // again): the next request shows it as the first run did.
+                if let Some(p) = planning
+                    && !result.is_error
+                    && batch.tool(index) == Some("write_todos")
+                    && let Some(todos) =
+                        batch.arguments(index).and_then(|a| a.get("todos")).and_then(|t| t.as_array())
+                {
+                    p.replace(todos.clone());
+                }
+                batch.settle_replayed(index, result);
+                continue;
+            }
+            Recorded::Answer(text) => {
+                let tool = batch.tool(index).unwrap_or(&call.name).to_owned();
+                let result = ToolResult::success(&call.id, tool, ToolOutput::from(text.to_owned()));
+                steps.record(turn, &result);
+                batch.settle(index, result);
+                continue;
+            }
+            Recorded::Started | Recorded::Nothing => {}
+        }
+        if let Some(result) = batch.result(index) {
+            // Refused before it could run (unknown tool, bad arguments).
+            let result = result.clone();
+            steps.record(turn, &result);
+            continue;
+        }
+        let tool = batch.tool(index).unwrap_or(&call.name).to_owned();
+        let policy = batch.replay_policy(index).unwrap_or_default();
+        if let Some(run_id) = &run_id {
+            batch.set_idempotency_key(index, recovery::idempotency_key(run_id, &call.id));
+        }
+        if steps.recorded(&call.id) == Recorded::Started {
+            match recovery::recover(policy, Unknown::Interrupted, &call.id, &tool, &call.arguments) {
+                Recovery::RunAgain => batch.authorize(index),
+                Recovery::Ask(need) => needs.push(need),
+            }
+            continue;
+        }
+        let arguments = batch.arguments(index).cloned().unwrap_or_default();
+        let request = AuthRequest {
+            tool: &tool,
+            permission: batch.permission(index),
+            call_id: &call.id,
+            arguments: &arguments,
+        };
+        let mut decided = permissions.rules(request);
+        if let Authorization::Wait { question } = decided {
+            decided = if let Some(decision) = steps.recorded_decision(&call.id, &call.arguments) {
+                permissions.apply(&tool, decision)
+            } else if permissions.can_decide() {
+                let ask = ApprovalRequest { tool_name: tool.clone(), call_id: call.id.clone(), arguments };
+                match steps.decide(permissions, ask, &call.arguments).await? {
+                    Some(decision) => permissions.apply(&tool, decision),
+                    None => Authorization::Wait { question },
+                }
+            } else {
+                Authorization::Wait { question }
+            };
+        }
+        match decided {
+            Authorization::Allow => batch.authorize(index),
+            Authorization::Wait { question } if run_id.is_some() => needs.push(NeedsInput {
+                kind: NeedsInputKind::Approval,
+                call_id: call.id.clone(),
+                tool,
+                arguments: call.arguments.clone(),
+                reason: question,
+            }),
+            refused => deny(steps, turn, batch, index, &call.id, &tool, refused),
+        }
+    }
+    Ok(needs)
+}
+
+/// Gives a refused call its error result.
+fn deny<S: Steps>(
+    steps: &mut S,
+    turn: u32,
+    batch: &mut PlannedBatch,
+    index: usize,
+    call_id: &str,
+    tool: &str,
+    refused: Authorization,
+) {
+    let (reason, message) = match refused {
+        Authorization::Deny { reason, message } => (reason, message),
+        // An ASK nobody can answer.
+        _ => (harnessx_core::DenyReason::NoApprover, harnessx_core::PERMISSION_DENIED.into()),
+    };
+    tracing::info!(tool, call_id, ?reason, "tool call denied");
+    let result = ToolResult::error(call_id, tool, message);
+    steps.record(turn, &result);
+    batch.settle(index, result);
+}
+
+/// Applies the answer to one question of a paused batch (a backend that waits in
+/// place: Restate).
+async fn answer<S: Steps>(
+    steps: &mut S,
+    permissions: &PermissionManager,
+    turn: u32,
+    calls: &[ToolCall],
+    batch: &mut PlannedBatch,
+    need: &NeedsInput,
+) -> Result<(), S::Error> {
+    let Some(index) = calls.iter().position(|c| c.id == need.call_id) else { return Ok(()) };
+    match need.kind {
+        NeedsInputKind::Approval => {
+            let arguments = batch.arguments(index).cloned().unwrap_or_default();
+            let request = AuthRequest {
+                tool: &need.tool,
+                permission: batch.permission(index),
+                call_id: &need.call_id,
+                arguments: &arguments,
+            };
+            // Granted for the session by the answer to an earlier question of the batch.
+            let decided = match permissions.rules(request) {
+                Authorization::Wait { .. } => match steps.wait(need).await? {
+                    Answer::Decision(decision) => permissions.apply(&need.tool, decision),
+                    Answer::Outcome(_) => Authorization::denied(harnessx_core::DenyReason::Rejected),
+                },
+                decided => decided,
+            };
+            match decided {
+                Authorization::Allow => batch.authorize(index),
+                refused => deny(steps, turn, batch, index, &need.call_id, &need.tool, refused),
+            }
+        }
+        NeedsInputKind::Outcome => {
+            let text = match steps.wait(need).await? {
+                Answer::Outcome(text) => text,
+                Answer::Decision(_) => need.reason.clone(),
+            };
+            let result = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
+            steps.record(turn, &result);
+            batch.settle(index, result);
+        }
+    }
+    Ok(())
+}

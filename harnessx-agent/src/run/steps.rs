@@ -1,0 +1,192 @@
+//! The step seam: what differs between a direct run, a durable run on SQLite (or in
+//! memory) and a run on Restate. The loop ([`drive`](super::engine::drive)) calls it;
+//! it records or replays a response, replays what is known of a call, asks a person and
+//! records the decision, runs a planned batch (recording each call's start and result),
+//! stops or waits for input, and commits the final answer.
+
+use std::future::Future;
+
+use harnessx_core::{
+    ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolResult,
+};
+
+use crate::model::{ModelRequest, ModelResponse};
+use crate::run::Events;
+use crate::run::recovery::Unknown;
+use crate::run::state::NeedsInput;
+use crate::{Agent, AgentError};
+
+/// What a backend has recorded of one call (nothing, for a direct run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Recorded<'a> {
+    /// Nothing: plan it as a new call.
+    Nothing,
+    /// Its result.
+    Result(&'a ToolResult),
+    /// A person's answer on whether it took effect; becomes its result.
+    Answer(&'a str),
+    /// It started and has no result: its outcome is unknown.
+    Started,
+}
+
+/// One call's result from [`Steps::execute`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Executed {
+    /// The result as the model will see it (for an unknown outcome, what the engine said).
+    pub result: ToolResult,
+    /// Set when the outcome is unknown and the recovery rules ask a person.
+    pub unknown: Option<Unknown>,
+}
+
+/// An answer a durable run waited for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// A decision on an ASK call.
+    Decision(ApprovalDecision),
+    /// Whether a `manual` call took effect, and what it did: its result.
+    Outcome(String),
+}
+
+/// The seam between the one run loop and a backend. See the [module docs](self).
+///
+/// Every method that records commits before it returns: a response before anything is
+/// asked or run, a decision before its call runs, a start before its handler runs.
+pub trait Steps: Send {
+    /// What fails a step (the backend's storage errors, and the agent's).
+    type Error: From<AgentError> + Send;
+
+    /// The durable run's id; `None` for a direct run. A durable run can stop and wait
+    /// for a person, gives every call an idempotency key, and retries timeouts of
+    /// `safe`/`idempotent` calls.
+    fn run_id(&self) -> Option<&str>;
+
+    /// The response of `turn`: replayed when recorded, else asked of the model (and
+    /// streamed to `events`) and recorded before it is returned.
+    fn response(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        request: &ModelRequest,
+        events: Option<&Events>,
+    ) -> impl Future<Output = Result<ModelResponse, Self::Error>> + Send;
+
+    /// What is recorded of the call `call_id` of `turn`.
+    fn recorded(&self, _call_id: &str) -> Recorded<'_> {
+        Recorded::Nothing
+    }
+
+    /// A decision recorded for the call `call_id` with exactly these raw `arguments`
+    /// (bound by a hash: never applied to other arguments).
+    fn recorded_decision(&self, _call_id: &str, _arguments: &str) -> Option<ApprovalDecision> {
+        None
+    }
+
+    /// Asks `permissions`' approval store and callback about an ASK call and records the
+    /// decision (bound to the call's raw `arguments`) before returning it; `None` when
+    /// neither can decide.
+    fn decide(
+        &mut self,
+        permissions: &PermissionManager,
+        request: ApprovalRequest,
+        arguments: &str,
+    ) -> impl Future<Output = Result<Option<ApprovalDecision>, Self::Error>> + Send;
+
+    /// Records a result the loop settled without running the call (a refusal, a
+    /// denial, an answer): committed with the next commit.
+    fn record(&mut self, _turn: u32, _result: &ToolResult) {}
+
+    /// Runs the planned calls of `turn` (concurrent together, serial one at a time in
+    /// call order), recording each start before its handler runs and each result as it
+    /// finishes. Results in call order.
+    fn execute(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        batch: PlannedBatch,
+        ctx: &RunContext,
+    ) -> impl Future<Output = Result<Vec<Executed>, Self::Error>> + Send;
+
+    /// The run needs `needs` answered. `Ok(true)`: the answers can be awaited here
+    /// ([`wait`](Self::wait)); `Ok(false)`: the run stops, waiting (recorded), and a
+    /// resume continues it once they are given.
+    fn pause(
+        &mut self,
+        _turn: u32,
+        _needs: &[NeedsInput],
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send {
+        std::future::ready(Ok(false))
+    }
+
+    /// Awaits the answer to one of the needs of the last [`pause`](Self::pause) that
+    /// returned `true`. (The loop never calls it otherwise; a backend that cannot wait
+    /// answers as nobody would: a denial, or an unknown outcome.)
+    fn wait(&mut self, need: &NeedsInput) -> impl Future<Output = Result<Answer, Self::Error>> + Send {
+        std::future::ready(Ok(match need.kind {
+            crate::NeedsInputKind::Approval => Answer::Decision(ApprovalDecision::Deny),
+            crate::NeedsInputKind::Outcome => Answer::Outcome(need.reason.clone()),
+        }))
+    }
+
+    /// Every awaited answer of the last pause arrived.
+    fn resumed(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        std::future::ready(Ok(()))
+    }
+
+    /// The tool list changed between turns (an MCP server's `tools/list_changed`): the
+    /// next request offers the new list.
+    fn tools_changed(&mut self, _agent: &Agent) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// Records the final answer.
+    fn finish(&mut self, output: &str) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Hands a step to the backend's own event log (the Restate run keeps one in its
+    /// state); the stream of [`AgentEvent`](crate::AgentEvent)s is the loop's.
+    fn note(&mut self, _line: std::fmt::Arguments<'_>) {}
+}
+
+/// A direct run: nothing recorded, nothing replayed, nobody to wait for.
+pub(crate) struct Direct;
+
+impl Steps for Direct {
+    type Error = AgentError;
+
+    fn run_id(&self) -> Option<&str> {
+        None
+    }
+
+    async fn response(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        request: &ModelRequest,
+        events: Option<&Events>,
+    ) -> Result<ModelResponse, AgentError> {
+        Ok(agent.request_turn(request, events, turn).await?)
+    }
+
+    async fn decide(
+        &mut self,
+        permissions: &PermissionManager,
+        request: ApprovalRequest,
+        _arguments: &str,
+    ) -> Result<Option<ApprovalDecision>, AgentError> {
+        Ok(permissions.decision(&request).await)
+    }
+
+    async fn execute(
+        &mut self,
+        agent: &Agent,
+        _turn: u32,
+        batch: PlannedBatch,
+        ctx: &RunContext,
+    ) -> Result<Vec<Executed>, AgentError> {
+        let outcomes = agent.tools().run_planned(batch, ctx, &harnessx_core::RunHooks::new()).await;
+        Ok(outcomes.into_iter().map(|o| Executed { result: o.result, unknown: None }).collect())
+    }
+
+    async fn finish(&mut self, _output: &str) -> Result<(), AgentError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,133 @@
+//! [`Authorizer`]: the one permission decision of the pipeline.
+//!
+//! Every call that would run is put to one `Authorizer`, which answers
+//! [`Authorization::Allow`], [`Authorization::Deny`] (with the text the model gets) or
+//! [`Authorization::Wait`] (a question for a person). The [`PermissionManager`]'s levels,
+//! overrides and session grants are one implementation
+//! ([`PermissionManager::rules`](crate::PermissionManager::rules)); its approval callback and
+//! store are a layer over those rules (its `Authorizer` impl); a durable run's journaled
+//! decisions and the MCP server's elicitation are further layers, in their crates.
+//!
+//! The answer is a [`Decision`]: [`Decision::Now`] when nothing has to wait (ALLOW, DENY,
+//! a grant: no allocation, no future), [`Decision::Later`] when someone or something is
+//! asked.
+//!
+//! [`PermissionManager`]: crate::PermissionManager
+
+use std::borrow::Cow;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use crate::permission::level::PermissionLevel;
+use crate::permission::manager::DenyReason;
+
+/// The text of every permission refusal that has no more specific one.
+pub const PERMISSION_DENIED: &str = "Permission denied";
+
+/// One call, as the authorisation stage sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct AuthRequest<'a> {
+    /// The registered (resolved) tool name.
+    pub tool: &'a str,
+    /// The tool's own permission; `None` when it was registered without one (the
+    /// manager's default then applies).
+    pub permission: Option<PermissionLevel>,
+    /// The call id.
+    pub call_id: &'a str,
+    /// The validated arguments.
+    pub arguments: &'a Value,
+}
+
+/// What an [`Authorizer`] answers for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Authorization {
+    /// Run it.
+    Allow,
+    /// Do not run it; the model gets `message` as the call's error result.
+    Deny {
+        /// Why, for the operator (logs, spans).
+        reason: DenyReason,
+        /// What the model reads.
+        message: Cow<'static, str>,
+    },
+    /// A person has to decide (an ASK with no grant): `question` says what is asked, in
+    /// a sentence. Where nobody can be asked, the call is denied with
+    /// [`PERMISSION_DENIED`]; a durable run stops and waits for the answer.
+    Wait {
+        /// What the person is asked.
+        question: String,
+    },
+}
+
+impl Authorization {
+    /// A denial with the plain [`PERMISSION_DENIED`] text.
+    pub const fn denied(reason: DenyReason) -> Self {
+        Self::Deny { reason, message: Cow::Borrowed(PERMISSION_DENIED) }
+    }
+
+    /// The question an ASK call puts to a person.
+    pub fn ask(tool: &str) -> Self {
+        Self::Wait { question: format!("{tool} needs approval (ASK) and no one was there to approve it") }
+    }
+
+    /// Whether the call may run.
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Self::Allow)
+    }
+}
+
+/// An [`Authorization`] now, or one that has to be waited for.
+pub enum Decision<'a> {
+    /// Decided without waiting.
+    Now(Authorization),
+    /// Decided by something that is asked (an approval callback, a store, a client).
+    Later(BoxFuture<'a, Authorization>),
+}
+
+impl std::fmt::Debug for Decision<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Now(a) => f.debug_tuple("Now").field(a).finish(),
+            Self::Later(_) => f.write_str("Later(..)"),
+        }
+    }
+}
+
+impl Decision<'_> {
+    /// Waits for the answer.
+    pub async fn resolve(self) -> Authorization {
+        match self {
+            Self::Now(a) => a,
+            Self::Later(f) => f.await,
+        }
+    }
+}
+
+/// Decides whether a call may run. See the [module docs](self).
+pub trait Authorizer: Send + Sync {
+    /// Decides on one call.
+    fn authorize<'a>(&'a self, request: AuthRequest<'a>) -> Decision<'a>;
+}
+
+impl<A: Authorizer + ?Sized> Authorizer for std::sync::Arc<A> {
+    fn authorize<'a>(&'a self, request: AuthRequest<'a>) -> Decision<'a> {
+        (**self).authorize(request)
+    }
+}
+
+/// The rule when no authorizer is given: omitted permissions are ALLOW; explicit ASK
+/// (with nothing to approve it) and explicit DENY are denied.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoManager;
+
+impl Authorizer for NoManager {
+    fn authorize<'a>(&'a self, request: AuthRequest<'a>) -> Decision<'a> {
+        Decision::Now(match request.permission {
+            None | Some(PermissionLevel::Allow) => Authorization::Allow,
+            Some(PermissionLevel::Ask) => Authorization::denied(DenyReason::NoApprover),
+            Some(PermissionLevel::Deny) => Authorization::denied(DenyReason::Denied),
+        })
+    }
+}
