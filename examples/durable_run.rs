@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let first = AgentRuntime::new(agent(), Arc::new(SqliteJournal::open(&path)?));
     let paused = first.start("invoice-42", "Send Ada her invoice").await?;
-    let waiting = paused.needs_input.expect("the ASK call waits for approval");
+    let waiting = paused.needs_input.into_iter().next().expect("the ASK call waits for approval");
     println!("paused: {} ({:?} of {})", waiting.reason, waiting.kind, waiting.call_id);
 
     // Later, perhaps in another process: approve, then resume from the same file.

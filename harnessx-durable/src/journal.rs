@@ -10,42 +10,8 @@ use serde_json::Value;
 
 use harnessx_core::{ApprovalDecision, ToolResult};
 
-/// Where a run stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// Running, or interrupted (the process died): `resume` continues it.
-    Running,
-    /// Stopped until someone answers: an approval, or whether a call took effect.
-    NeedsInput,
-    /// Finished with a final answer.
-    Completed,
-    /// Finished with an error (model failure, too many turns); `resume` tries again.
-    Failed,
-}
-
-impl RunStatus {
-    /// The name used in the store and in `--json` output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Running => "running",
-            Self::NeedsInput => "needs_input",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-        }
-    }
-
-    /// Parses [`RunStatus::as_str`].
-    pub fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "running" => Self::Running,
-            "needs_input" => Self::NeedsInput,
-            "completed" => Self::Completed,
-            "failed" => Self::Failed,
-            _ => return None,
-        })
-    }
-}
+/// Where a run stands (one type for every backend: the agent crate's).
+pub use harnessx_agent::RunStatus;
 
 /// The header of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,6 +81,13 @@ pub enum Entry {
         tool: String,
         /// The decision. `ApproveForSession` also grants the tool for the rest of the run.
         decision: ApprovalDecision,
+        /// The hash of the call's arguments, as the model sent them
+        /// ([`arguments_hash`](crate::arguments_hash)): the decision applies to that
+        /// call with exactly those arguments, never to others. Journals written before
+        /// decisions were bound have none: such a decision is not applied (the call is
+        /// asked about again).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments_hash: Option<String>,
     },
     /// The run stopped waiting for input.
     Paused {

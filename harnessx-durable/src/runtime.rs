@@ -3,17 +3,17 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tracing::Instrument;
 
-use harnessx_agent::model::{Message, ModelRequest, ModelResponse, Usage};
+use harnessx_agent::model::{ModelRequest, ModelResponse};
+use harnessx_agent::run::recovery;
 use harnessx_agent::{
-    Agent, AgentError, NeedsInput, NeedsInputKind, RunResult, call_ids_for_turn, history_safe, spans,
+    Agent, AgentError, Events, Executed, NeedsInput, NeedsInputKind, Recorded, Recovery, RunResult, Start,
+    Steps, Unknown, spans,
 };
 use harnessx_core::{
-    ApprovalDecision, ApprovalRequest, ApprovalStore, ApprovalStoreError, DenyReason, PERMISSION_DENIED,
-    PlannedBatch, ReplayPolicy, RunContext, RunHooks, ToolCall, ToolResult,
+    ApprovalDecision, ApprovalRequest, PlannedBatch, ReplayPolicy, RunContext, RunHooks, ToolCall, ToolResult,
 };
 
 use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
@@ -204,9 +204,10 @@ impl AgentRuntime {
         decision: ApprovalDecision,
     ) -> Result<(), DurableError> {
         let pending = self.awaited(run_id, call_id, NeedsInputKind::Approval)?;
+        let arguments_hash = Some(arguments_hash(&pending.arguments));
         self.journal.append(
             run_id,
-            &[Entry::Approval { call_id: call_id.to_owned(), tool: pending.tool, decision }],
+            &[Entry::Approval { call_id: call_id.to_owned(), tool: pending.tool, decision, arguments_hash }],
             None,
         )?;
         Ok(())
@@ -232,31 +233,8 @@ impl AgentRuntime {
         if let Some(n) = waiting.iter().find(|n| n.call_id == call_id && n.kind == kind) {
             return Ok((*n).clone());
         }
-        let what = match kind {
-            NeedsInputKind::Approval => "an approval",
-            NeedsInputKind::Outcome => "an answer",
-        };
-        let waiting = if waiting.is_empty() {
-            format!(" (it is {})", run.status.as_str())
-        } else {
-            let list: Vec<String> = waiting
-                .iter()
-                .map(|n| {
-                    let k = match n.kind {
-                        NeedsInputKind::Approval => "approval",
-                        NeedsInputKind::Outcome => "answer",
-                    };
-                    format!("{k} of {:?}", n.call_id)
-                })
-                .collect();
-            format!("; it waits for: {}", list.join(", "))
-        };
-        Err(DurableError::NotAwaited {
-            run_id: run_id.to_owned(),
-            call_id: call_id.to_owned(),
-            what,
-            waiting,
-        })
+        let waiting: Vec<NeedsInput> = waiting.into_iter().cloned().collect();
+        Err(not_awaited(run_id, call_id, kind, &waiting, run.status))
     }
 
     fn load(&self, run_id: &str) -> Result<(RunRecord, Vec<JournalEntry>), DurableError> {
@@ -289,7 +267,7 @@ impl AgentRuntime {
                 span.record("harnessx.replayed", true);
             }
         }
-        let outcome = self.drive_journaled(&run, &entries).instrument(span.clone()).await;
+        let outcome = self.drive_journaled(&run, &entries, None).instrument(span.clone()).await;
         match &outcome {
             Ok(result) => spans::record_result(&span, result),
             Err(DurableError::Agent(e)) => spans::record_error(&span, spans::agent_error_type(e), e),
@@ -310,262 +288,23 @@ impl AgentRuntime {
         &self,
         run: &RunRecord,
         entries: &[JournalEntry],
+        events: Option<&Events>,
     ) -> Result<RunResult, DurableError> {
-        let run_id = run.run_id.as_str();
-        let state = Replay::new(entries);
-        let approvals = Arc::new(JournalApprovals {
-            run_id: run_id.to_owned(),
-            journal: self.journal.clone(),
-            decisions: Mutex::new(state.approvals.clone()),
-        });
-        let permissions = self.agent.permissions().fork_with_store(approvals);
-        for tool in &state.session_grants {
+        let replay = Replay::new(entries);
+        // The run's own manager: its session grants belong to the run, rebuilt from the
+        // journaled decisions.
+        let permissions = self.agent.permissions().fork();
+        for tool in &replay.session_grants {
             permissions.grant_session(tool.clone());
         }
-        let ctx = RunContext::new().with_permissions(permissions.clone());
-        let mut request: ModelRequest = self.agent.first_request(Vec::new(), run.prompt.clone());
-        let mut usage = Usage::default();
-        let max_turns = self.agent.config().max_turns;
-        for turn in 1..=max_turns {
-            let mut pending: Vec<Entry> = Vec::new();
-            let response: ModelResponse = match state.responses.get(&turn) {
-                Some(r) => {
-                    let response: ModelResponse = serde_json::from_value(r.clone()).map_err(|e| {
-                        JournalError::Storage(format!(
-                            "run {run_id:?}: the model response of turn {turn} cannot be read: {e}"
-                        ))
-                    })?;
-                    if let Some(model) = self.agent.model() {
-                        spans::replayed_chat(&**model, &request, turn, &response);
-                    }
-                    response
-                }
-                None => {
-                    let r = self.agent.complete(&request).await?;
-                    pending.push(Entry::ModelResponse {
-                        turn,
-                        response: serde_json::to_value(&r).expect("a response serialises"),
-                    });
-                    r
-                }
-            };
-            usage += response.usage;
-            usage.requests += 1;
-            let calls = call_ids_for_turn(response.tool_calls.clone(), turn);
-            if calls.is_empty() {
-                request.messages.push(Message::assistant(response.content.clone(), Vec::new()));
-                pending.push(Entry::Final { output: response.content.clone() });
-                self.journal.append(
-                    run_id,
-                    &pending,
-                    Some((RunStatus::Completed, Some(response.content.clone()))),
-                )?;
-                return Ok(RunResult {
-                    output: response.content,
-                    messages: request.messages,
-                    usage,
-                    turns: turn,
-                    finish_reason: response.finish_reason,
-                    needs_input: None,
-                });
-            }
-            request
-                .messages
-                .push(Message::assistant(response.content.clone(), calls.iter().map(history_safe).collect()));
-            let results = self.run_batch(run_id, turn, &calls, &state, &ctx, &permissions, pending).await?;
-            match results {
-                BatchEnd::Done(results) => {
-                    request.messages.extend(results.iter().map(Message::tool));
-                    // As `Agent::run` does; on replay the journaled calls reset it alike.
-                    self.agent.after_tool_calls(&mut request);
-                }
-                BatchEnd::Paused(needs) => {
-                    return Ok(RunResult {
-                        output: String::new(),
-                        messages: request.messages,
-                        usage,
-                        turns: turn,
-                        finish_reason: response.finish_reason,
-                        needs_input: needs.into_iter().next(),
-                    });
-                }
-            }
-        }
-        Err(DurableError::Agent(AgentError::MaxTurns(max_turns)))
-    }
-
-    /// Plans, authorizes, journals and runs the calls of one turn. `pending` holds
-    /// entries not yet committed (the model response), committed with the starts.
-    #[allow(clippy::too_many_arguments)]
-    async fn run_batch(
-        &self,
-        run_id: &str,
-        turn: u32,
-        calls: &[ToolCall],
-        state: &Replay,
-        ctx: &RunContext,
-        permissions: &harnessx_core::PermissionManager,
-        mut pending: Vec<Entry>,
-    ) -> Result<BatchEnd, DurableError> {
-        let registry = self.agent.tools();
-        let mut batch: PlannedBatch = registry.plan_batch(calls);
-        let mut awaited: Vec<NeedsInput> = Vec::new();
-        // Calls whose start is (or will be) journaled before the batch runs.
-        // Starts of serial calls queued behind another: committed when their turn comes.
-        let mut deferred_starts: HashMap<usize, Entry> = HashMap::new();
-        let mut policies: HashMap<usize, ReplayPolicy> = HashMap::new();
-        let mut serial_seen = false;
-        for (index, call) in calls.iter().enumerate() {
-            let key = format!("{run_id}/{}", call.id);
-            if let Some(result) = state.results.get(&call.id) {
-                batch.settle_replayed(index, result.clone());
-                continue;
-            }
-            if let Some(text) = state.answers.get(&call.id) {
-                let tool = batch.tool(index).unwrap_or(&call.name).to_owned();
-                let result =
-                    ToolResult::success(&call.id, tool, harnessx_core::ToolOutput::from(text.clone()));
-                pending.push(Entry::CallResult { turn, result: result.clone(), timed_out: false });
-                batch.settle(index, result);
-                continue;
-            }
-            if let Some(result) = batch.result(index) {
-                // Refused before it could run (unknown tool, bad arguments).
-                pending.push(Entry::CallResult { turn, result: result.clone(), timed_out: false });
-                continue;
-            }
-            let tool = batch.tool(index).expect("a call that will run has a tool").to_owned();
-            let policy = batch.replay_policy(index).expect("a call that will run has a policy");
-            policies.insert(index, policy);
-            batch.set_idempotency_key(index, key.clone());
-            if state.started.contains(&call.id) {
-                // Started before a crash (or a timeout), no result.
-                match policy {
-                    ReplayPolicy::Safe | ReplayPolicy::Idempotent => {
-                        batch.authorize(index);
-                    }
-                    ReplayPolicy::Manual => awaited.push(NeedsInput {
-                        kind: NeedsInputKind::Outcome,
-                        call_id: call.id.clone(),
-                        tool: tool.clone(),
-                        arguments: call.arguments.clone(),
-                        reason: format!(
-                            "{tool} started and its outcome is unknown (the run stopped before it answered); it is `manual`, so it is not run again. Say whether it took effect, and what it did"
-                        ),
-                    }),
-                }
-                continue;
-            }
-            let args = batch.arguments(index).cloned().unwrap_or(Value::Null);
-            match permissions.authorize(&tool, batch.permission(index), &call.id, &args).await {
-                Ok(()) => {
-                    batch.authorize(index);
-                    // Concurrent calls start together, and so does the first serial one:
-                    // their starts go in the batch commit. A serial call queued behind
-                    // another commits its start when its turn comes, so a crash before
-                    // then does not leave it looking started.
-                    let queued = !batch.is_concurrent(index) && std::mem::replace(&mut serial_seen, true);
-                    let start = Entry::CallStart {
-                        turn,
-                        call_id: call.id.clone(),
-                        tool,
-                        replay: policy.as_str().to_owned(),
-                        idempotency_key: key,
-                    };
-                    if queued {
-                        deferred_starts.insert(index, start);
-                    } else {
-                        pending.push(start);
-                    }
-                }
-                Err(DenyReason::NoApprover) => awaited.push(NeedsInput {
-                    kind: NeedsInputKind::Approval,
-                    call_id: call.id.clone(),
-                    tool: tool.clone(),
-                    arguments: call.arguments.clone(),
-                    reason: format!("{tool} needs approval (ASK) and no one was there to approve it"),
-                }),
-                Err(_) => {
-                    let result = ToolResult::error(&call.id, &tool, PERMISSION_DENIED);
-                    pending.push(Entry::CallResult { turn, result: result.clone(), timed_out: false });
-                    batch.settle(index, result);
-                }
-            }
-        }
-        if !awaited.is_empty() {
-            // Nothing of this batch runs until every question is answered; the starts
-            // just planned are dropped (they will be planned again).
-            pending.retain(|e| !matches!(e, Entry::CallStart { .. }));
-            pending.push(Entry::Paused { needs_input: serde_json::to_value(&awaited).expect("serialises") });
-            self.journal.append(run_id, &pending, Some((RunStatus::NeedsInput, None)))?;
-            return Ok(BatchEnd::Paused(awaited));
-        }
-        // The model response and the starts of the batch: one commit.
-        if !pending.is_empty() {
-            self.journal.append(run_id, &pending, Some((RunStatus::Running, None)))?;
-        }
-        let writer = GroupCommit::new(self.journal.clone(), run_id.to_owned());
-        let timed_out_manual: Arc<Mutex<Vec<usize>>> = Arc::default();
-        let hooks = {
-            let sink = writer.clone();
-            let journal = self.journal.clone();
-            let run = run_id.to_owned();
-            let manual = timed_out_manual.clone();
-            let settled: HashSet<usize> = (0..calls.len()).filter(|&i| batch.result(i).is_some()).collect();
-            RunHooks::new()
-                .retry_timeouts(true)
-                .on_start(move |i| {
-                    // A call whose start was not in the batch commit: commit it now,
-                    // before its handler runs.
-                    if let Some(entry) = deferred_starts.get(&i)
-                        && let Err(e) = journal.append(&run, std::slice::from_ref(entry), None)
-                    {
-                        tracing::error!(run = %run, error = %e, "journaling a call start failed");
-                    }
-                })
-                .on_end(move |i, outcome| {
-                    if settled.contains(&i) {
-                        return;
-                    }
-                    if outcome.timed_out && policies.get(&i) == Some(&ReplayPolicy::Manual) {
-                        manual.lock().unwrap_or_else(|e| e.into_inner()).push(i);
-                        return;
-                    }
-                    sink.push(Entry::CallResult {
-                        turn,
-                        result: outcome.result.clone(),
-                        timed_out: outcome.timed_out,
-                    });
-                })
+        let mut steps = JournalSteps {
+            run_id: run.run_id.clone(),
+            journal: self.journal.clone(),
+            replay,
+            pending: Vec::new(),
         };
-        let outcomes = registry.run_planned(batch, ctx, &hooks).await;
-        drop(hooks);
-        writer.flush().await?;
-        let manual = std::mem::take(&mut *timed_out_manual.lock().unwrap_or_else(|e| e.into_inner()));
-        if !manual.is_empty() {
-            let needs: Vec<NeedsInput> = manual
-                .into_iter()
-                .map(|i| {
-                    let tool = outcomes[i].result.name.clone();
-                    NeedsInput {
-                        kind: NeedsInputKind::Outcome,
-                        call_id: calls[i].id.clone(),
-                        arguments: calls[i].arguments.clone(),
-                        reason: format!(
-                            "{tool} timed out and may have partly run; it is `manual`, so it is not run again. Say whether it took effect, and what it did"
-                        ),
-                        tool,
-                    }
-                })
-                .collect();
-            self.journal.append(
-                run_id,
-                &[Entry::Paused { needs_input: serde_json::to_value(&needs).expect("serialises") }],
-                Some((RunStatus::NeedsInput, None)),
-            )?;
-            return Ok(BatchEnd::Paused(needs));
-        }
-        Ok(BatchEnd::Done(outcomes.into_iter().map(|o| o.result).collect()))
+        let start = Start { history: Vec::new(), prompt: run.prompt.clone() };
+        harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
     }
 }
 
@@ -581,9 +320,35 @@ fn durable_error_type(error: &DurableError) -> &'static str {
     }
 }
 
-enum BatchEnd {
-    Done(Vec<ToolResult>),
-    Paused(Vec<NeedsInput>),
+/// The hash a journaled decision is bound to: SHA-256 of the call's arguments as the
+/// model sent them, in hex.
+pub fn arguments_hash(arguments: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(arguments.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The error for `approve`/`answer` of a call the run is not waiting on, the same on
+/// every backend: what it waits for instead, or where it stands.
+pub(crate) fn not_awaited(
+    run_id: &str,
+    call_id: &str,
+    kind: NeedsInputKind,
+    waiting: &[NeedsInput],
+    status: RunStatus,
+) -> DurableError {
+    let what = match kind {
+        NeedsInputKind::Approval => "an approval",
+        NeedsInputKind::Outcome => "an answer",
+    };
+    let waiting = if waiting.is_empty() {
+        format!(" (it is {})", status.as_str())
+    } else {
+        let list: Vec<String> =
+            waiting.iter().map(|n| format!("{} of {:?}", n.kind.noun(), n.call_id)).collect();
+        format!("; it waits for: {}", list.join(", "))
+    };
+    DurableError::NotAwaited { run_id: run_id.to_owned(), call_id: call_id.to_owned(), what, waiting }
 }
 
 /// What a run's journal says, indexed for the loop.
@@ -592,7 +357,8 @@ struct Replay {
     responses: HashMap<u32, Value>,
     started: HashSet<String>,
     results: HashMap<String, ToolResult>,
-    approvals: HashMap<String, ApprovalDecision>,
+    /// Decisions by call id, with the hash of the arguments they were made on.
+    decisions: HashMap<String, (Option<String>, ApprovalDecision)>,
     session_grants: Vec<String>,
     answers: HashMap<String, String>,
     paused: Vec<NeedsInput>,
@@ -612,9 +378,9 @@ impl Replay {
                 Entry::CallResult { result, .. } => {
                     s.results.insert(result.call_id.clone(), result.clone());
                 }
-                Entry::Approval { call_id, tool, decision } => {
-                    s.approvals.insert(call_id.clone(), *decision);
-                    if *decision == ApprovalDecision::ApproveForSession {
+                Entry::Approval { call_id, tool, decision, arguments_hash } => {
+                    s.decisions.insert(call_id.clone(), (arguments_hash.clone(), *decision));
+                    if *decision == ApprovalDecision::ApproveForSession && arguments_hash.is_some() {
                         s.session_grants.push(tool.clone());
                     }
                 }
@@ -631,42 +397,215 @@ impl Replay {
     }
 }
 
-/// Decisions on ASK calls, kept in the run's journal: looked up by call id; a decision
-/// the approval callback makes is committed before the call runs.
-struct JournalApprovals {
+/// The steps of a run journaled in a [`JournalStore`]: every response committed as it
+/// arrives, every decision before its call runs, every start before its handler.
+struct JournalSteps {
     run_id: String,
     journal: Arc<dyn JournalStore>,
-    decisions: Mutex<HashMap<String, ApprovalDecision>>,
+    replay: Replay,
+    /// Entries that go with the next commit (results the loop settled).
+    pending: Vec<Entry>,
 }
 
-impl ApprovalStore for JournalApprovals {
-    fn load<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-    ) -> BoxFuture<'a, Result<Option<ApprovalDecision>, ApprovalStoreError>> {
-        let found = self.decisions.lock().unwrap_or_else(|e| e.into_inner()).get(&request.call_id).copied();
-        Box::pin(std::future::ready(Ok(found)))
+impl JournalSteps {
+    fn commit(
+        &mut self,
+        mut entries: Vec<Entry>,
+        status: Option<(RunStatus, Option<String>)>,
+    ) -> Result<(), DurableError> {
+        let mut all = std::mem::take(&mut self.pending);
+        all.append(&mut entries);
+        if all.is_empty() && status.is_none() {
+            return Ok(());
+        }
+        self.journal.append(&self.run_id, &all, status)?;
+        Ok(())
+    }
+}
+
+impl Steps for JournalSteps {
+    type Error = DurableError;
+
+    fn run_id(&self) -> Option<&str> {
+        Some(&self.run_id)
     }
 
-    fn save<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-        decision: ApprovalDecision,
-    ) -> BoxFuture<'a, Result<(), ApprovalStoreError>> {
-        let entry =
-            Entry::Approval { call_id: request.call_id.clone(), tool: request.tool_name.clone(), decision };
-        let saved = self
-            .journal
-            .append(&self.run_id, &[entry], None)
-            .map(|_| ())
-            .map_err(|e| ApprovalStoreError(e.to_string()));
-        if saved.is_ok() {
-            self.decisions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(request.call_id.clone(), decision);
+    async fn response(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        request: &ModelRequest,
+        events: Option<&Events>,
+    ) -> Result<ModelResponse, DurableError> {
+        if let Some(recorded) = self.replay.responses.get(&turn) {
+            let response: ModelResponse = serde_json::from_value(recorded.clone()).map_err(|e| {
+                JournalError::Storage(format!(
+                    "run {:?}: the model response of turn {turn} cannot be read: {e}",
+                    self.run_id
+                ))
+            })?;
+            if let Some(model) = agent.model() {
+                spans::replayed_chat(&**model, request, turn, &response);
+            }
+            return Ok(response);
         }
-        Box::pin(std::future::ready(saved))
+        let response = agent.request_turn(request, events, turn).await?;
+        // Committed as it arrives, before anything is asked or run: a crash after this
+        // never asks the model for this turn again.
+        let entry = Entry::ModelResponse {
+            turn,
+            response: serde_json::to_value(&response).expect("a response serialises"),
+        };
+        self.commit(vec![entry], Some((RunStatus::Running, None)))?;
+        Ok(response)
+    }
+
+    fn recorded(&self, call_id: &str) -> Recorded<'_> {
+        if let Some(result) = self.replay.results.get(call_id) {
+            Recorded::Result(result)
+        } else if let Some(text) = self.replay.answers.get(call_id) {
+            Recorded::Answer(text)
+        } else if self.replay.started.contains(call_id) {
+            Recorded::Started
+        } else {
+            Recorded::Nothing
+        }
+    }
+
+    fn recorded_decision(&self, call_id: &str, arguments: &str) -> Option<ApprovalDecision> {
+        let (hash, decision) = self.replay.decisions.get(call_id)?;
+        (hash.as_deref() == Some(arguments_hash(arguments).as_str())).then_some(*decision)
+    }
+
+    async fn decide(
+        &mut self,
+        permissions: &harnessx_core::PermissionManager,
+        request: ApprovalRequest,
+        arguments: &str,
+    ) -> Result<Option<ApprovalDecision>, DurableError> {
+        let Some(decision) = permissions.decision(&request).await else { return Ok(None) };
+        let entry = Entry::Approval {
+            call_id: request.call_id.clone(),
+            tool: request.tool_name.clone(),
+            decision,
+            arguments_hash: Some(arguments_hash(arguments)),
+        };
+        self.commit(vec![entry], None)?;
+        self.replay.decisions.insert(request.call_id, (Some(arguments_hash(arguments)), decision));
+        Ok(Some(decision))
+    }
+
+    fn record(&mut self, turn: u32, result: &ToolResult) {
+        self.pending.push(Entry::CallResult { turn, result: result.clone(), timed_out: false });
+    }
+
+    async fn execute(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        batch: PlannedBatch,
+        ctx: &RunContext,
+    ) -> Result<Vec<Executed>, DurableError> {
+        let calls: Vec<ToolCall> = (0..batch.len()).map(|i| batch.call(i).clone()).collect();
+        let mut starts: Vec<Entry> = Vec::new();
+        // Starts of serial calls queued behind another: committed when their turn comes.
+        let mut deferred_starts: HashMap<usize, Entry> = HashMap::new();
+        let mut policies: HashMap<usize, ReplayPolicy> = HashMap::new();
+        let mut serial_seen = false;
+        for (index, call) in calls.iter().enumerate() {
+            let (Some(tool), Some(policy)) = (batch.tool(index), batch.replay_policy(index)) else {
+                continue;
+            };
+            let tool = tool.to_owned();
+            policies.insert(index, policy);
+            let key = harnessx_agent::run::recovery::idempotency_key(&self.run_id, &call.id);
+            // (The loop gave the call this key.) Concurrent calls start together, and so does the first serial one: their
+            // starts go in the batch commit. A serial call queued behind another commits
+            // its start when its turn comes, so a crash before then does not leave it
+            // looking started.
+            let queued = !batch.is_concurrent(index) && std::mem::replace(&mut serial_seen, true);
+            let start = Entry::CallStart {
+                turn,
+                call_id: call.id.clone(),
+                tool,
+                replay: policy.as_str().to_owned(),
+                idempotency_key: key,
+            };
+            if queued {
+                deferred_starts.insert(index, start);
+            } else {
+                starts.push(start);
+            }
+        }
+        // The settled results and the starts of the batch: one commit.
+        self.commit(starts, Some((RunStatus::Running, None)))?;
+        let writer = GroupCommit::new(self.journal.clone(), self.run_id.clone());
+        let unknown: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let hooks = {
+            let sink = writer.clone();
+            let journal = self.journal.clone();
+            let run = self.run_id.clone();
+            let unknown = unknown.clone();
+            let settled: HashSet<usize> = (0..calls.len()).filter(|&i| batch.result(i).is_some()).collect();
+            let calls = calls.clone();
+            RunHooks::new()
+                .retry_timeouts(recovery::retry_timeouts(true))
+                .on_start(move |i| {
+                    // A call whose start was not in the batch commit: commit it now,
+                    // before its handler runs.
+                    if let Some(entry) = deferred_starts.get(&i)
+                        && let Err(e) = journal.append(&run, std::slice::from_ref(entry), None)
+                    {
+                        tracing::error!(run = %run, error = %e, "journaling a call start failed");
+                    }
+                })
+                .on_end(move |i, outcome| {
+                    if settled.contains(&i) {
+                        return;
+                    }
+                    if outcome.timed_out
+                        && let Some(&policy) = policies.get(&i)
+                        && let Recovery::Ask(_) = recovery::recover(
+                            policy,
+                            Unknown::TimedOut,
+                            &calls[i].id,
+                            &outcome.result.name,
+                            &calls[i].arguments,
+                        )
+                    {
+                        unknown.lock().unwrap_or_else(|e| e.into_inner()).push(i);
+                        return;
+                    }
+                    sink.push(Entry::CallResult {
+                        turn,
+                        result: outcome.result.clone(),
+                        timed_out: outcome.timed_out,
+                    });
+                })
+        };
+        let outcomes = agent.tools().run_planned(batch, ctx, &hooks).await;
+        drop(hooks);
+        writer.flush().await?;
+        let unknown = std::mem::take(&mut *unknown.lock().unwrap_or_else(|e| e.into_inner()));
+        Ok(outcomes
+            .into_iter()
+            .enumerate()
+            .map(|(i, o)| Executed {
+                result: o.result,
+                unknown: unknown.contains(&i).then_some(Unknown::TimedOut),
+            })
+            .collect())
+    }
+
+    async fn pause(&mut self, _turn: u32, needs: &[NeedsInput]) -> Result<bool, DurableError> {
+        let entry = Entry::Paused { needs_input: serde_json::to_value(needs).expect("serialises") };
+        self.commit(vec![entry], Some((RunStatus::NeedsInput, None)))?;
+        Ok(false)
+    }
+
+    async fn finish(&mut self, output: &str) -> Result<(), DurableError> {
+        let entry = Entry::Final { output: output.to_owned() };
+        self.commit(vec![entry], Some((RunStatus::Completed, Some(output.to_owned()))))
     }
 }
 

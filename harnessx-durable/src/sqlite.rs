@@ -513,7 +513,12 @@ mod tests {
                 idempotency_key: "k".into(),
             },
             Entry::CallResult { turn: 1, result, timed_out: false },
-            Entry::Approval { call_id: "c".into(), tool: "t".into(), decision: ApprovalDecision::Deny },
+            Entry::Approval {
+                call_id: "c".into(),
+                tool: "t".into(),
+                decision: ApprovalDecision::Deny,
+                arguments_hash: None,
+            },
             Entry::Paused { needs_input: json!(null) },
             Entry::Answer { call_id: "c".into(), text: "yes".into() },
             Entry::Final { output: "o".into() },

@@ -157,7 +157,7 @@ fn child() {
         }
     });
     let result = result.unwrap();
-    if result.needs_input.is_none() {
+    if result.needs_input.is_empty() {
         std::fs::write(dir.join("final.json"), serde_json::to_string_pretty(&result.messages).unwrap())
             .unwrap();
     }

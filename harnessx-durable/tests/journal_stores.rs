@@ -59,6 +59,7 @@ fn every_variant() -> Vec<Entry> {
             call_id: "c2".into(),
             tool: "shell".into(),
             decision: ApprovalDecision::ApproveForSession,
+            arguments_hash: Some("9f86d081".into()),
         },
         Entry::Paused { needs_input: json!({"approval": {"call_id": "c3"}}) },
         Entry::Answer { call_id: "c3".into(), text: "it did not run".into() },

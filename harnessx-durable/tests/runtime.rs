@@ -103,7 +103,7 @@ async fn a_run_journals_every_step_and_a_completed_run_is_not_run_again() {
     let runtime = AgentRuntime::new(agent(&world, three_calls(), None), Arc::new(journal.clone()));
     let result = runtime.start("r1", "go").await.unwrap();
     assert_eq!(result.output, "saw: read done | send done | charge done");
-    assert!(result.needs_input.is_none());
+    assert!(result.needs_input.is_empty());
     let k = kinds(&journal, "r1");
     assert_eq!(&k[..4], ["model_response", "call_start", "call_start", "call_start"], "{k:?}");
     assert_eq!(k.iter().filter(|k| *k == "call_result").count(), 3);
@@ -146,7 +146,7 @@ async fn after_a_crash_mid_batch_safe_and_idempotent_calls_run_again_and_manual_
     // A new process: same tools, same journal.
     let runtime = AgentRuntime::new(agent(&world, three_calls(), None), Arc::new(journal.clone()));
     let result = runtime.resume("r2").await.unwrap();
-    let needs = result.needs_input.expect("send is manual and its outcome is unknown");
+    let needs = result.needs_input.into_iter().next().expect("send is manual and its outcome is unknown");
     assert_eq!(
         (needs.kind, needs.call_id.as_str(), needs.tool.as_str()),
         (NeedsInputKind::Outcome, "c2", "send")
@@ -185,7 +185,7 @@ async fn an_ask_without_an_approver_pauses_durably_until_approved() {
     let calls = vec![ToolCall::new("c1", "send", "{}"), ToolCall::new("c2", "send", "{}")];
     let runtime = AgentRuntime::new(agent(&world, calls.clone(), Some(ask())), Arc::new(journal.clone()));
     let result = runtime.start("r3", "go").await.unwrap();
-    let needs = result.needs_input.unwrap();
+    let needs = result.needs_input.into_iter().next().unwrap();
     assert_eq!((needs.kind, needs.call_id.as_str()), (NeedsInputKind::Approval, "c1"));
     let report = runtime.status("r3").unwrap();
     assert_eq!(report.needs_input.len(), 2, "both calls wait");
@@ -196,7 +196,7 @@ async fn an_ask_without_an_approver_pauses_durably_until_approved() {
     let other = AgentRuntime::new(agent(&world, calls.clone(), Some(ask())), Arc::new(journal.clone()));
     other.approve("r3", "c1", ApprovalDecision::Approve).unwrap();
     let result = other.resume("r3").await.unwrap();
-    assert_eq!(result.needs_input.unwrap().call_id, "c2");
+    assert_eq!(result.needs_input[0].call_id, "c2");
     other.approve("r3", "c2", ApprovalDecision::Deny).unwrap();
     let result = other.resume("r3").await.unwrap();
     assert_eq!(result.output, "saw: send done | Permission denied");
@@ -297,7 +297,7 @@ async fn timeouts_retry_safe_and_idempotent_and_stop_manual_for_an_answer() {
     let journal = MemoryJournal::new();
     let runtime = AgentRuntime::new(agent, Arc::new(journal.clone()));
     let result = runtime.start("t1", "go").await.unwrap();
-    let needs = result.needs_input.expect("the manual tool timed out");
+    let needs = result.needs_input.into_iter().next().expect("the manual tool timed out");
     assert_eq!((needs.kind, needs.call_id.as_str()), (NeedsInputKind::Outcome, "c"));
     assert!(needs.reason.contains("timed out"), "{}", needs.reason);
     assert_eq!(
@@ -357,7 +357,7 @@ async fn a_serial_call_queued_behind_a_crash_is_not_taken_for_started() {
         .collect();
     assert_eq!(starts, ["s1"], "s2 waited for its turn and never started");
     let runtime = AgentRuntime::new(build(&world), Arc::new(journal.clone()));
-    let needs = runtime.resume("q").await.unwrap().needs_input.unwrap();
+    let needs = runtime.resume("q").await.unwrap().needs_input.into_iter().next().unwrap();
     assert_eq!((needs.kind, needs.call_id.as_str()), (NeedsInputKind::Outcome, "s1"), "only s1 is in doubt");
     runtime.answer("q", "s1", "first done").unwrap();
     assert_eq!(runtime.resume("q").await.unwrap().output, "end");

@@ -59,7 +59,7 @@ async fn required_resets_to_auto_after_the_calls_and_again_after_a_resume_replay
     let first = Arc::new(Mutex::new(Vec::new()));
     let runtime =
         AgentRuntime::new(agent(first.clone(), ToolChoice::Required, ask()), Arc::new(journal.clone()));
-    assert!(runtime.start("r2", "go").await.unwrap().needs_input.is_some());
+    assert!(!runtime.start("r2", "go").await.unwrap().needs_input.is_empty());
     assert_eq!(*first.lock().unwrap(), [ToolChoice::Required]);
     let second = Arc::new(Mutex::new(Vec::new()));
     let other = AgentRuntime::new(agent(second.clone(), ToolChoice::Required, ask()), Arc::new(journal));

@@ -79,8 +79,9 @@ impl Agent {
     }
 
     /// One model request of turn `turn` with the agent's retry policy, streamed to
-    /// `events` when the agent streams.
-    pub(crate) async fn request_turn(
+    /// `events` when the agent streams. For a [`Steps`](steps::Steps) backend's
+    /// [`response`](steps::Steps::response).
+    pub async fn request_turn(
         &self,
         request: &ModelRequest,
         events: Option<&Events>,
