@@ -70,7 +70,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     cluster.approve(&run_id, &waiting.call_id, ApprovalDecision::Approve).await?;
     let done = cluster.wait(&run_id, |event| println!("  {event}")).await?;
     assert_eq!(done.status, RunStatus::Completed);
-    println!("answer: {}", done.output.unwrap_or_default());
+    println!("answer: {}", done.output);
 
     let _ = stop.send(());
     worker.await?;

@@ -277,7 +277,7 @@ fn report(
         Some(error) => (RunStatus::Failed, Some(error)),
         None => (report.run.status, report.run.output.clone()),
     };
-    let stopped = Stopped { run_id: next.run_id, status, output, needs_input: report.needs_input };
+    let stopped = Stopped { run_id: next.run_id, status, output, needs_input: report.state.needs_input };
     if json {
         let object = json!({
             "run_id": stopped.run_id,

@@ -225,13 +225,14 @@ impl Cluster {
             let object = json!({
                 "run_id": state.run_id,
                 "status": state.status,
-                "output": state.output,
+                "output": state.outcome(),
                 "needs_input": state.needs_input,
             });
             outln!("{object}");
         } else {
-            let (run, url) = (shell_word(&state.run_id), shell_word(&self.ingress));
-            let output = state.output.as_deref().unwrap_or("");
+            let (run, url) =
+                (shell_word(state.run_id.as_deref().unwrap_or_default()), shell_word(&self.ingress));
+            let output = state.outcome().unwrap_or("");
             match state.status {
                 RunStatus::Completed => outln!("{output}"),
                 RunStatus::Failed => errln!("harnessx: the run failed: {output}"),

@@ -79,11 +79,11 @@ fn print_report(report: &RunReport, entries: &[JournalEntry]) {
     outln!("status: {}", run.status.as_str());
     outln!("prompt: {}", one_line(&run.prompt, 200));
     outln!("created: {}  updated: {}", utc(run.created_at_ms), utc(run.updated_at_ms));
-    outln!("turns: {}  calls with a result: {}", report.turns, report.calls);
+    outln!("turns: {}  calls with a result: {}", report.state.turns, report.calls);
     if let Some(output) = &run.output {
         outln!("output:\n{output}");
     }
-    for n in &report.needs_input {
+    for n in &report.state.needs_input {
         outln!("waiting for {}", awaited(n));
         outln!("  {}", n.reason);
     }
@@ -129,7 +129,7 @@ fn summary(entry: &Entry) -> (&'static str, String) {
                 ),
             )
         }
-        Entry::Approval { call_id, tool, decision } => {
+        Entry::Approval { call_id, tool, decision, .. } => {
             // Its serialised name (`approve`, `approve_for_session`, `deny`), as in --json.
             let decision = serde_json::to_value(decision).ok();
             let decision = decision.as_ref().and_then(|d| d.as_str()).unwrap_or("?");

@@ -102,7 +102,7 @@ fn a_run_on_the_cluster_waits_for_an_approval_from_another_process_and_finishes(
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(
         stderr(&out).contains(&format!(
-            "run \"w1\" is not waiting for an approval of call \"nope\" (it waits for an approval of call \"{call}\")"
+            "run \"w1\" is not waiting for an approval of call \"nope\"; it waits for: approval of \"{call}\""
         )),
         "{}",
         stderr(&out)

@@ -23,7 +23,9 @@ pub use catalog::{BuiltinBundle, BuiltinOptions, BundleRequest};
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::context::RunContext;
 pub use engine::events::{ToolEvent, ToolEventSink};
-pub use engine::pipeline::{CallOutcome, EndHook, PERMISSION_DENIED, PlannedBatch, RunHooks, StartHook};
+pub use engine::pipeline::{
+    CallOutcome, EndHook, PERMISSION_DENIED, PlannedBatch, RunHooks, Schedule, Slot, StartHook,
+};
 pub use engine::serial::SerialQueue;
 pub use error::{ParsePolicyError, RegistryError, ToolError, TransientToolError};
 pub use memory::{Memory, MemoryError, MemoryHit, MemoryId, MemoryStore, MemoryUpdate, NewMemory, Saved};

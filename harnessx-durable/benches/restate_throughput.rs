@@ -177,10 +177,7 @@ async fn measure_restate(label: &str, ingress: &str, runs: usize) -> Vec<Row> {
         let client = &client;
         async move {
             let state = client.start(&id, "go").await.unwrap();
-            assert!(
-                state.status == RunStatus::Completed && state.output.as_deref() == Some("done"),
-                "{state:?}"
-            );
+            assert!(state.status == RunStatus::Completed && state.outcome() == Some("done"), "{state:?}");
         }
     })
     .await;

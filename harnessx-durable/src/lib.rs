@@ -10,7 +10,7 @@ pub mod sqlite;
 
 pub use journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, RunRecord, RunStatus};
 pub use memory::MemoryJournal;
-pub use runtime::{AgentRuntime, DurableError, RunReport};
+pub use runtime::{AgentRuntime, DurableError, RunReport, arguments_hash};
 pub use sqlite::{SqliteJournal, Synchronous};
 #[cfg(feature = "restate")]
 pub mod restate;

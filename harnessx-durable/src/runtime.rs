@@ -9,8 +9,8 @@ use tracing::Instrument;
 use harnessx_agent::model::{ModelRequest, ModelResponse};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{
-    Agent, AgentError, Events, Executed, NeedsInput, NeedsInputKind, Recorded, Recovery, RunResult, Start,
-    Steps, Unknown, spans,
+    Agent, AgentError, Events, Executed, NeedsInput, NeedsInputKind, Recorded, Recovery, RunResult, RunState,
+    Start, Steps, Unknown, spans,
 };
 use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PlannedBatch, ReplayPolicy, RunContext, RunHooks, ToolCall, ToolResult,
@@ -63,17 +63,33 @@ pub enum DurableError {
     Cluster(String),
 }
 
-/// Where a run stands, as [`AgentRuntime::status`] reports it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// Where a run stands, as [`AgentRuntime::status`] reports it: the journal's header and
+/// the run's [`RunState`] read from its journal (status, answer or error, usage, turns,
+/// everything it waits for; the conversation itself comes from driving the run).
+///
+/// Serialises as `{"run": RunRecord, "turns", "calls", "needs_input", "usage"}`, the
+/// shape `harnessx runs show --json` has always printed.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
     /// The header.
     pub run: RunRecord,
-    /// Model responses journaled.
-    pub turns: u32,
+    /// The run's state.
+    pub state: RunState,
     /// Calls with a journaled result.
     pub calls: usize,
-    /// What the run waits for, when [`RunStatus::NeedsInput`].
-    pub needs_input: Vec<NeedsInput>,
+}
+
+impl serde::Serialize for RunReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(5))?;
+        map.serialize_entry("run", &self.run)?;
+        map.serialize_entry("turns", &self.state.turns)?;
+        map.serialize_entry("calls", &self.calls)?;
+        map.serialize_entry("needs_input", &self.state.needs_input)?;
+        map.serialize_entry("usage", &self.state.usage)?;
+        map.end()
+    }
 }
 
 /// Runs an [`Agent`] durably: the model's responses, each call's start, approval and
@@ -164,6 +180,33 @@ impl AgentRuntime {
 
     /// Starts a run. `run_id` must be new in the journal.
     pub async fn start(&self, run_id: &str, prompt: &str) -> Result<RunResult, DurableError> {
+        self.start_inner(run_id, prompt, None).await
+    }
+
+    /// [`start`](Self::start), sending the run's [`AgentEvent`](harnessx_agent::AgentEvent)s
+    /// to `events` as they happen: the shapes and order of
+    /// [`Agent::run_stream`](harnessx_agent::Agent::run_stream)'s, from the same loop.
+    pub async fn start_with_events(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        events: Events,
+    ) -> Result<RunResult, DurableError> {
+        self.start_inner(run_id, prompt, Some(events)).await
+    }
+
+    /// [`resume`](Self::resume), sending the events of what runs now (a replayed step
+    /// sends none) to `events`.
+    pub async fn resume_with_events(&self, run_id: &str, events: Events) -> Result<RunResult, DurableError> {
+        self.drive(run_id, Some(events)).await
+    }
+
+    async fn start_inner(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
         // A tool choice that names no registered tool journals nothing.
         self.agent.check_tool_choice()?;
         let (fingerprint, fingerprint_summary) = self.fingerprint();
@@ -178,21 +221,41 @@ impl AgentRuntime {
             updated_at_ms: now,
             output: None,
         })?;
-        self.drive(run_id).await
+        self.drive(run_id, events).await
     }
 
     /// Continues a run from its journal: after a crash, after `approve`/`answer`, or
     /// after a failure.
     pub async fn resume(&self, run_id: &str) -> Result<RunResult, DurableError> {
-        self.drive(run_id).await
+        self.drive(run_id, None).await
     }
 
     /// Where the run stands.
     pub fn status(&self, run_id: &str) -> Result<RunReport, DurableError> {
         let (run, entries) = self.load(run_id)?;
-        let state = Replay::new(&entries);
-        let needs_input = if run.status == RunStatus::NeedsInput { state.paused.clone() } else { Vec::new() };
-        Ok(RunReport { turns: state.responses.len() as u32, calls: state.results.len(), needs_input, run })
+        let replay = Replay::new(&entries);
+        let mut usage = harnessx_agent::model::Usage::default();
+        for response in replay.responses.values() {
+            if let Some(u) = response.get("usage").and_then(|u| serde_json::from_value(u.clone()).ok()) {
+                usage += u;
+            }
+            usage.requests += 1;
+        }
+        let state = RunState {
+            run_id: Some(run.run_id.clone()),
+            status: run.status,
+            output: if run.status == RunStatus::Completed {
+                run.output.clone().unwrap_or_default()
+            } else {
+                String::new()
+            },
+            usage,
+            turns: replay.responses.len() as u32,
+            needs_input: if run.status == RunStatus::NeedsInput { replay.paused.clone() } else { Vec::new() },
+            error: if run.status == RunStatus::Failed { run.output.clone() } else { None },
+            ..RunState::default()
+        };
+        Ok(RunReport { calls: replay.results.len(), state, run })
     }
 
     /// Records a decision on an ASK call the run is waiting on. Then `resume` it (from
@@ -241,7 +304,7 @@ impl AgentRuntime {
         Ok(self.journal.load_run(run_id)?.ok_or_else(|| JournalError::NoSuchRun(run_id.to_owned()))?)
     }
 
-    async fn drive(&self, run_id: &str) -> Result<RunResult, DurableError> {
+    async fn drive(&self, run_id: &str, events: Option<Events>) -> Result<RunResult, DurableError> {
         // One driver at a time: a second `resume` while this one runs would run the
         // same calls again.
         let _lock = self.journal.lock_run(run_id)?;
@@ -267,7 +330,7 @@ impl AgentRuntime {
                 span.record("harnessx.replayed", true);
             }
         }
-        let outcome = self.drive_journaled(&run, &entries, None).instrument(span.clone()).await;
+        let outcome = self.drive_journaled(&run, &entries, events.as_ref()).instrument(span.clone()).await;
         match &outcome {
             Ok(result) => spans::record_result(&span, result),
             Err(DurableError::Agent(e)) => spans::record_error(&span, spans::agent_error_type(e), e),
@@ -293,7 +356,7 @@ impl AgentRuntime {
         let replay = Replay::new(entries);
         // The run's own manager: its session grants belong to the run, rebuilt from the
         // journaled decisions.
-        let permissions = self.agent.permissions().fork();
+        let permissions = self.agent.permissions().session();
         for tool in &replay.session_grants {
             permissions.grant_session(tool.clone());
         }

@@ -32,6 +32,9 @@ const DIR: &str = "HX_CRASH_DIR";
 const AT: &str = "HX_CRASH_AT";
 const WHEN: &str = "HX_CRASH_WHEN";
 const RUN: &str = "r";
+/// Set in a child whose agent has an approval callback (a terminal, say): `publish` is
+/// approved in the child, and the decision is journaled there.
+const APPROVER: &str = "HX_CRASH_APPROVER";
 
 fn tool(dir: &Path, name: &str, policy: ReplayPolicy) -> ToolDefinition {
     let (dir, n) = (dir.to_path_buf(), name.to_owned());
@@ -64,8 +67,16 @@ fn tool(dir: &Path, name: &str, policy: ReplayPolicy) -> ToolDefinition {
 
 /// Turn 1: three concurrent calls (safe, idempotent, manual); turn 2: a manual call
 /// that asks (no one approves in the child, so the run pauses); turn 3: the answer.
-fn agent(dir: &Path) -> Agent {
+fn agent(dir: &Path, approver: bool) -> Agent {
     let d = dir.to_path_buf();
+    let mut permissions = harnessx_core::PermissionManager::default();
+    if approver {
+        let d = dir.to_path_buf();
+        permissions = permissions.with_approval_fn(move |request| {
+            log(&d, "approvals.log", &request.call_id);
+            async { ApprovalDecision::Approve }
+        });
+    }
     let model = FunctionModel::new(move |req| {
         let turn = 1 + req.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
         log(&d, "model.log", &turn.to_string());
@@ -86,6 +97,7 @@ fn agent(dir: &Path) -> Agent {
         .tool(tool(dir, "send", ReplayPolicy::Manual))
         .tool(tool(dir, "publish", ReplayPolicy::Manual).with_permission(PermissionLevel::Ask))
         .config(AgentConfig { planning: false, ..AgentConfig::default() })
+        .permissions(permissions)
         .build()
         .unwrap()
 }
@@ -148,7 +160,7 @@ fn child() {
         at: std::env::var(AT).ok().and_then(|n| n.parse().ok()),
         after: std::env::var(WHEN).as_deref() == Ok("after"),
     });
-    let runtime = AgentRuntime::new(agent(&dir), journal.clone());
+    let runtime = AgentRuntime::new(agent(&dir, std::env::var(APPROVER).is_ok()), journal.clone());
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let result = rt.block_on(async {
         match role.as_str() {
@@ -165,8 +177,11 @@ fn child() {
 }
 
 /// Runs one child; returns whether it was killed.
-fn run_child(dir: &Path, role: &str, crash: Option<(usize, &str)>) -> bool {
+fn run_child(dir: &Path, role: &str, crash: Option<(usize, &str)>, approver: bool) -> bool {
     let mut command = Command::new(std::env::current_exe().unwrap());
+    if approver {
+        command.env(APPROVER, "1");
+    }
     command
         .args(["child", "--exact", "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
@@ -192,16 +207,21 @@ fn run_child(dir: &Path, role: &str, crash: Option<(usize, &str)>) -> bool {
 /// children were killed, and, when the targeted child was not, how many commits it made
 /// (the results of a batch are grouped by timing, so a child may make fewer commits than
 /// the uncrashed run's and never reach the one it was to die at).
-fn scenario(dir: &Path, crash_in: usize, crash: Option<(usize, &str)>) -> (usize, Option<usize>) {
+fn scenario(
+    dir: &Path,
+    crash_in: usize,
+    crash: Option<(usize, &str)>,
+    approver: bool,
+) -> (usize, Option<usize>) {
     let mut killed = 0;
     let mut reached = None;
     let mut children = 0;
     let parent =
-        AgentRuntime::new(agent(dir), Arc::new(SqliteJournal::open(dir.join("journal.db")).unwrap()));
+        AgentRuntime::new(agent(dir, false), Arc::new(SqliteJournal::open(dir.join("journal.db")).unwrap()));
     loop {
         let role = if children == 0 { "start" } else { "resume" };
         let this_crash = if children == crash_in { crash } else { None };
-        if run_child(dir, role, this_crash) {
+        if run_child(dir, role, this_crash, approver) {
             killed += 1;
         } else if this_crash.is_some() {
             reached = lines(dir, "appends.log").last().map(|n| n.parse().unwrap());
@@ -213,7 +233,7 @@ fn scenario(dir: &Path, crash_in: usize, crash: Option<(usize, &str)>) -> (usize
         match report.run.status {
             RunStatus::Completed => return (killed, reached),
             RunStatus::NeedsInput => {
-                for need in &report.needs_input {
+                for need in &report.state.needs_input {
                     match need.kind {
                         NeedsInputKind::Approval => {
                             parent.approve(RUN, &need.call_id, ApprovalDecision::Approve).unwrap()
@@ -261,9 +281,25 @@ fn every_crash_point_recovers_without_repeating_what_was_journaled() {
     if std::env::var(ROLE).is_ok() {
         return;
     }
+    matrix(false);
+}
+
+// Regression: an approval decided by the terminal was journaled before the model
+// response that carried its call, so a kill between the two asked the model again.
+#[test]
+fn a_kill_between_the_response_and_a_terminal_approval_never_asks_the_model_again() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    matrix(true);
+}
+
+/// Kills a child at every commit (before and after it), with `publish` approved by
+/// `parent.approve` between children, or by the child's own approval callback.
+fn matrix(approver: bool) {
     // The uncrashed run: its transcript, and how many commits each child made.
     let reference = tempfile::tempdir().unwrap();
-    assert_eq!(scenario(reference.path(), usize::MAX, None), (0, None));
+    assert_eq!(scenario(reference.path(), usize::MAX, None, approver), (0, None));
     let messages = std::fs::read_to_string(reference.path().join("final.json")).unwrap();
     assert!(messages.contains("saw: read done | charge done | send done | publish done"), "{messages}");
     let expected = transcript(reference.path());
@@ -271,7 +307,12 @@ fn every_crash_point_recovers_without_repeating_what_was_journaled() {
     assert_eq!(expected.1.as_deref(), Some("saw: read done | charge done | send done | publish done"));
     let appends: Vec<usize> =
         lines(reference.path(), "appends.log").iter().map(|l| l.parse().unwrap()).collect();
-    assert_eq!(appends.len(), 2, "start pauses for the approval, then one resume: {appends:?}");
+    let children = if approver { 1 } else { 2 };
+    assert_eq!(
+        appends.len(),
+        children,
+        "start pauses for the approval (unless approved), then one resume: {appends:?}"
+    );
     let reference_requests = lines(reference.path(), "model.log").len();
     assert_eq!(reference_requests, 3);
 
@@ -282,7 +323,7 @@ fn every_crash_point_recovers_without_repeating_what_was_journaled() {
             for when in ["before", "after"] {
                 let dir = tempfile::tempdir().unwrap();
                 let d = dir.path();
-                let (k, reached) = scenario(d, child, Some((at, when)));
+                let (k, reached) = scenario(d, child, Some((at, when)), approver);
                 let case = format!("child {child}, commit {at}, {when}");
                 cases += 1;
                 killed += k;
@@ -314,6 +355,15 @@ fn every_crash_point_recovers_without_repeating_what_was_journaled() {
                 for (id, runs) in per_call(d, "read") {
                     assert!(runs.len() <= 1 + k, "{case}: safe read {id} ran {} times", runs.len());
                 }
+                // Every decision follows the response that made its call, in the journal;
+                // the callback is asked again only when the kill came before the
+                // decision's commit.
+                decisions_follow_their_responses(d, &case);
+                assert!(
+                    lines(d, "approvals.log").len() <= 1 + k,
+                    "{case}: asked {:?}",
+                    lines(d, "approvals.log")
+                );
                 for (id, keys) in per_call(d, "charge") {
                     assert!(keys.len() <= 1 + k, "{case}: idempotent charge {id} ran {} times", keys.len());
                     assert!(keys.iter().all(|key| key == &format!("{RUN}/{id}")), "{case}: keys {keys:?}");
@@ -324,4 +374,28 @@ fn every_crash_point_recovers_without_repeating_what_was_journaled() {
     eprintln!("{cases} crash points, {killed} children killed, commits per child {appends:?}");
     assert!(cases >= 10, "{cases} crash points");
     assert!(killed * 2 >= cases, "only {killed} of {cases} children were killed");
+}
+
+/// Asserts that every journaled decision comes after the model response with its call.
+fn decisions_follow_their_responses(dir: &Path, case: &str) {
+    let journal = SqliteJournal::open(dir.join("journal.db")).unwrap();
+    let (_, entries) = journal.load_run(RUN).unwrap().unwrap();
+    let mut seen_calls: Vec<String> = Vec::new();
+    for e in entries {
+        match e.entry {
+            Entry::ModelResponse { response, .. } => {
+                let response: ModelResponse = serde_json::from_value(response).unwrap();
+                seen_calls.extend(response.tool_calls.into_iter().map(|c| c.id));
+            }
+            Entry::Approval { call_id, arguments_hash, .. } => {
+                assert!(seen_calls.contains(&call_id), "{case}: decision on {call_id} before its response");
+                assert_eq!(
+                    arguments_hash.as_deref(),
+                    Some(harnessx_durable::arguments_hash("{}").as_str()),
+                    "{case}"
+                );
+            }
+            _ => {}
+        }
+    }
 }

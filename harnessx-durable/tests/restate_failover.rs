@@ -318,7 +318,7 @@ fn killed_during_the_first_model_request_the_model_is_asked_again_and_no_tool_ru
     let Some(Killed { dir, state, _b, .. }) = killed_at("model1", "model.log", 1) else { return };
     let d = dir.path();
     assert_eq!(state.status, RunStatus::Completed, "{state:?}");
-    assert_eq!(state.output.as_deref(), Some(ALL_DONE));
+    assert_eq!(state.outcome(), Some(ALL_DONE));
     // Its response was never journaled: B asks again.
     assert_eq!(model_requests(d), ["A 1", "B 1", "B 2"]);
     for tool in ["read", "send", "put"] {
@@ -331,7 +331,7 @@ fn killed_during_the_second_model_request_no_journaled_step_is_repeated() {
     let Some(Killed { dir, state, _b, .. }) = killed_at("model2", "model.log", 2) else { return };
     let d = dir.path();
     assert_eq!(state.status, RunStatus::Completed, "{state:?}");
-    assert_eq!(state.output.as_deref(), Some(ALL_DONE));
+    assert_eq!(state.outcome(), Some(ALL_DONE));
     // Turn 1's response and every result were journaled: only turn 2 is asked again.
     let requests = model_requests(d);
     assert_eq!(requests.first().map(String::as_str), Some("A 1"));
@@ -347,7 +347,7 @@ fn a_safe_call_interrupted_is_run_again() {
     let Some(Killed { dir, state, _b, .. }) = killed_at("read", "read.log", 1) else { return };
     let d = dir.path();
     assert_eq!(state.status, RunStatus::Completed, "{state:?}");
-    assert_eq!(state.output.as_deref(), Some(ALL_DONE));
+    assert_eq!(state.outcome(), Some(ALL_DONE));
     assert_eq!(ran(d, "read"), ["A", "B"]);
     // The other calls of the batch (concurrent with it) ran once, wherever they ran.
     assert_eq!(ran(d, "send").len(), 1);
@@ -388,12 +388,13 @@ fn a_manual_call_interrupted_is_not_run_again_and_the_run_asks_whether_it_took_e
     assert!(!err.to_string().contains("timed out"), "{err}\n{}", cluster.server.log_tail());
     assert_eq!(
         err.to_string(),
-        "run \"r1\" is not waiting for an answer of call \"c1\" (it waits for an answer of call \"c2\")"
+        // The same words as a run on SQLite says them (one text for both backends).
+        "run \"r1\" is not waiting for an answer of call \"c1\"; it waits for: answer of \"c2\""
     );
     rt.block_on(cluster.client.answer("r1", "c2", "the message went out")).unwrap();
     let state = cluster.finished("r1");
     assert_eq!(state.status, RunStatus::Completed, "{state:?}");
-    assert_eq!(state.output.as_deref(), Some("saw: read done | the message went out | put done"));
+    assert_eq!(state.outcome(), Some("saw: read done | the message went out | put done"));
     assert_eq!(ran(d, "send"), ["A"], "never run again");
     assert_eq!(ran(d, "read").len(), 1);
     assert_eq!(ran(d, "put").len(), 1);
@@ -418,11 +419,10 @@ fn a_worker_with_other_tools_is_refused_and_the_run_waits_for_one_with_the_runs_
     // Only a worker with other tools is left: every attempt is refused, nothing lost.
     let other = start_worker(d, &cluster.front, "O", &[(TOOLS, "other")]);
     // (The first failure is A's death, a broken connection.)
-    let state = cluster.until("r1", "the refusal", |s| {
-        s.last_failure.as_deref().is_some_and(|f| f.contains("was started with"))
-    });
+    let state = cluster
+        .until("r1", "the refusal", |s| s.error.as_deref().is_some_and(|f| f.contains("was started with")));
     assert_eq!(state.status, RunStatus::Running, "{state:?}");
-    let failure = state.last_failure.unwrap();
+    let failure = state.error.unwrap();
     assert!(
         failure.contains(
             "run \"r1\" was started with tools [read, send, put], model \"function\", a system prompt of 0 characters; this agent has tools [read], model \"function\""
@@ -448,7 +448,7 @@ fn a_worker_with_other_tools_is_refused_and_the_run_waits_for_one_with_the_runs_
     let _c = start_worker(d, &cluster.front, "C", &[]);
     let state = cluster.finished("r1");
     assert_eq!(state.status, RunStatus::Completed, "{state:?}");
-    assert_eq!(state.output.as_deref(), Some(ALL_DONE));
+    assert_eq!(state.outcome(), Some(ALL_DONE));
     assert_eq!(model_requests(d).last().map(String::as_str), Some("C 2"));
     for tool in ["read", "send", "put"] {
         assert_eq!(ran(d, tool), ["A"], "{tool}");
@@ -494,7 +494,7 @@ fn a_run_waiting_for_approval_outlives_its_worker_and_an_approval_from_another_p
     assert!(err.to_string().starts_with("run \"r1\" is not waiting for an approval of call \"c3\""), "{err}");
     let state = cluster.finished("r1");
     assert_eq!(state.status, RunStatus::Completed, "{state:?}");
-    assert_eq!(state.output.as_deref(), Some("saw: read done | Permission denied | put done"));
+    assert_eq!(state.outcome(), Some("saw: read done | Permission denied | put done"));
     assert_eq!(ran(d, "read"), ["B"]);
     assert!(ran(d, "send").is_empty(), "denied");
     assert_eq!(ran(d, "put"), ["B"]);

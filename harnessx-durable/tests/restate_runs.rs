@@ -290,3 +290,157 @@ async fn serial_calls_take_turns_in_call_order_and_results_keep_call_order() {
     let _ = stop_tx.send(());
     let _ = serving.await;
 }
+
+/// The requests a scenario's model saw, as JSON lines (system, messages, tools, tool
+/// choice): byte-identical on every backend when the loop is one.
+type Seen = Arc<std::sync::Mutex<Vec<String>>>;
+
+/// One scripted scenario for every backend: planning, concurrent and serial calls, an
+/// ASK approved by a callback, a `manual` call, and a tool registered mid-run.
+fn scenario_agent(seen: Seen) -> Arc<Agent> {
+    let model = FunctionModel::new(move |req| {
+        let tools: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+        let line = json!({"system": req.system, "messages": req.messages, "tools": tools, "tool_choice": req.tool_choice.to_string()});
+        seen.lock().unwrap().push(line.to_string());
+        let turn = 1 + req.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
+        Ok(match turn {
+            1 => ModelResponse::tool_calls(vec![
+                ToolCall::new(
+                    "c1",
+                    "write_todos",
+                    r#"{"todos": [{"content": "look", "status": "in_progress"}]}"#,
+                ),
+                ToolCall::new("c2", "read", r#"{"n": 1}"#),
+                ToolCall::new("c3", "write", r#"{"n": 2}"#),
+                ToolCall::new("c4", "read", r#"{"n": 3}"#),
+                ToolCall::new("c5", "write", r#"{"n": 4}"#),
+            ]),
+            2 => ModelResponse::tool_calls(vec![
+                ToolCall::new("c6", "publish", r#"{"n": 5}"#),
+                ToolCall::new("c7", "learn", "{}"),
+            ]),
+            3 => ModelResponse::tool_calls(vec![ToolCall::new("c8", "late", r#"{"n": 6}"#)]),
+            _ => ModelResponse::text(format!("saw: {}", tool_contents(req))),
+        })
+    });
+    let echo = |name: &str, concurrent: bool, policy: ReplayPolicy| {
+        let n = name.to_owned();
+        ToolDefinition::new(
+            name,
+            "Echo n.",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+            ToolHandler::from_async(move |args, _ctx| {
+                let n = n.clone();
+                async move { Ok(format!("{n} {}", args["n"]).into()) }
+            }),
+        )
+        .with_concurrent(concurrent)
+        .with_replay_policy(policy)
+    };
+    let ask = harnessx_core::PermissionManager::default()
+        .with_approval_fn(|_| async { harnessx_core::ApprovalDecision::Approve });
+    let agent = Agent::builder()
+        .model(model)
+        .tool(echo("read", true, ReplayPolicy::Safe))
+        .tool(echo("write", false, ReplayPolicy::Idempotent))
+        .tool(
+            echo("publish", false, ReplayPolicy::Manual).with_permission(harnessx_core::PermissionLevel::Ask),
+        )
+        .permissions(ask)
+        .build()
+        .unwrap();
+    // `learn` registers `late`: the tool list changes between turns 2 and 3.
+    let registry = agent.tools().downgrade();
+    let late = echo("late", true, ReplayPolicy::Safe);
+    agent
+        .tools()
+        .register_tool(
+            ToolDefinition::new(
+                "learn",
+                "Learn a new tool.",
+                json!({"type": "object", "properties": {}}),
+                ToolHandler::from_async(move |_args, _ctx| {
+                    let (registry, late) = (registry.clone(), late.clone());
+                    async move {
+                        if let Some(r) = registry.upgrade()
+                            && !r.contains("late")
+                        {
+                            r.register_tool(late).unwrap();
+                        }
+                        Ok("learned".into())
+                    }
+                }),
+            )
+            .with_concurrent(false)
+            .with_replay_policy(ReplayPolicy::Safe),
+        )
+        .unwrap();
+    Arc::new(agent)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_scenario_runs_the_same_on_every_backend() {
+    // Direct.
+    let direct_seen = Seen::default();
+    let direct = scenario_agent(direct_seen.clone());
+    let mut stream = std::pin::pin!(direct.run_stream("go"));
+    let mut direct_events = Vec::new();
+    while let Some(e) = futures_util::StreamExt::next(&mut stream).await {
+        direct_events.push(e);
+    }
+    let Some(harnessx_agent::AgentEvent::RunEnd { output: answer, .. }) = direct_events.last().cloned()
+    else {
+        panic!("{direct_events:?}")
+    };
+    assert!(answer.starts_with("saw: Todo list updated: 1 items (0 completed, 1 in progress, 0 pending). | read 1 | write 2 | read 3 | write 4"), "{answer}");
+    assert!(answer.contains("| publish 5 | learned") && answer.contains("| late 6"), "{answer}");
+
+    // SQLite.
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite_seen = Seen::default();
+    let runtime =
+        harnessx_durable::AgentRuntime::sqlite(scenario_agent(sqlite_seen.clone()), dir.path().join("j.db"))
+            .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let state = runtime.start_with_events("s1", "go", tx).await.unwrap();
+    assert_eq!(state.output, answer);
+    let mut sqlite_events = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        sqlite_events.push(e);
+    }
+    assert_eq!(sqlite_events, direct_events, "the events of a durable run are a direct run's");
+    assert_eq!(*sqlite_seen.lock().unwrap(), *direct_seen.lock().unwrap(), "the requests differ (SQLite)");
+    assert_eq!(direct_seen.lock().unwrap().len(), 4);
+    let requests = direct_seen.lock().unwrap().clone();
+    assert!(requests[1].contains("<todo_list>"), "the list is attached: {}", requests[1]);
+    assert!(
+        !requests[1].contains("\"late\"") && requests[2].contains("\"late\""),
+        "the tool list is refreshed"
+    );
+
+    // Restate.
+    let Some(server) = tokio::task::spawn_blocking(RestateServer::start).await.unwrap() else { return };
+    let restate_seen = Seen::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let worker = format!("http://{}", listener.local_addr().unwrap());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(harnessx_durable::restate::serve(
+        scenario_agent(restate_seen.clone()),
+        listener,
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    tokio::task::spawn_blocking(move || {
+        server.register(&worker).unwrap();
+        let (status, body) =
+            http("POST", &format!("{}/HarnessxRun/x1/run", server.ingress_url), Some("\"go\"")).unwrap();
+        assert_eq!((status, body), (200, serde_json::to_string(&answer).unwrap()), "{}", server.log_tail());
+    })
+    .await
+    .unwrap();
+    let restate = restate_seen.lock().unwrap().clone();
+    assert_eq!(restate, requests, "the requests differ (Restate)");
+    let _ = stop_tx.send(());
+    let _ = serving.await;
+}

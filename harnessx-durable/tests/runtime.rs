@@ -111,7 +111,7 @@ async fn a_run_journals_every_step_and_a_completed_run_is_not_run_again() {
     let report = runtime.status("r1").unwrap();
     assert_eq!(report.run.status, RunStatus::Completed);
     assert_eq!(report.run.output.as_deref(), Some(result.output.as_str()));
-    assert_eq!((report.turns, report.calls), (2, 3));
+    assert_eq!((report.state.turns, report.calls), (2, 3));
     assert!(matches!(runtime.resume("r1").await, Err(DurableError::Completed(_))));
     assert!(matches!(runtime.start("r1", "again").await, Err(DurableError::Journal(_))), "ids are unique");
     assert_eq!(world.model_requests.load(Ordering::SeqCst), 2);
@@ -188,7 +188,7 @@ async fn an_ask_without_an_approver_pauses_durably_until_approved() {
     let needs = result.needs_input.into_iter().next().unwrap();
     assert_eq!((needs.kind, needs.call_id.as_str()), (NeedsInputKind::Approval, "c1"));
     let report = runtime.status("r3").unwrap();
-    assert_eq!(report.needs_input.len(), 2, "both calls wait");
+    assert_eq!(report.state.needs_input.len(), 2, "both calls wait");
     assert!(world.runs_of("send").is_empty(), "nothing ran");
 
     // Another process decides; a third resumes. The session grant covers c2 as well?
@@ -439,6 +439,64 @@ async fn a_deeply_nested_result_is_journaled_as_an_error_the_journal_can_read_ba
         } else {
             assert!(call.is_error && call.content.contains("nested too deeply"), "{depth}: {}", call.content);
             assert!(result.output.contains("nested too deeply"), "{depth}: {}", result.output);
+        }
+    }
+}
+
+// Regression: a decision was looked up by call id alone, so a journal holding a decision
+// for a call whose response was never journaled (the old commit order) applied it to
+// whatever arguments the model sent under that id when asked again.
+#[tokio::test]
+async fn a_journaled_decision_is_never_applied_to_other_arguments() {
+    use harnessx_durable::{RunRecord, arguments_hash};
+    let world = Arc::new(World::default());
+    let ask = || Some(PermissionManager::new(PermissionLevel::Ask));
+    let record = |id: &str| RunRecord {
+        run_id: id.to_owned(),
+        prompt: "go".to_owned(),
+        fingerprint: String::new(),
+        fingerprint_summary: String::new(),
+        status: RunStatus::Running,
+        created_at_ms: 0,
+        updated_at_ms: 0,
+        output: None,
+    };
+    let decided = |hash: Option<String>| Entry::Approval {
+        call_id: "c1".to_owned(),
+        tool: "send".to_owned(),
+        decision: ApprovalDecision::Approve,
+        arguments_hash: hash,
+    };
+    for (run, journaled, sent, runs) in [
+        // Decided on other arguments: asked again, nothing runs.
+        ("other", Some(arguments_hash(r#"{"to":"alice"}"#)), r#"{"to":"mallory"}"#, false),
+        // A decision from a journal that did not bind decisions: asked again.
+        ("unbound", None, r#"{"to":"alice"}"#, false),
+        // The same arguments: the decision holds.
+        ("same", Some(arguments_hash(r#"{"to":"alice"}"#)), r#"{"to":"alice"}"#, true),
+    ] {
+        let journal = MemoryJournal::new();
+        let calls = vec![ToolCall::new("c1", "send", sent)];
+        let runtime = AgentRuntime::new(agent(&world, calls, ask()), Arc::new(journal.clone()));
+        let mut header = record(run);
+        (header.fingerprint, header.fingerprint_summary) = {
+            // The fingerprint of this agent, taken from a run it starts.
+            runtime.start(&format!("{run}-probe"), "go").await.unwrap();
+            let (probe, _) = journal.load_run(&format!("{run}-probe")).unwrap().unwrap();
+            (probe.fingerprint, probe.fingerprint_summary)
+        };
+        journal.create_run(&header).unwrap();
+        journal.append(run, &[decided(journaled)], None).unwrap();
+        let before = world.runs_of("send").len();
+        let result = runtime.resume(run).await.unwrap();
+        if runs {
+            assert_eq!(result.status, RunStatus::Completed, "{run}: {result:?}");
+            assert_eq!(world.runs_of("send").len(), before + 1, "{run}");
+        } else {
+            assert_eq!(result.status, RunStatus::NeedsInput, "{run}: {result:?}");
+            assert_eq!(result.needs_input[0].kind, NeedsInputKind::Approval, "{run}");
+            assert_eq!(result.needs_input[0].arguments, sent, "{run}");
+            assert_eq!(world.runs_of("send").len(), before, "{run}: nothing ran");
         }
     }
 }

@@ -82,13 +82,14 @@ pub async fn drive<S: Steps>(
             steps.note(format_args!("turn {turn}: the final answer"));
             emit(events, || AgentEvent::RunEnd { output: response.content.clone(), usage, turns: turn });
             return Ok(RunState {
+                run_id: steps.run_id().map(str::to_owned),
                 status: RunStatus::Completed,
                 output: response.content,
                 messages: request.messages,
                 usage,
                 turns: turn,
                 finish_reason,
-                needs_input: Vec::new(),
+                ..RunState::default()
             });
         }
         let named: Vec<String> = calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect();
@@ -100,7 +101,7 @@ pub async fn drive<S: Steps>(
         if !needs.is_empty() {
             // Nothing of this batch runs until every question is answered.
             if !steps.pause(turn, &needs).await? {
-                return Ok(waiting(request.messages, usage, turn, finish_reason, needs));
+                return Ok(waiting(steps, request.messages, usage, turn, finish_reason, needs));
             }
             for need in &needs {
                 answer(steps, permissions, turn, &calls, &mut batch, need).await?;
@@ -108,7 +109,18 @@ pub async fn drive<S: Steps>(
             steps.resumed().await?;
         }
 
+        let writes: Vec<_> = match &planning {
+            Some(_) => (0..batch.len()).filter_map(|i| todo_write(&batch, i)).collect(),
+            None => Vec::new(),
+        };
         let executed = steps.execute(agent, turn, batch, &ctx).await?;
+        if let Some(p) = &planning {
+            for (index, todos) in writes {
+                if executed.get(index).is_some_and(|e| !e.result.is_error && e.unknown.is_none()) {
+                    p.replace(todos);
+                }
+            }
+        }
         let mut results: Vec<ToolResult> = Vec::with_capacity(executed.len());
         let mut unknown: Vec<NeedsInput> = Vec::new();
         for (call, Executed { result, unknown: why }) in calls.iter().zip(executed) {
@@ -119,7 +131,7 @@ pub async fn drive<S: Steps>(
         }
         if !unknown.is_empty() {
             if !steps.pause(turn, &unknown).await? {
-                return Ok(waiting(request.messages, usage, turn, finish_reason, unknown));
+                return Ok(waiting(steps, request.messages, usage, turn, finish_reason, unknown));
             }
             for need in &unknown {
                 let text = match steps.wait(need).await? {
@@ -142,7 +154,8 @@ pub async fn drive<S: Steps>(
 }
 
 /// The state of a run stopped for input.
-fn waiting(
+fn waiting<S: Steps>(
+    steps: &S,
     messages: Vec<Message>,
     usage: Usage,
     turns: u32,
@@ -150,13 +163,14 @@ fn waiting(
     needs: Vec<NeedsInput>,
 ) -> RunState {
     RunState {
+        run_id: steps.run_id().map(str::to_owned),
         status: RunStatus::NeedsInput,
-        output: String::new(),
         messages,
         usage,
         turns,
         finish_reason,
         needs_input: needs,
+        ..RunState::default()
     }
 }
 
@@ -183,16 +197,8 @@ async fn plan<S: Steps>(
         match steps.recorded(&call.id) {
             Recorded::Result(result) => {
                 let result = result.clone();
-                // The todo list a replayed `write_todos` wrote (its handler is not run
-                // again): the next request shows it as the first run did.
-                if let Some(p) = planning
-                    && !result.is_error
-                    && batch.tool(index) == Some("write_todos")
-                    && let Some(todos) =
-                        batch.arguments(index).and_then(|a| a.get("todos")).and_then(|t| t.as_array())
-                {
-                    p.replace(todos.clone());
-                }
+                // Its handler is not run again: the todo list it wrote is.
+                keep_todos(planning, batch, index, &result);
                 batch.settle_replayed(index, result);
                 continue;
             }
@@ -257,6 +263,30 @@ async fn plan<S: Steps>(
         }
     }
     Ok(needs)
+}
+
+/// The todo list a successful built-in `write_todos` call wrote, kept in this process's
+/// planning state whichever process or worker ran (or journaled) it, so the next
+/// request shows the list on every backend.
+fn keep_todos(
+    planning: Option<&crate::planning::PlanningState>,
+    batch: &PlannedBatch,
+    index: usize,
+    result: &ToolResult,
+) {
+    if let Some(p) = planning
+        && !result.is_error
+        && let Some((_, todos)) = todo_write(batch, index)
+    {
+        p.replace(todos);
+    }
+}
+
+/// The list a `write_todos` call of the batch writes, if it is one that will run.
+fn todo_write(batch: &PlannedBatch, index: usize) -> Option<(usize, Vec<serde_json::Value>)> {
+    (batch.tool(index)? == "write_todos")
+        .then(|| Some((index, batch.arguments(index)?.get("todos")?.as_array()?.clone())))
+        .flatten()
 }
 
 /// Gives a refused call its error result.

@@ -86,8 +86,11 @@ pub struct NeedsInput {
 
 /// Where a run stands, and what it produced: what [`Agent::run`](crate::Agent::run),
 /// a durable `AgentRuntime` and a Restate run all report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RunState {
+    /// The durable run's id; `None` for a direct run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// Completed, waiting for input (durable runs only), running or failed.
     pub status: RunStatus,
     /// The final answer (empty until the run completes).
@@ -105,6 +108,11 @@ pub struct RunState {
     /// the batch, not only the first). Always empty for a direct run, which denies an
     /// ASK nobody can approve and answers timeouts to the model.
     pub needs_input: Vec<NeedsInput>,
+    /// Why the run failed, once [`RunStatus::Failed`]; while a run on Restate is running,
+    /// why its last attempt failed (a worker with another configuration, a dead worker),
+    /// when the cluster says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The outcome of a run: a [`RunState`] (the name the spec uses for `agent.run`).
@@ -114,5 +122,15 @@ impl RunState {
     /// Whether the run finished with a final answer.
     pub fn is_completed(&self) -> bool {
         self.status == RunStatus::Completed
+    }
+
+    /// What the run came to: the final answer once completed, the error once failed,
+    /// nothing while it runs or waits.
+    pub fn outcome(&self) -> Option<&str> {
+        match self.status {
+            RunStatus::Completed => Some(&self.output),
+            RunStatus::Failed => self.error.as_deref(),
+            RunStatus::Running | RunStatus::NeedsInput => None,
+        }
     }
 }

@@ -264,10 +264,75 @@ impl PlannedBatch {
         self.items[index].authorized = true;
     }
 
+    /// The order the calls that will run start in (see [`Schedule`]).
+    pub fn schedule(&self) -> Schedule {
+        Schedule::new((0..self.len()).map(|i| match self.ready(i) {
+            None => Slot::Settled,
+            Some(r) if r.serial.is_none() => Slot::Concurrent,
+            Some(_) => Slot::Serial,
+        }))
+    }
+
     /// Sets the key the handler sees as
     /// [`ToolContext::idempotency_key`](crate::tool::handler::ToolContext::idempotency_key).
     pub fn set_idempotency_key(&mut self, index: usize, key: impl Into<Arc<str>>) {
         self.items[index].idempotency_key = Some(key.into());
+    }
+}
+
+/// How one call of a batch takes part in the schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// It has a result and does not run.
+    Settled,
+    /// It runs alongside the others.
+    Concurrent,
+    /// It runs one at a time, in call order, alongside the concurrent ones.
+    Serial,
+}
+
+/// The scheduling rule of a batch, written once for every way of running calls (the
+/// engine's handlers here, a Restate workflow's fanned-out invocations): every
+/// concurrent call starts at once, and so does the first serial one; each serial call
+/// starts when the one before it finishes. Results return in call order whatever order
+/// they finish in (the caller's job).
+#[derive(Debug, Clone, Default)]
+pub struct Schedule {
+    first: Vec<usize>,
+    serial: std::collections::VecDeque<usize>,
+    slots: Vec<Slot>,
+}
+
+impl Schedule {
+    /// The schedule of a batch whose calls have these slots, in call order.
+    pub fn new(slots: impl IntoIterator<Item = Slot>) -> Self {
+        let slots: Vec<Slot> = slots.into_iter().collect();
+        let mut first = Vec::new();
+        let mut serial = std::collections::VecDeque::new();
+        for (i, slot) in slots.iter().enumerate() {
+            match slot {
+                Slot::Concurrent => first.push(i),
+                Slot::Serial => serial.push_back(i),
+                Slot::Settled => {}
+            }
+        }
+        if let Some(head) = serial.pop_front() {
+            first.push(head);
+        }
+        Self { first, serial, slots }
+    }
+
+    /// The calls to start now: every concurrent call, then the first serial one.
+    pub fn start(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.first)
+    }
+
+    /// Call `index` finished: the serial call to start next, if `index` was serial.
+    pub fn finished(&mut self, index: usize) -> Option<usize> {
+        match self.slots.get(index) {
+            Some(Slot::Serial) => self.serial.pop_front(),
+            _ => None,
+        }
     }
 }
 
@@ -348,7 +413,9 @@ pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &R
     }
     let mut outcomes: Vec<Option<CallOutcome>> = (0..calls.len()).map(|_| None).collect();
     let mut concurrent = Vec::new();
-    let mut serial = Vec::new();
+    // Serial calls by index (taken as their turn comes), and the schedule's slots.
+    let mut serial: Vec<Option<(Run, ReadyCall)>> = Vec::new();
+    let mut slots = vec![Slot::Settled; calls.len()];
     for (index, item) in items.into_iter().enumerate() {
         let PlanItem { prepared, authorized, idempotency_key, replayed } = item;
         // Each call's span is a child of the caller's span (current here and in
@@ -369,17 +436,24 @@ pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &R
                     let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
                     concurrent.push(run_indexed(run, ready, &calls[index], ctx, hooks).instrument(span));
                 } else {
-                    serial.push((run, ready));
+                    serial.resize_with(calls.len(), || None);
+                    slots[index] = Slot::Serial;
+                    serial[index] = Some((run, ready));
                 }
             }
         }
     }
+    // Serial calls one at a time, each after the one before it finished ([`Schedule`]).
+    // (Only serial slots are marked here: the concurrent calls are already under way.)
+    let mut schedule = Schedule::new(slots);
     let serial_run = async {
-        let mut done = Vec::with_capacity(serial.len());
-        for (run, ready) in serial {
-            let index = run.index;
+        let mut done = Vec::new();
+        let mut next = schedule.start().first().copied();
+        while let Some(index) = next {
+            let Some((run, ready)) = serial.get_mut(index).and_then(Option::take) else { break };
             let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
             done.push(run_indexed(run, ready, &calls[index], ctx, hooks).instrument(span).await);
+            next = schedule.finished(index);
         }
         done
     };

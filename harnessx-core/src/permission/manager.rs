@@ -46,6 +46,9 @@ struct Inner {
     grants: RwLock<HashSet<String>>,
     approver: RwLock<Option<Arc<dyn ApprovalHandler>>>,
     store: RwLock<Option<Arc<dyn ApprovalStore>>>,
+    /// The manager a [`session`](PermissionManager::session) belongs to: its overrides,
+    /// grants, callback and store apply here too, under this one's own.
+    parent: Option<PermissionManager>,
 }
 
 impl fmt::Debug for PermissionManager {
@@ -85,6 +88,25 @@ impl PermissionManager {
                 grants: RwLock::default(),
                 approver: RwLock::new(None),
                 store: RwLock::new(None),
+                parent: None,
+            }),
+        }
+    }
+
+    /// A session of this manager: one run, or one client's connection. It follows this
+    /// manager (its default, overrides, grants, callback and store, including later
+    /// changes) and keeps its own session grants and overrides on top, so a grant made in
+    /// the session stays in it. This is where session grants live, for every caller: a
+    /// durable run's grants (rebuilt from its journal), an MCP session's.
+    pub fn session(&self) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                default: self.inner.default,
+                overrides: RwLock::default(),
+                grants: RwLock::default(),
+                approver: RwLock::new(None),
+                store: RwLock::new(None),
+                parent: Some(self.clone()),
             }),
         }
     }
@@ -134,8 +156,9 @@ impl PermissionManager {
                 default: self.inner.default,
                 overrides: RwLock::new(read(&self.inner.overrides).clone()),
                 grants: RwLock::new(read(&self.inner.grants).clone()),
-                approver: RwLock::new(read(&self.inner.approver).clone()),
+                approver: RwLock::new(self.approver()),
                 store: RwLock::new(Some(store)),
+                parent: None,
             }),
         }
     }
@@ -156,9 +179,10 @@ impl PermissionManager {
         write(&self.inner.overrides).remove(tool_name)
     }
 
-    /// The override for a tool name, if any.
+    /// The override for a tool name, if any (a session's own, else its manager's).
     pub fn override_for(&self, tool_name: &str) -> Option<PermissionLevel> {
-        read(&self.inner.overrides).get(tool_name).copied()
+        let own = read(&self.inner.overrides).get(tool_name).copied();
+        own.or_else(|| self.inner.parent.as_ref()?.override_for(tool_name))
     }
 
     /// Replaces the approval callback.
@@ -168,7 +192,7 @@ impl PermissionManager {
 
     /// Whether an approval callback is set.
     pub fn has_approval(&self) -> bool {
-        read(&self.inner.approver).is_some()
+        self.approver().is_some()
     }
 
     /// Grants a tool for the session: later ASK calls run without asking. DENY still wins.
@@ -181,9 +205,10 @@ impl PermissionManager {
         write(&self.inner.grants).remove(tool_name)
     }
 
-    /// Whether the tool has a session grant.
+    /// Whether the tool has a session grant (in this session, or in its manager).
     pub fn has_session_grant(&self, tool_name: &str) -> bool {
         read(&self.inner.grants).contains(tool_name)
+            || self.inner.parent.as_ref().is_some_and(|p| p.has_session_grant(tool_name))
     }
 
     /// The level that applies to a tool: override > explicit tool permission > default.
@@ -195,25 +220,16 @@ impl PermissionManager {
         self.override_for(tool_name).or(tool_permission).unwrap_or(self.inner.default)
     }
 
-    /// A separate manager for one run or session, with no approval store of its own
-    /// beyond this one's: the same default, overrides, grants, callback and store as this
-    /// one now, its own overrides and grants from here on. Session grants made in the
-    /// run stay in the run.
-    pub fn fork(&self) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                default: self.inner.default,
-                overrides: RwLock::new(read(&self.inner.overrides).clone()),
-                grants: RwLock::new(read(&self.inner.grants).clone()),
-                approver: RwLock::new(read(&self.inner.approver).clone()),
-                store: RwLock::new(read(&self.inner.store).clone()),
-            }),
-        }
+    /// The approval callback, if one is set (a session's own, else its manager's).
+    pub fn approver(&self) -> Option<Arc<dyn ApprovalHandler>> {
+        let own = read(&self.inner.approver).clone();
+        own.or_else(|| self.inner.parent.as_ref()?.approver())
     }
 
-    /// The approval callback, if one is set.
-    pub fn approver(&self) -> Option<Arc<dyn ApprovalHandler>> {
-        read(&self.inner.approver).clone()
+    /// The approval store, if one is set (a session's own, else its manager's).
+    fn store(&self) -> Option<Arc<dyn ApprovalStore>> {
+        let own = read(&self.inner.store).clone();
+        own.or_else(|| self.inner.parent.as_ref()?.store())
     }
 
     /// The manager's rules alone, without asking anyone: the effective level
@@ -265,7 +281,7 @@ impl PermissionManager {
     pub async fn decision(&self, request: &ApprovalRequest) -> Option<ApprovalDecision> {
         let tool_name = request.tool_name.as_str();
         let call_id = request.call_id.as_str();
-        let store = read(&self.inner.store).clone();
+        let store = self.store();
         if let Some(store) = &store {
             match store.load(request).await {
                 Ok(Some(decision)) => return Some(decision),
@@ -288,7 +304,7 @@ impl PermissionManager {
 
     /// Whether an approval callback or store can answer ASK calls.
     pub fn can_decide(&self) -> bool {
-        read(&self.inner.store).is_some() || read(&self.inner.approver).is_some()
+        self.store().is_some() || self.approver().is_some()
     }
 
     /// ASK without a grant: [`decision`](Self::decision), applied.

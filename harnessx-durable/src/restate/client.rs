@@ -6,10 +6,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode, Url};
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use harnessx_agent::NeedsInput;
 use harnessx_core::ApprovalDecision;
 use harnessx_core::error::error_chain;
 
@@ -17,23 +15,11 @@ use super::service::{Answer, Approval, WorkerConfig};
 use crate::journal::{JournalError, RunStatus};
 use crate::runtime::DurableError;
 
-/// Where a run on the cluster stands: the shape `harnessx run --restate --json` prints.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RunState {
-    /// The run.
-    pub run_id: String,
-    /// Running, waiting for input, completed or failed.
-    pub status: RunStatus,
-    /// The final answer once completed; the error once failed.
-    pub output: Option<String>,
-    /// What the run waits for, when [`RunStatus::NeedsInput`].
-    pub needs_input: Vec<NeedsInput>,
-    /// While it is running: why its last attempt failed, as the admin API reports it
-    /// (a worker with another configuration, a worker that died), when the runtime
-    /// knows the admin URL ([`RestateRuntime::with_admin`]) and there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_failure: Option<String>,
-}
+/// Where a run on the cluster stands: the one run state of every backend. A status read
+/// from the cluster has the status, the answer (or the error), what the run waits for,
+/// and, while it runs, why its last attempt failed ([`RunState::error`]); its messages,
+/// usage and turns stay with the workers.
+pub use harnessx_agent::RunState;
 
 /// Durable runs on a Restate cluster, from any process: the runs execute on the workers
 /// ([`serve`](super::serve), `harnessx worker`); this starts them, follows them and
@@ -104,7 +90,7 @@ impl RestateRuntime {
     }
 
     /// Also asks the admin API (e.g. `http://127.0.0.1:9070`) why a running run's last
-    /// attempt failed ([`RunState::last_failure`]).
+    /// attempt failed ([`RunState::error`]).
     pub fn with_admin(mut self, admin_url: &str) -> Result<Self, DurableError> {
         self.admin = Some(base_url(admin_url, "Restate admin")?);
         Ok(self)
@@ -217,8 +203,8 @@ impl RestateRuntime {
                 on_event(event);
             }
             seen = seen.max(events.len());
-            if state.last_failure.is_some() && state.last_failure != failure {
-                failure.clone_from(&state.last_failure);
+            if state.error.is_some() && state.error != failure {
+                failure.clone_from(&state.error);
                 on_event(&format!("retrying: {}", failure.as_deref().unwrap_or_default()));
             }
             if state.status != RunStatus::Running {
@@ -242,17 +228,11 @@ impl RestateRuntime {
     pub async fn status(&self, run_id: &str) -> Result<RunState, DurableError> {
         let url = join(&self.ingress, &["restate", "workflow", "HarnessxRun", run_id, "output"]);
         let (status, text) = self.send(Method::GET, url, None).await?;
-        let mut state = RunState {
-            run_id: run_id.to_owned(),
-            status: RunStatus::Running,
-            output: None,
-            needs_input: Vec::new(),
-            last_failure: None,
-        };
+        let mut state = RunState { run_id: Some(run_id.to_owned()), ..RunState::default() };
         match status.as_u16() {
             200 => {
                 state.status = RunStatus::Completed;
-                state.output = Some(serde_json::from_str::<String>(&text).unwrap_or(text));
+                state.output = serde_json::from_str::<String>(&text).unwrap_or(text);
             }
             // Not finished yet.
             470 => {
@@ -261,7 +241,7 @@ impl RestateRuntime {
                     DurableError::Cluster(format!("HarnessxRun/waiting answered an unexpected shape: {e}"))
                 })?;
                 if state.needs_input.is_empty() {
-                    state.last_failure = self.last_failure(run_id).await?;
+                    state.error = self.last_failure(run_id).await?;
                 } else {
                     state.status = RunStatus::NeedsInput;
                 }
@@ -274,7 +254,7 @@ impl RestateRuntime {
             }
             _ => {
                 state.status = RunStatus::Failed;
-                state.output = Some(message(&text));
+                state.error = Some(message(&text));
             }
         }
         Ok(state)

@@ -8,18 +8,19 @@
 //!   a start, then the execution. A start replayed with no execution journaled means an
 //!   earlier attempt died mid-call: a `manual` tool is then not run again.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use harnessx_agent::model::{Message, ModelResponse};
-use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, call_ids_for_turn, history_safe, spans};
+use harnessx_agent::model::{ModelRequest, ModelResponse};
+use harnessx_agent::run::recovery;
+use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, Recovery, RunStatus, spans};
 use harnessx_core::{
-    ApprovalDecision, ApprovalRequest, ApprovalStore, MemoryApprovalStore, PERMISSION_DENIED,
-    PermissionLevel, PermissionManager, ReplayPolicy, RunContext, RunHooks, ToolCall, ToolResult,
+    ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, RunHooks, ToolCall,
+    ToolResult,
 };
 use tracing::Instrument;
 
@@ -101,28 +102,8 @@ pub struct HarnessxRun(Arc<Shared>);
 /// The object that runs one call.
 pub struct HarnessxTool(Arc<Shared>);
 
-/// Why a call's outcome is unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Unknown {
-    /// An earlier attempt started it and its worker died before its result was journaled.
-    Interrupted,
-    /// It timed out and may have partly run.
-    TimedOut,
-}
-
-impl Unknown {
-    fn reason(self, tool: &str) -> String {
-        match self {
-            Self::Interrupted => format!(
-                "{tool} started and its outcome is unknown (its worker stopped before it answered); it is `manual`, so it is not run again. Say whether it took effect, and what it did"
-            ),
-            Self::TimedOut => format!(
-                "{tool} timed out and may have partly run; it is `manual`, so it is not run again. Say whether it took effect, and what it did"
-            ),
-        }
-    }
-}
+/// Why a call's outcome is unknown (the recovery rules' type, on the wire).
+pub use harnessx_agent::Unknown;
 
 /// What `HarnessxTool/execute` answers.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -204,7 +185,8 @@ fn promise_key(kind: NeedsInputKind, call_id: &str) -> String {
 }
 
 impl HarnessxRun {
-    /// The workflow's loop, inside its `invoke_agent` span.
+    /// The workflow's run, inside its `invoke_agent` span: the one loop
+    /// ([`harnessx_agent::drive`]) over [`RestateSteps`].
     async fn drive(&self, ctx: WorkflowContext<'_>, input: Json<RunInput>) -> Result<String, HandlerError> {
         let run_id = ctx.key().to_owned();
         let RunInput { prompt, expect } = input.into_inner();
@@ -219,165 +201,180 @@ impl HarnessxRun {
                 expect.summary, started.summary
             )));
         }
-
         agent.check_tool_choice().map_err(terminal)?;
-        let mut request = agent.first_request(Vec::new(), prompt);
-        let mut events: Vec<String> = Vec::new();
-        // Tools granted for the rest of the run (`ApproveForSession`); rebuilt on replay
-        // from the journaled decisions.
-        let mut granted: HashSet<String> = HashSet::new();
-        for turn in 1..=agent.config().max_turns {
-            let model = agent.clone();
-            let req = request.clone();
-            let Json(response): Json<ModelResponse> = ctx
-                .run(|| async move { model.complete(&req).await.map(Json).map_err(terminal) })
-                .name(format!("model {turn}"))
-                .await?;
-            let calls = call_ids_for_turn(response.tool_calls.clone(), turn);
-            if calls.is_empty() {
-                events.push(format!("turn {turn}: the final answer"));
-                ctx.set(EVENTS, Json(events));
-                return Ok(response.content);
-            }
-            let named: Vec<String> = calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect();
-            events.push(format!("turn {turn}: calls {}", named.join(", ")));
-            ctx.set(EVENTS, Json(events.clone()));
-            request
-                .messages
-                .push(Message::assistant(response.content.clone(), calls.iter().map(history_safe).collect()));
+        // The run's own manager: grants made in it stay in it, and a replay rebuilds
+        // them from the journaled decisions.
+        let permissions = agent.permissions().session();
+        let mut steps = RestateSteps {
+            ctx,
+            run_id,
+            config: started,
+            agent: agent.clone(),
+            events: Vec::new(),
+            dirty: false,
+        };
+        let start = harnessx_agent::Start { history: Vec::new(), prompt };
+        let state =
+            harnessx_agent::drive(agent, &mut steps, start, &permissions, None).await.map_err(|f| f.0)?;
+        Ok(state.output)
+    }
+}
 
-            // Calls refused while planning (unknown tool, bad arguments) are answered here.
-            let plan = agent.tools().plan_batch(&calls);
-            let mut results: Vec<Option<ToolResult>> =
-                (0..calls.len()).map(|i| plan.result(i).cloned()).collect();
-            // Permissions, decided here so that they are journaled. Every ASK call of the
-            // batch waits, together, on a durable promise `approval/{call}`.
-            let mut asks: Vec<NeedsInput> = Vec::new();
-            for (i, call) in calls.iter().enumerate() {
-                let Some(tool) = plan.tool(i).filter(|_| results[i].is_none()) else { continue };
-                match agent.permissions().effective_level(tool, plan.permission(i)) {
-                    PermissionLevel::Allow => {}
-                    PermissionLevel::Ask if granted.contains(tool) => {}
-                    // The worker's agent has an approval callback (`harnessx worker --yes`,
-                    // or one set in code): it decides, and its decision is journaled.
-                    PermissionLevel::Ask if agent.permissions().has_approval() => {
-                        let permissions = agent.permissions().clone();
-                        let (name, id) = (tool.to_owned(), call.id.clone());
-                        let arguments = plan.arguments(i).cloned().unwrap_or(serde_json::Value::Null);
-                        let Json(decision): Json<ApprovalDecision> = ctx
-                            .run(
-                                || async move { Ok(Json(decide(&permissions, &name, &id, arguments).await)) },
-                            )
-                            .name(format!("approval {}", call.id))
-                            .await?;
-                        if decision == ApprovalDecision::ApproveForSession {
-                            granted.insert(tool.to_owned());
-                        }
-                        if !decision.is_approved() {
-                            results[i] = Some(ToolResult::error(&call.id, tool, PERMISSION_DENIED));
-                        }
-                    }
-                    PermissionLevel::Deny => {
-                        results[i] = Some(ToolResult::error(&call.id, tool, PERMISSION_DENIED))
-                    }
-                    PermissionLevel::Ask => asks.push(NeedsInput {
-                        kind: NeedsInputKind::Approval,
-                        call_id: call.id.clone(),
-                        tool: tool.to_owned(),
-                        arguments: call.arguments.clone(),
-                        reason: format!("{tool} needs approval (ASK) and no one was there to approve it"),
-                    }),
-                }
-            }
-            if !asks.is_empty() {
-                ctx.set(NEEDS_INPUT, Json(asks.clone()));
-                for ask in asks {
-                    if granted.contains(&ask.tool) {
-                        // Granted for the session by the decision on an earlier call.
-                        continue;
-                    }
-                    let i = calls.iter().position(|c| c.id == ask.call_id).expect("a call of this batch");
-                    let Json(decision): Json<ApprovalDecision> =
-                        ctx.promise::<Json<ApprovalDecision>>(&promise_key(ask.kind, &ask.call_id)).await?;
-                    if decision == ApprovalDecision::ApproveForSession {
-                        granted.insert(ask.tool.clone());
-                    }
-                    if !decision.is_approved() {
-                        results[i] = Some(ToolResult::error(&ask.call_id, &ask.tool, PERMISSION_DENIED));
-                    }
-                }
-                ctx.clear(NEEDS_INPUT);
-            }
+/// What fails a step of the workflow: the SDK's error (a suspension, a journal
+/// mismatch, a terminal error), or the agent's, as a terminal error.
+struct Fault(HandlerError);
 
-            // Concurrent calls go out together; serial ones one at a time, in call order,
-            // alongside them (as the engine schedules a batch).
-            let mut serial: VecDeque<usize> =
-                (0..calls.len()).filter(|&i| results[i].is_none() && !plan.is_concurrent(i)).collect();
-            let invoke = |i: usize| {
-                ctx.object_client::<HarnessxToolClient<'_>>(format!("{run_id}/{}", calls[i].id))
-                    .execute(Json(Invocation { call: calls[i].clone(), config: started.clone() }))
-                    .call()
-            };
-            let mut pending = DurableFuturesUnordered::new();
-            // Position in `pending` -> call index.
-            let mut slots: Vec<usize> = Vec::new();
-            for i in (0..calls.len()).filter(|&i| results[i].is_none() && plan.is_concurrent(i)) {
-                pending.push(invoke(i));
-                slots.push(i);
-            }
-            if let Some(i) = serial.pop_front() {
-                pending.push(invoke(i));
-                slots.push(i);
-            }
-            let mut unknown: Vec<(usize, Unknown)> = Vec::new();
-            while let Some((slot, executed)) = pending.next().await? {
-                let i = slots[slot];
-                let Executed { result, unknown: why } = executed?.into_inner();
-                if let Some(why) = why {
-                    unknown.push((i, why));
-                }
-                results[i] = Some(result);
-                if !plan.is_concurrent(i)
-                    && let Some(next) = serial.pop_front()
-                {
-                    pending.push(invoke(next));
-                    slots.push(next);
-                }
-            }
+impl From<HandlerError> for Fault {
+    fn from(e: HandlerError) -> Self {
+        Self(e)
+    }
+}
 
-            // `manual` calls with an unknown outcome: wait, durably, for someone to say
-            // whether they took effect; the answer becomes the result.
-            if !unknown.is_empty() {
-                unknown.sort_by_key(|(i, _)| *i);
-                let waiting: Vec<NeedsInput> = unknown
-                    .iter()
-                    .map(|&(i, why)| NeedsInput {
-                        kind: NeedsInputKind::Outcome,
-                        call_id: calls[i].id.clone(),
-                        tool: calls[i].name.clone(),
-                        arguments: calls[i].arguments.clone(),
-                        reason: why.reason(&calls[i].name),
-                    })
-                    .collect();
-                ctx.set(NEEDS_INPUT, Json(waiting));
-                for (i, _) in unknown {
-                    let text: String =
-                        ctx.promise::<String>(&promise_key(NeedsInputKind::Outcome, &calls[i].id)).await?;
-                    results[i] = Some(ToolResult::success(&calls[i].id, &calls[i].name, text.into()));
-                }
-                ctx.clear(NEEDS_INPUT);
-            }
-            for (call, result) in calls.iter().zip(results) {
-                let result = result.expect("every call answered");
-                let how = if result.is_error { "failed" } else { "answered" };
-                events.push(format!("turn {turn}: {} ({}) {how}", call.name, call.id));
-                request.messages.push(Message::tool(&result));
-            }
-            // As `Agent::run` does; a replay rebuilds the same requests from the journal.
-            agent.after_tool_calls(&mut request);
-            ctx.set(EVENTS, Json(events.clone()));
+impl From<TerminalError> for Fault {
+    fn from(e: TerminalError) -> Self {
+        Self(e.into())
+    }
+}
+
+impl From<harnessx_agent::AgentError> for Fault {
+    fn from(e: harnessx_agent::AgentError) -> Self {
+        Self(terminal(e))
+    }
+}
+
+/// The steps of a run on Restate: model requests and decisions are journaled
+/// `ctx.run`s, calls fan out as `HarnessxTool` invocations in the batch's
+/// [`Schedule`](harnessx_core::Schedule), questions wait on durable promises.
+struct RestateSteps<'ctx> {
+    ctx: WorkflowContext<'ctx>,
+    run_id: String,
+    config: WorkerConfig,
+    agent: Arc<Agent>,
+    /// What the run did so far, one line per step (the `events` handler's answer).
+    events: Vec<String>,
+    dirty: bool,
+}
+
+impl RestateSteps<'_> {
+    fn flush_events(&mut self) {
+        if std::mem::take(&mut self.dirty) {
+            self.ctx.set(EVENTS, Json(self.events.clone()));
         }
-        Err(terminal(format!("the run used all {} turns", agent.config().max_turns)))
+    }
+}
+
+impl harnessx_agent::Steps for RestateSteps<'_> {
+    type Error = Fault;
+
+    fn run_id(&self) -> Option<&str> {
+        Some(&self.run_id)
+    }
+
+    async fn response(
+        &mut self,
+        _agent: &Agent,
+        turn: u32,
+        request: &ModelRequest,
+        _events: Option<&harnessx_agent::Events>,
+    ) -> Result<ModelResponse, Fault> {
+        self.flush_events();
+        let model = self.agent.clone();
+        let req = request.clone();
+        let Json(response): Json<ModelResponse> = self
+            .ctx
+            .run(|| async move { model.complete(&req).await.map(Json).map_err(terminal) })
+            .name(format!("model {turn}"))
+            .await?;
+        Ok(response)
+    }
+
+    async fn decide(
+        &mut self,
+        permissions: &PermissionManager,
+        request: ApprovalRequest,
+        _arguments: &str,
+    ) -> Result<Option<ApprovalDecision>, Fault> {
+        let permissions = permissions.clone();
+        let name = format!("approval {}", request.call_id);
+        let Json(decision): Json<Option<ApprovalDecision>> =
+            self.ctx.run(|| async move { Ok(Json(permissions.decision(&request).await)) }).name(name).await?;
+        Ok(decision)
+    }
+
+    async fn execute(
+        &mut self,
+        _agent: &Agent,
+        _turn: u32,
+        batch: PlannedBatch,
+        _ctx: &RunContext,
+    ) -> Result<Vec<harnessx_agent::Executed>, Fault> {
+        self.flush_events();
+        let calls: Vec<ToolCall> = (0..batch.len()).map(|i| batch.call(i).clone()).collect();
+        let mut results: Vec<Option<harnessx_agent::Executed>> = (0..calls.len())
+            .map(|i| batch.result(i).map(|r| harnessx_agent::Executed { result: r.clone(), unknown: None }))
+            .collect();
+        let mut schedule = batch.schedule();
+        let run_id = self.run_id.clone();
+        let ctx = &self.ctx;
+        let config = &self.config;
+        let invoke = |i: usize| {
+            ctx.object_client::<HarnessxToolClient<'_>>(format!("{run_id}/{}", calls[i].id))
+                .execute(Json(Invocation { call: calls[i].clone(), config: config.clone() }))
+                .call()
+        };
+        let mut pending = DurableFuturesUnordered::new();
+        // Position in `pending` -> call index.
+        let mut slots: Vec<usize> = Vec::new();
+        for i in schedule.start() {
+            pending.push(invoke(i));
+            slots.push(i);
+        }
+        while let Some((slot, executed)) = pending.next().await? {
+            let i = slots[slot];
+            let Executed { result, unknown } = executed?.into_inner();
+            results[i] = Some(harnessx_agent::Executed { result, unknown });
+            if let Some(next) = schedule.finished(i) {
+                pending.push(invoke(next));
+                slots.push(next);
+            }
+        }
+        Ok(results.into_iter().map(|r| r.expect("every call answered")).collect())
+    }
+
+    async fn pause(&mut self, _turn: u32, needs: &[NeedsInput]) -> Result<bool, Fault> {
+        self.flush_events();
+        self.ctx.set(NEEDS_INPUT, Json(needs.to_vec()));
+        Ok(true)
+    }
+
+    async fn wait(&mut self, need: &NeedsInput) -> Result<harnessx_agent::Answer, Fault> {
+        let key = promise_key(need.kind, &need.call_id);
+        Ok(match need.kind {
+            NeedsInputKind::Approval => {
+                let Json(decision) = self.ctx.promise::<Json<ApprovalDecision>>(&key).await?;
+                harnessx_agent::Answer::Decision(decision)
+            }
+            NeedsInputKind::Outcome => {
+                harnessx_agent::Answer::Outcome(self.ctx.promise::<String>(&key).await?)
+            }
+        })
+    }
+
+    async fn resumed(&mut self) -> Result<(), Fault> {
+        self.ctx.clear(NEEDS_INPUT);
+        Ok(())
+    }
+
+    async fn finish(&mut self, _output: &str) -> Result<(), Fault> {
+        Ok(())
+    }
+
+    fn note(&mut self, line: std::fmt::Arguments<'_>) {
+        self.events.push(line.to_string());
+        self.dirty = true;
+        if self.events.last().is_some_and(|l| l.ends_with("the final answer")) {
+            self.flush_events();
+        }
     }
 }
 
@@ -434,25 +431,6 @@ impl HarnessxRun {
     }
 }
 
-/// What the approval callback of `permissions` decides on a call, without touching the
-/// session grants of the manager, which every run on the worker shares.
-async fn decide(
-    permissions: &PermissionManager,
-    tool: &str,
-    call_id: &str,
-    arguments: serde_json::Value,
-) -> ApprovalDecision {
-    if permissions.has_session_grant(tool) {
-        return ApprovalDecision::Approve;
-    }
-    let store = Arc::new(MemoryApprovalStore::default());
-    let run = permissions.fork_with_store(store.clone());
-    // The outcome is read back from the store, which sees the callback's exact decision.
-    let _ = run.authorize(tool, Some(PermissionLevel::Ask), call_id, &arguments).await;
-    let request = ApprovalRequest { tool_name: tool.to_owned(), call_id: call_id.to_owned(), arguments };
-    store.load(&request).await.ok().flatten().unwrap_or(ApprovalDecision::Deny)
-}
-
 /// The entries of [`NEEDS_INPUT`] whose promise is not resolved yet.
 async fn unanswered(ctx: &SharedWorkflowContext<'_>) -> Result<Vec<NeedsInput>, HandlerError> {
     let found: Option<Json<Vec<NeedsInput>>> = ctx.get(NEEDS_INPUT).await?;
@@ -492,28 +470,7 @@ async fn awaited(
     if open.iter().any(|n| n.call_id == call_id && n.kind == kind) {
         return Ok(promise_key(kind, call_id));
     }
-    let what = match kind {
-        NeedsInputKind::Approval => "an approval",
-        NeedsInputKind::Outcome => "an answer",
-    };
-    let waiting = if open.is_empty() {
-        String::new()
-    } else {
-        let list: Vec<String> = open
-            .iter()
-            .map(|n| {
-                let kind = if n.kind == NeedsInputKind::Approval { "an approval" } else { "an answer" };
-                format!("{kind} of call {:?}", n.call_id)
-            })
-            .collect();
-        format!(" (it waits for {})", list.join(", "))
-    };
-    Err(terminal(DurableError::NotAwaited {
-        run_id: ctx.key().to_owned(),
-        call_id: call_id.to_owned(),
-        what,
-        waiting,
-    }))
+    Err(terminal(crate::runtime::not_awaited(ctx.key(), call_id, kind, &open, RunStatus::Running)))
 }
 
 #[restate_sdk::object]
@@ -540,20 +497,28 @@ impl HarnessxTool {
         let executed: Json<Executed> = ctx
             .run(|| async move {
                 let mut batch = agent.tools().plan_batch(std::slice::from_ref(&call));
-                let manual = batch.replay_policy(0) == Some(ReplayPolicy::Manual);
-                if manual && !fresh.load(Ordering::SeqCst) {
-                    let result = ToolResult::error(&call.id, &call.name, "outcome unknown");
+                let policy = batch.replay_policy(0).unwrap_or_default();
+                let tool = batch.tool(0).unwrap_or(&call.name).to_owned();
+                // Started by an earlier attempt whose worker died: the recovery rules.
+                if !fresh.load(Ordering::SeqCst)
+                    && let Recovery::Ask(_) =
+                        recovery::recover(policy, Unknown::Interrupted, &call.id, &tool, &call.arguments)
+                {
+                    let result = ToolResult::error(&call.id, &tool, "outcome unknown");
                     return Ok(Json(Executed { result, unknown: Some(Unknown::Interrupted) }));
                 }
                 // Stable across attempts and workers: the same for every re-run.
                 batch.set_idempotency_key(0, key);
                 batch.authorize(0);
                 let ctx = RunContext::new().with_permissions(agent.permissions().clone());
-                // `safe`/`idempotent` calls that time out are retried under their
-                // `ToolRetry`; a `manual` one that times out is asked about.
-                let hooks = RunHooks::new().retry_timeouts(true);
+                let hooks = RunHooks::new().retry_timeouts(recovery::retry_timeouts(true));
                 let outcome = agent.tools().run_planned(batch, &ctx, &hooks).await.pop().expect("one call");
-                let unknown = (manual && outcome.timed_out).then_some(Unknown::TimedOut);
+                let unknown = (outcome.timed_out
+                    && matches!(
+                        recovery::recover(policy, Unknown::TimedOut, &call.id, &tool, &call.arguments),
+                        Recovery::Ask(_)
+                    ))
+                .then_some(Unknown::TimedOut);
                 Ok(Json(Executed { result: outcome.result, unknown }))
             })
             .name("exec")

@@ -1,18 +1,18 @@
-//! ASK over MCP: whom to ask, and the one-line texts of refusals.
+//! ASK over MCP: the session's [`Authorizer`], a layer over its permission manager.
 //!
-//! The manager decides ALLOW and DENY. For ASK, in this order: a grant this session's
-//! user gave ("allow for this session"); the manager's own approval callback or store,
-//! when the application set one; the client's user, through MCP elicitation (a form),
-//! when the client declared it supports it; else a refusal that says why and how to
-//! allow the tool.
+//! The manager's rules decide ALLOW and DENY, and a grant (the session's own: "allow
+//! for this session", or the manager's) satisfies ASK. For an ASK without a grant, in
+//! this order: the manager's own approval callback or store, when the application set
+//! one; the client's user, through MCP elicitation (a form), when the client declared it
+//! supports it; else a refusal that says why and how to allow the tool.
 
-use harnessx_core::{DenyReason, PERMISSION_DENIED, PermissionLevel};
+use harnessx_core::{
+    AuthRequest, Authorization, Authorizer, Decision, DenyReason, PERMISSION_DENIED, PermissionManager,
+};
 use rmcp::RoleServer;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use rmcp::service::{ElicitationMode, Peer};
 use serde_json::Value;
-
-use super::session::Session;
 
 /// The form's one field: whether later calls of the tool run without asking.
 const FOR_SESSION: &str = "allow_for_session";
@@ -20,53 +20,56 @@ const FOR_SESSION: &str = "allow_for_session";
 /// Longest argument text shown in the approval message.
 const SHOWN_ARGUMENTS: usize = 500;
 
-/// Whether the call may run; the error is the text the client's model reads.
-pub(super) async fn authorize(
-    session: &Session,
-    tool: &str,
-    permission: Option<PermissionLevel>,
-    call_id: &str,
-    arguments: &Value,
-    peer: &Peer<RoleServer>,
-) -> Result<(), String> {
-    let manager = &session.shared.permissions;
-    if manager.effective_level(tool, permission) != PermissionLevel::Ask {
-        return manager
-            .authorize(tool, permission, call_id, arguments)
-            .await
-            .map_err(|_| PERMISSION_DENIED.to_owned());
+/// The authorizer of one MCP session's calls: its manager (a
+/// [`session`](PermissionManager::session) of the server's), asking through `peer`.
+pub(super) struct Eliciting {
+    pub(super) permissions: PermissionManager,
+    pub(super) peer: Peer<RoleServer>,
+}
+
+impl Authorizer for Eliciting {
+    fn authorize<'a>(&'a self, request: AuthRequest<'a>) -> Decision<'a> {
+        match self.permissions.rules(request) {
+            Authorization::Wait { .. } => Decision::Later(Box::pin(self.ask(request))),
+            decided => Decision::Now(decided),
+        }
     }
-    if session.grants.lock().unwrap_or_else(|e| e.into_inner()).contains(tool) {
-        return Ok(());
-    }
-    let can_elicit = peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
-    if manager.has_approval() || !can_elicit {
-        // The application's callback or store, a grant in the manager; else nobody.
-        return manager.authorize(tool, permission, call_id, arguments).await.map_err(
-            |reason| match reason {
-                DenyReason::NoApprover => cannot_ask(tool),
-                _ => PERMISSION_DENIED.to_owned(),
-            },
-        );
-    }
-    let answer = peer.create_elicitation(form(tool, arguments)).await;
-    match answer {
-        Ok(ElicitResult { action: ElicitationAction::Accept, content, .. }) => {
-            let for_session = content.as_ref().and_then(|c| c.get(FOR_SESSION)).and_then(Value::as_bool);
-            if for_session == Some(true) {
-                session.grants.lock().unwrap_or_else(|e| e.into_inner()).insert(tool.to_owned());
+}
+
+impl Eliciting {
+    async fn ask(&self, request: AuthRequest<'_>) -> Authorization {
+        let AuthRequest { tool, call_id, arguments, .. } = request;
+        let can_elicit = self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
+        if self.permissions.can_decide() || !can_elicit {
+            // The application's callback or store; else nobody.
+            return match harnessx_core::Authorizer::authorize(&self.permissions, request).resolve().await {
+                Authorization::Wait { .. } => deny(cannot_ask(tool)),
+                decided => decided,
+            };
+        }
+        let answer = self.peer.create_elicitation(form(tool, arguments)).await;
+        match answer {
+            Ok(ElicitResult { action: ElicitationAction::Accept, content, .. }) => {
+                let for_session = content.as_ref().and_then(|c| c.get(FOR_SESSION)).and_then(Value::as_bool);
+                if for_session == Some(true) {
+                    self.permissions.grant_session(tool);
+                }
+                Authorization::Allow
             }
-            Ok(())
-        }
-        Ok(ElicitResult { action: ElicitationAction::Decline, .. }) => {
-            Err(format!("{PERMISSION_DENIED}: the user declined to run {tool}"))
-        }
-        Ok(_) => Err(format!("{PERMISSION_DENIED}: the user dismissed the request to run {tool}")),
-        Err(e) => {
-            tracing::warn!(tool, call_id, error = %e, "asking the MCP client's user failed");
-            Err(format!("{PERMISSION_DENIED}: asking the user to approve {tool} failed ({e})"))
+            Ok(ElicitResult { action: ElicitationAction::Decline, .. }) => {
+                deny(format!("{PERMISSION_DENIED}: the user declined to run {tool}"))
+            }
+            Ok(_) => deny(format!("{PERMISSION_DENIED}: the user dismissed the request to run {tool}")),
+            Err(e) => {
+                tracing::warn!(tool, call_id, error = %e, "asking the MCP client's user failed");
+                deny(format!("{PERMISSION_DENIED}: asking the user to approve {tool} failed ({e})"))
+            }
         }
     }
+}
+
+fn deny(message: String) -> Authorization {
+    Authorization::Deny { reason: DenyReason::Rejected, message: message.into() }
 }
 
 /// The refusal when nobody can approve: the client cannot ask its user.

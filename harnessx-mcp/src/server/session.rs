@@ -1,9 +1,9 @@
 //! One MCP session: the `ServerHandler` that lists a registry's tools and runs calls
 //! through its pipeline.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use harnessx_core::{PermissionManager, RunContext, RunHooks, ToolCall, ToolRegistry, ToolResult};
 use rmcp::model::{
@@ -36,13 +36,15 @@ impl Shared {
 #[derive(Clone)]
 pub(super) struct Session {
     pub(super) shared: Arc<Shared>,
-    /// Tools this session's user allowed "for this session" when asked.
-    pub(super) grants: Arc<Mutex<HashSet<String>>>,
+    /// The session's manager: the server's, with the tools this session's user allowed
+    /// "for this session" when asked.
+    permissions: PermissionManager,
 }
 
 impl Session {
     pub(super) fn new(shared: Arc<Shared>) -> Self {
-        Self { shared, grants: Arc::default() }
+        let permissions = shared.permissions.session();
+        Self { shared, permissions }
     }
 
     /// Runs one call (`arguments`: raw JSON text, as a model's) through the pipeline;
@@ -56,22 +58,14 @@ impl Session {
         let number = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let call = ToolCall::new(format!("mcp-{number}"), name, arguments);
         let registry = &self.shared.registry;
-        let mut batch = registry.plan_batch(std::slice::from_ref(&call));
-        // Unknown tool, arguments that fail the schema: the pipeline's text.
-        if let Some(refused) = batch.result(0) {
-            return result(refused.clone());
-        }
-        let (Some(tool), Some(args)) = (batch.tool(0).map(str::to_owned), batch.arguments(0).cloned()) else {
-            return CallToolResult::error(vec![ContentBlock::text("the call could not be planned")]);
-        };
-        if let Err(denied) =
-            approval::authorize(self, &tool, batch.permission(0), &call.id, &args, &ctx.peer).await
-        {
-            tracing::info!(tool, call_id = %call.id, reason = %denied, "MCP tool call denied");
-            return CallToolResult::error(vec![ContentBlock::text(denied)]);
-        }
-        batch.authorize(0);
-        let run = RunContext::new().with_permissions(self.shared.permissions.clone());
+        let batch = registry.plan_batch(std::slice::from_ref(&call));
+        // Unknown tool, arguments that fail the schema: the pipeline's text. Permissions:
+        // the pipeline's stage, through the session's authorizer.
+        let authorizer =
+            approval::Eliciting { permissions: self.permissions.clone(), peer: ctx.peer.clone() };
+        let run = RunContext::new()
+            .with_permissions(self.permissions.clone())
+            .with_authorizer(Arc::new(authorizer));
         let mut outcomes = registry.run_planned(batch, &run, &RunHooks::new()).await;
         match outcomes.pop() {
             Some(outcome) => result(outcome.result),
