@@ -43,7 +43,10 @@ impl SharedClient {
     /// The client, built on the first call; a client that could not be built (no TLS
     /// roots, say) is the same error on every call.
     pub fn get(&self) -> Result<Client, &reqwest::Error> {
-        self.built.get_or_init(|| (self.configure)(builder()).build()).as_ref().map(Client::clone)
+        match self.built.get_or_init(|| (self.configure)(builder()).build()) {
+            Ok(client) => Ok(client.clone()),
+            Err(e) => Err(e),
+        }
     }
 }
 

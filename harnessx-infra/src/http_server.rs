@@ -140,7 +140,7 @@ mod tests {
             },
             Duration::from_millis(100),
             "test",
-            move |io| http1::Builder::new().serve_connection(io, slow.clone()),
+            move |io| http1::Builder::new().serve_connection(io, slow),
         ));
         let mut stream = TcpStream::connect(addr).await.unwrap();
         stream.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();

@@ -155,8 +155,9 @@ mod tests {
         let failed = set_up(&mut writer, 1, |tx, _| tx.execute_batch("CREATE TABLE t (x); NOT SQL"));
         assert!(failed.is_err());
         assert_eq!(user_version(&writer).unwrap(), 0);
-        let tables: i64 =
-            writer.query_row("SELECT count(*) FROM sqlite_master WHERE name = 't'", [], |r| r.get(0)).unwrap();
+        let tables: i64 = writer
+            .query_row("SELECT count(*) FROM sqlite_master WHERE name = 't'", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(tables, 0, "the migration's first step is rolled back too");
     }
 

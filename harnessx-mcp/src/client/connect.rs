@@ -75,11 +75,7 @@ pub(super) async fn connect(
             Ok((service, pid))
         }
         Kind::Http { url, headers } => {
-            // reqwest is built without a bundled crypto provider; use ring unless the
-            // application installed one of its own.
-            if rustls::crypto::CryptoProvider::get_default().is_none() {
-                let _ = rustls::crypto::ring::default_provider().install_default();
-            }
+            harnessx_infra::tls::install_default_provider();
             let mut map = std::collections::HashMap::new();
             for (name, value) in headers {
                 let bad = |reason: String| McpError::Config { server: shown.clone(), reason };
