@@ -474,7 +474,8 @@ async fn a_fixed_max_length_applies_and_the_model_cannot_pass_one() {
 
 #[tokio::test]
 async fn a_self_signed_certificate_is_an_error_result_naming_it() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    use tokio_rustls::rustls;
+    harnessx_infra::tls::install_default_provider();
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
     let config = rustls::ServerConfig::builder()

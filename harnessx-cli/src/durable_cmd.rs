@@ -356,11 +356,7 @@ pub(crate) fn kind_name(kind: NeedsInputKind) -> &'static str {
 
 /// A new run id: `run-` + milliseconds since the epoch + `-` + the process id.
 pub(crate) fn new_run_id() -> String {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
-    format!("run-{millis}-{}", std::process::id())
+    format!("run-{}-{}", harnessx::time::now_unix_ms(), std::process::id())
 }
 
 /// `word` as one word of a POSIX shell command line: as is when it is plain, else single-quoted.

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use harnessx::agent::model::ModelResponse;
 use harnessx::durable::{Entry, JournalEntry, RunRecord, RunReport};
+use harnessx::time::UtcDateTime;
 use serde_json::json;
 
 use crate::CliError;
@@ -152,19 +153,8 @@ fn summary(entry: &Entry) -> (&'static str, String) {
 
 /// Milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM:SSZ` (UTC).
 fn utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
+    let t = UtcDateTime::from_unix_ms(ms);
+    format!("{:04}-{:02}-{:02} {:02}:{:02}:{:02}Z", t.year, t.month, t.day, t.hour, t.minute, t.second)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod registry;
 pub mod sandbox;
 pub mod schema;
 pub mod telemetry;
+pub mod time;
 pub mod tool;
 
 #[doc(hidden)]

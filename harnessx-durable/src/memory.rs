@@ -7,9 +7,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, RunRecord, RunStatus};
+
+/// Milliseconds since the Unix epoch (0 for a clock set before it): the journals' clock.
+pub(crate) use harnessx_core::time::now_unix_ms as now_ms;
 
 /// Journals in memory. Cloning it shares the runs (the clones are handles on one
 /// journal), so two runtimes given clones see each other's writes.
@@ -128,11 +130,4 @@ impl JournalStore for MemoryJournal {
         headers.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| b.run_id.cmp(&a.run_id)));
         Ok(headers)
     }
-}
-
-/// Milliseconds since the Unix epoch (0 for a clock set before it).
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -12,18 +12,19 @@
 //!
 //! The schema is versioned with `PRAGMA user_version` and a list of migrations
 //! (`MIGRATIONS`); a file written by a newer schema is refused rather than misread.
+//! Opening and setting up the file are the workspace's (`harnessx_infra::sqlite`), as for
+//! every SQLite file of harnessx.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+use harnessx_infra::sqlite::{self, Access};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, RunRecord, RunStatus};
 use crate::memory::now_ms;
 
-/// How long a write waits for another connection (or process) to release the lock.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+pub use harnessx_infra::sqlite::BUSY_TIMEOUT;
 
 /// The folder of the run lock files of the journal at `path`.
 fn lock_dir(path: &Path) -> PathBuf {
@@ -45,9 +46,6 @@ fn lock_file_name(run_id: &str) -> String {
         .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
     format!("{}-{hash:016x}.lock", &hex[..100])
 }
-
-/// How long [`SqliteJournal::open`] retries a set-up another process holds up.
-const SETUP_WAIT: Duration = Duration::from_secs(10);
 
 /// The schema, one step per version: entry `i` takes a file from `user_version` `i` to
 /// `i + 1`. Append a step to change it; never edit one that shipped.
@@ -152,22 +150,13 @@ impl SqliteJournal {
     /// The parent directory must exist.
     pub fn open_with(path: impl AsRef<Path>, synchronous: Synchronous) -> Result<Self, JournalError> {
         let path = path.as_ref().to_path_buf();
-        let mut writer = connect(&path, false).map_err(|e| error(&path, e))?;
+        let mut writer = sqlite::open(&path, Access::Write).map_err(|e| error(&path, e))?;
         writer.execute_batch(synchronous.pragma()).map_err(|e| error(&path, e))?;
-        // Switching a new file to WAL does not wait on the busy handler: when several
-        // processes open the same new file at once, one of them gets "database is
-        // locked" at once. Retry the set-up (it is idempotent) for a while instead.
-        let deadline = Instant::now() + SETUP_WAIT;
-        let mut pause = Duration::from_millis(5);
-        let found = loop {
-            match set_up(&mut writer) {
-                Err(e) if is_busy(&e) && Instant::now() < deadline => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(200));
-                }
-                other => break other.map_err(|e| error(&path, e))?,
-            }
-        };
+        // The migrations this file lacks (safe to run from several processes at once).
+        let found = sqlite::set_up(&mut writer, SCHEMA_VERSION, |tx, found| {
+            MIGRATIONS[found as usize..].iter().try_for_each(|step| tx.execute_batch(step))
+        })
+        .map_err(|e| error(&path, e))?;
         if found > SCHEMA_VERSION {
             return Err(JournalError::Version(format!(
                 "the journal {} was written by a newer version of harnessx (schema {found}, this one knows {SCHEMA_VERSION}); upgrade harnessx or use another file",
@@ -207,7 +196,7 @@ impl SqliteJournal {
         let idle = lock(&self.readers).pop();
         let mut conn = match idle {
             Some(conn) => conn,
-            None => connect(&self.path, true).map_err(|e| error(&self.path, e))?,
+            None => sqlite::open(&self.path, Access::Read).map_err(|e| error(&self.path, e))?,
         };
         let out = (|| {
             // One snapshot: the header and the entries agree.
@@ -433,42 +422,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while the lock was held dropped any open transaction (rolled back): the
     // connections are still good.
     mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A connection with the journal's settings; `read_only` ones cannot write.
-fn connect(path: &Path, read_only: bool) -> rusqlite::Result<Connection> {
-    let flags = if read_only {
-        // WAL readers still write the shared-memory index, which the read-only flag
-        // allows; the open mode only refuses changes to the database.
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
-    } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    Ok(conn)
-}
-
-/// WAL mode and the migrations this file lacks, in one immediate transaction; safe to
-/// run again. Returns the version the file had; a newer one than [`SCHEMA_VERSION`] is
-/// left untouched.
-fn set_up(writer: &mut Connection) -> rusqlite::Result<u32> {
-    writer.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0))?;
-    let tx = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let found: u32 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    if found >= SCHEMA_VERSION {
-        return Ok(found);
-    }
-    for step in &MIGRATIONS[found as usize..] {
-        tx.execute_batch(step)?;
-    }
-    tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
-    tx.commit()?;
-    Ok(found)
-}
-
-fn is_busy(err: &rusqlite::Error) -> bool {
-    matches!(err.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
 }
 
 /// A SQLite error as the journal reports it: one line naming the file, saying what to do

@@ -76,9 +76,7 @@ fn seqs(entries: &[JournalEntry]) -> Vec<u64> {
     entries.iter().map(|e| e.seq).collect()
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
-}
+use harnessx_core::time::now_unix_ms as now_ms;
 
 // ---- The suite, for any store ----
 

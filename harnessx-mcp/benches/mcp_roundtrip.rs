@@ -54,7 +54,7 @@ fn serve(c: &mut Criterion) {
         let server = serve_mcp(registry.clone(), PermissionManager::default(), McpTransport::http(listener))
             .await
             .unwrap();
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        harnessx_infra::tls::install_default_provider();
         let http_client =
             ().serve(StreamableHttpClientTransport::from_uri(server.url().unwrap())).await.unwrap();
         (io_client, server, http_client)

@@ -143,7 +143,7 @@ async fn connect(
             let url = server.url().unwrap();
             // reqwest is built without a crypto provider (plain http needs none, but the
             // client is built with TLS support all the same).
-            let _ = rustls::crypto::ring::default_provider().install_default();
+            harnessx_infra::tls::install_default_provider();
             let client = client.serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
             (server, client)
         }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
+use harnessx_infra::sqlite::{self, Access};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Deserialize;
 
@@ -28,7 +29,7 @@ use harnessx_core::tool::name::{repair_key, suggestions};
 
 /// The schema version this code writes (`PRAGMA user_version`); an index file of
 /// another version is rebuilt.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: u32 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS files (
@@ -146,11 +147,12 @@ impl Knowledge {
     /// resolves the links, and reports broken ones.
     pub fn open(source: &KnowledgeSource) -> Result<Self, KnowledgeError> {
         let mut conn = match &source.index_file {
-            Some(path) => Connection::open(path)?,
+            // Opened as every SQLite file of the workspace: another process indexing the
+            // same file is waited for, not an error.
+            Some(path) => sqlite::open(path, Access::Write)?,
             None => Connection::open_in_memory()?,
         };
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version != SCHEMA_VERSION {
+        if sqlite::user_version(&conn)? != SCHEMA_VERSION {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS concepts_fts; DROP TABLE IF EXISTS concepts; \
                  DROP TABLE IF EXISTS edges; DROP TABLE IF EXISTS files;",

@@ -5,10 +5,10 @@ use harnessx_core::MAX_JSON_DEPTH;
 use harnessx_core::depth::text_too_deep;
 use harnessx_core::error::error_chain;
 use std::collections::VecDeque;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures_util::stream::{self, BoxStream, StreamExt};
+use harnessx_infra::http_client::SharedClient;
 use serde_json::Value;
 
 use crate::model::sse::{SseEvent, SseParser};
@@ -25,24 +25,15 @@ pub(crate) struct Provider {
 
 /// The process-wide client (one connection pool for every model).
 pub(crate) fn client() -> Result<reqwest::Client, ModelError> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    static CLIENT: SharedClient = SharedClient::new(|builder| {
+        builder
+            .connect_timeout(Duration::from_secs(30))
+            // Between two reads of a body; a non-streamed answer can take minutes.
+            .read_timeout(Duration::from_secs(600))
+    });
     CLIENT
-        .get_or_init(|| {
-            // reqwest is built without a bundled crypto provider; use ring unless the
-            // application installed one of its own.
-            if rustls::crypto::CryptoProvider::get_default().is_none() {
-                let _ = rustls::crypto::ring::default_provider().install_default();
-            }
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(30))
-                // Between two reads of a body; a non-streamed answer can take minutes.
-                .read_timeout(Duration::from_secs(600))
-                .user_agent(concat!("harnessx/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| error_chain(&e))
-        })
-        .clone()
-        .map_err(|e| ModelError::Transport(format!("could not set up the HTTP client: {e}")))
+        .get()
+        .map_err(|e| ModelError::Transport(format!("could not set up the HTTP client: {}", error_chain(e))))
 }
 
 /// The error for a request that needs a key and has none.

@@ -239,12 +239,9 @@ fn resource() -> Resource {
 }
 
 fn otlp(endpoint: Option<&str>) -> Result<opentelemetry_otlp::SpanExporter, TelemetryError> {
-    // reqwest is built without a bundled crypto provider (as for the model adapters):
-    // use ring unless the application installed one of its own. An `https://` collector
-    // (Logfire, Langfuse cloud) needs it.
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
+    // reqwest is built without a bundled crypto provider (as for the model adapters); an
+    // `https://` collector (Logfire, Langfuse cloud) needs one.
+    harnessx_infra::tls::install_default_provider();
     let mut builder = opentelemetry_otlp::SpanExporter::builder().with_http();
     if let Some(url) = endpoint {
         builder = builder.with_endpoint(url);

@@ -35,9 +35,9 @@ mod tools;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use harnessx_core::catalog::{BuiltinBundle, BundleOptions, CommonOptions, select_tools};
+use harnessx_core::time::now_unix_ms as now_ms;
 use harnessx_core::{
     MemoryStore, RegistryError, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolHandler, ToolRegistry,
 };
@@ -191,14 +191,6 @@ pub fn register_memory_tools(
         names.push(registry.register_tool_with(def, registration.clone())?.name);
     }
     Ok(names)
-}
-
-/// Now, in milliseconds since the Unix epoch.
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

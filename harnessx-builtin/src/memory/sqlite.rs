@@ -9,6 +9,9 @@
 //! - each write is one `BEGIN IMMEDIATE` transaction (the lock taken up front, so two
 //!   writers never deadlock upgrading a read lock).
 //!
+//! Opening and setting up the file are the workspace's (`harnessx_infra::sqlite`), as for
+//! every SQLite file of harnessx.
+//!
 //! The text, key and tags are indexed by an external-content FTS5 table kept in step by
 //! triggers, with the `porter` tokenizer over `unicode61` (diacritics folded), so words
 //! sharing a stem match; results are ranked by `bm25`. Queries from the model never reach
@@ -18,20 +21,19 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use harnessx_core::memory::{check_text, clean_tags};
 use harnessx_core::{Memory, MemoryError, MemoryHit, MemoryStore, MemoryUpdate, NewMemory, Saved};
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+use harnessx_infra::sqlite::{self, Access};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::{SNIPPET_CHARS, now_ms};
 use crate::fts::{Coverage, among_rows, any_of, fts_terms};
 
-/// How long a write waits for another connection (or process) to release the lock.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+pub use harnessx_infra::sqlite::BUSY_TIMEOUT;
 
 /// The schema version this code writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: u32 = 1;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS memories (
@@ -97,20 +99,14 @@ impl SqliteStore {
     /// Opens (creating if needed) the store at `path`. The parent directory must exist.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
         let path = path.as_ref().to_path_buf();
-        let mut writer = connect(&path, false)?;
-        // Switching a new file to WAL does not wait on the busy handler: when several
-        // processes open the same new file at once, one of them gets "database is
-        // locked" at once. Retry the set-up (it is idempotent) for a while instead.
-        let deadline = std::time::Instant::now() + SETUP_WAIT;
-        let mut pause = std::time::Duration::from_millis(5);
-        loop {
-            match set_up(&mut writer) {
-                Err(MemoryError::Busy(_)) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(std::time::Duration::from_millis(200));
-                }
-                other => break other?,
-            }
+        let mut writer = connect(&path, Access::Write)?;
+        // The schema, when the file lacks it (safe to run from several processes at once).
+        let version =
+            sqlite::set_up(&mut writer, SCHEMA_VERSION, |tx, _| tx.execute_batch(SCHEMA)).map_err(storage)?;
+        if version > SCHEMA_VERSION {
+            return Err(MemoryError::Storage(format!(
+                "the file was written by a newer version of harnessx (schema {version}, this one knows {SCHEMA_VERSION}); upgrade harnessx or use another file"
+            )));
         }
         Ok(Self {
             path,
@@ -143,7 +139,7 @@ impl SqliteStore {
         let idle = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let conn = match idle {
             Some(conn) => conn,
-            None => connect(&self.path, true)?,
+            None => connect(&self.path, Access::Read)?,
         };
         let out = f(&conn);
         self.readers.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
@@ -151,17 +147,10 @@ impl SqliteStore {
     }
 }
 
-/// A connection with the store's settings; `read_only` ones cannot write.
-fn connect(path: &Path, read_only: bool) -> Result<Connection, MemoryError> {
-    let flags = if read_only {
-        // WAL readers still write the shared-memory index, which the read-only flag
-        // allows; the open mode only refuses changes to the database.
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
-    } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(storage)?;
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+/// A connection with the store's settings ([`BUSY_TIMEOUT`], every commit fsync'd,
+/// foreign keys enforced).
+fn connect(path: &Path, access: Access) -> Result<Connection, MemoryError> {
+    let conn = sqlite::open(path, access).map_err(storage)?;
     conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;").map_err(storage)?;
     Ok(conn)
 }
@@ -169,9 +158,10 @@ fn connect(path: &Path, read_only: bool) -> Result<Connection, MemoryError> {
 /// A SQLite error as the store reports it: lock contention is [`MemoryError::Busy`] (worth
 /// retrying), the rest [`MemoryError::Storage`].
 fn storage(err: rusqlite::Error) -> MemoryError {
-    match err.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => MemoryError::Busy(err.to_string()),
-        _ => MemoryError::Storage(err.to_string()),
+    if sqlite::is_busy(&err) {
+        MemoryError::Busy(err.to_string())
+    } else {
+        MemoryError::Storage(err.to_string())
     }
 }
 
@@ -398,24 +388,6 @@ fn rank(
         Some(_) => run(&mut conn.prepare(&sql).map_err(storage)?),
         None => run(&mut *conn.prepare_cached(&sql).map_err(storage)?),
     }
-}
-
-/// How long [`SqliteStore::open`] retries a set-up another process holds up.
-const SETUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// WAL mode and the schema, in one immediate transaction; safe to run again.
-fn set_up(writer: &mut Connection) -> Result<(), MemoryError> {
-    writer.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0)).map_err(storage)?;
-    let tx = writer.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)?;
-    let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(storage)?;
-    if version > SCHEMA_VERSION {
-        return Err(MemoryError::Storage(format!(
-            "the file was written by a newer version of harnessx (schema {version}, this one knows {SCHEMA_VERSION}); upgrade harnessx or use another file"
-        )));
-    }
-    tx.execute_batch(SCHEMA).map_err(storage)?;
-    tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(storage)?;
-    tx.commit().map_err(storage)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use harnessx_core::time::UtcDateTime;
 use harnessx_core::tool::decode::decode_args;
 use harnessx_core::{
     BlockingToolHandler, HandlerResult, Memory, MemoryError, MemoryHit, MemoryStore, MemoryUpdate, NewMemory,
@@ -246,20 +247,8 @@ fn render_list(memories: &[Memory]) -> ToolOutput {
 
 /// `2026-11-30 14:05 UTC` from milliseconds since the epoch.
 fn date(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let (h, m) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
-    // Howard Hinnant's days-to-civil, for the proleptic Gregorian calendar.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02} UTC")
+    let t = UtcDateTime::from_unix_ms(ms);
+    format!("{:04}-{:02}-{:02} {:02}:{:02} UTC", t.year, t.month, t.day, t.hour, t.minute)
 }
 
 pub(super) const SAVE_DESCRIPTION: &str = "Save something worth remembering in later conversations: a fact about the user, a preference, a decision, a lesson learned. Write it as a self-contained sentence (it will be found by its words later). Give a `key` to keep one memory per topic: saving again under the same key replaces it. Returns the memory's id.";

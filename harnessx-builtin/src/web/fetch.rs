@@ -93,11 +93,6 @@ impl std::fmt::Display for TooManyRedirects {
 impl std::error::Error for TooManyRedirects {}
 
 pub(super) fn build_client(config: &Config) -> Result<reqwest::Client, String> {
-    // reqwest is built without a bundled crypto provider; use ring unless the application
-    // installed one of its own.
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
     let access = config.access.clone();
     let max_redirects = config.max_redirects;
     let policy = redirect::Policy::custom(move |attempt| {
@@ -109,7 +104,7 @@ pub(super) fn build_client(config: &Config) -> Result<reqwest::Client, String> {
             Err(refusal) => attempt.error(refusal),
         }
     });
-    let builder = reqwest::Client::builder()
+    let builder = harnessx_infra::http_client::builder()
         .dns_resolver(GuardedResolver { access: config.access.clone() })
         .redirect(policy)
         .connect_timeout(Duration::from_secs(20))

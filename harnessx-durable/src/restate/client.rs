@@ -2,9 +2,9 @@
 //! over the cluster's ingress (and, for why a run is stuck, its admin API); and register
 //! a worker's endpoint with the admin API.
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
+use harnessx_infra::http_client::SharedClient;
 use reqwest::{Method, StatusCode, Url};
 use serde_json::{Value, json};
 
@@ -34,23 +34,12 @@ pub struct RestateRuntime {
 
 /// The process-wide HTTP client.
 fn client() -> Result<reqwest::Client, DurableError> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    static CLIENT: SharedClient = SharedClient::new(|builder| {
+        builder.connect_timeout(Duration::from_secs(10)).timeout(Duration::from_secs(60))
+    });
     CLIENT
-        .get_or_init(|| {
-            // reqwest is built without a bundled crypto provider (for an `https` cluster);
-            // use ring unless the application installed one of its own.
-            if rustls::crypto::CryptoProvider::get_default().is_none() {
-                let _ = rustls::crypto::ring::default_provider().install_default();
-            }
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .timeout(Duration::from_secs(60))
-                .user_agent(concat!("harnessx/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| error_chain(&e))
-        })
-        .clone()
-        .map_err(|e| DurableError::Cluster(format!("could not set up the HTTP client: {e}")))
+        .get()
+        .map_err(|e| DurableError::Cluster(format!("could not set up the HTTP client: {}", error_chain(e))))
 }
 
 fn base_url(url: &str, what: &str) -> Result<Url, DurableError> {

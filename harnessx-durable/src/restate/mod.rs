@@ -16,8 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harnessx_agent::Agent;
+use harnessx_infra::http_server::Ended;
 use hyper::server::conn::http2;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use restate_sdk::hyper::HyperEndpoint;
 
 pub use client::{RestateRuntime, RunState, register};
@@ -35,39 +36,16 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     stop: impl std::future::Future<Output = ()>,
 ) {
-    // The SDK's `HttpServer`, with TCP_NODELAY: each journaled step is a small HTTP/2
-    // frame, and Nagle's algorithm held each one back (a run took twice as long).
+    // The SDK's `HttpServer`, with TCP_NODELAY (the workspace's accept loop sets it): each
+    // journaled step is a small HTTP/2 frame, and Nagle's algorithm held each one back (a
+    // run took twice as long).
     let endpoint = HyperEndpoint::new(service::endpoint(agent));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut stop = std::pin::pin!(stop);
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, remote) = match accepted {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        // Out of descriptors, say: wait a little rather than spin.
-                        tracing::warn!("accepting a connection: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                if let Err(e) = stream.set_nodelay(true) {
-                    tracing::debug!("TCP_NODELAY on {remote}: {e}");
-                }
-                let connection = http2::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), endpoint.clone());
-                let connection = graceful.watch(connection);
-                tokio::spawn(async move {
-                    if let Err(e) = connection.await {
-                        tracing::debug!("serving {remote}: {e}");
-                    }
-                });
-            }
-            () = &mut stop => break,
-        }
-    }
-    if tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await.is_err() {
+    let ended =
+        harnessx_infra::http_server::serve(listener, stop, Duration::from_secs(10), "Restate worker", |io| {
+            http2::Builder::new(TokioExecutor::new()).serve_connection(io, endpoint.clone())
+        })
+        .await;
+    if ended == Ended::StillOpen {
         tracing::warn!("connections still open 10 s after the worker was told to stop");
     }
 }

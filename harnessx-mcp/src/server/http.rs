@@ -1,6 +1,7 @@
 //! Streamable HTTP: rmcp's service (sessions, SSE, the Host guard) on hyper's HTTP/1.1
-//! connections, with an accept loop that stops on a token. No web framework: the service
-//! answers every path, so there is nothing to route.
+//! connections, accepted by the workspace's one accept loop (`harnessx_infra::http_server`),
+//! which stops on a token. No web framework: the service answers every path, so there is
+//! nothing to route.
 //!
 //! One answer is ours rather than rmcp's: the `DELETE` that ends a session (see
 //! [`end_session`]).
@@ -10,12 +11,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use harnessx_infra::http_server::Ended;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{
@@ -29,7 +30,7 @@ use crate::McpError;
 /// How long open connections may take to finish once the server is told to stop.
 const DRAIN: Duration = Duration::from_secs(5);
 
-/// Accepts connections on `listener` until `stop` is cancelled.
+/// Serves MCP on `listener` until `stop` is cancelled.
 pub(super) async fn serve(
     listener: tokio::net::TcpListener,
     addr: SocketAddr,
@@ -59,35 +60,11 @@ pub(super) async fn serve(
             })
         }
     });
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, remote) = match accepted {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        // Out of descriptors, say: wait a little rather than spin.
-                        tracing::warn!("accepting an MCP connection: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                // Each message is a small request or SSE event; do not hold them back.
-                if let Err(e) = stream.set_nodelay(true) {
-                    tracing::debug!("TCP_NODELAY on {remote}: {e}");
-                }
-                let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service.clone());
-                let connection = graceful.watch(connection);
-                tokio::spawn(async move {
-                    if let Err(e) = connection.await {
-                        tracing::debug!("serving MCP to {remote}: {e}");
-                    }
-                });
-            }
-            () = stop.cancelled() => break,
-        }
-    }
-    if tokio::time::timeout(DRAIN, graceful.shutdown()).await.is_err() {
+    let ended = harnessx_infra::http_server::serve(listener, stop.cancelled(), DRAIN, "MCP", |io| {
+        http1::Builder::new().serve_connection(io, service.clone())
+    })
+    .await;
+    if ended == Ended::StillOpen {
         tracing::debug!("MCP connections still open {} s after the server was told to stop", DRAIN.as_secs());
     }
     Ok(())

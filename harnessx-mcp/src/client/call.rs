@@ -1,0 +1,63 @@
+//! One `tools/call` to the server: the request under its span, a restart noted when the
+//! server stopped, the registry settled before the result returns.
+
+use std::sync::Arc;
+
+use harnessx_core::{ToolError, ToolOutput};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::ServiceError;
+use serde_json::Value;
+use tracing::Instrument;
+use tracing::field::Empty;
+
+use super::link::Link;
+use super::output::output;
+
+/// Calls the server's tool `remote` with `args`, as the handler of its definition.
+pub(super) async fn call(link: Arc<Link>, remote: String, args: Value) -> Result<ToolOutput, ToolError> {
+    let service = link.service().await.map_err(ToolError::new)?;
+    let mut params = CallToolRequestParams::new(remote.clone());
+    if let Value::Object(map) = args {
+        params = params.with_arguments(map);
+    }
+    // The request, a child of the call's `execute_tool` span (OpenTelemetry's MCP
+    // conventions: `tools/call {tool}`, a client span).
+    let span = tracing::info_span!(
+        target: "harnessx_mcp::client",
+        "mcp_request",
+        "otel.name" = %format_args!("tools/call {remote}"),
+        "otel.kind" = "client",
+        "mcp.method.name" = "tools/call",
+        "gen_ai.tool.name" = remote.as_str(),
+        "error.type" = Empty,
+        "otel.status_code" = Empty,
+        "otel.status_description" = Empty,
+    );
+    let called = service.call_tool(params).instrument(span.clone()).await;
+    let failed = match &called {
+        Ok(result) if result.is_error == Some(true) => Some("tool_error"),
+        Ok(_) => None,
+        Err(_) => Some("mcp_error"),
+    };
+    if let Some(kind) = failed {
+        span.record("error.type", kind);
+        span.record("otel.status_code", "ERROR");
+    }
+    drop(span);
+    match called {
+        Ok(result) => {
+            link.settle().await;
+            output(result)
+        }
+        Err(e) => {
+            if matches!(e, ServiceError::TransportClosed) || service.is_transport_closed() {
+                link.lost(&service).await;
+                return Err(ToolError::new(format!(
+                    "the MCP server `{}` stopped during {remote}; it is restarted on the next call",
+                    link.shown
+                )));
+            }
+            Err(ToolError::new(format!("the MCP server `{}` failed on {remote}: {e}", link.shown)))
+        }
+    }
+}

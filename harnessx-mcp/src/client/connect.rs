@@ -1,0 +1,97 @@
+//! Reaching a server: its process started (stdio) or its URL (streamable HTTP), the MCP
+//! handshake, and the listing of its tools.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+
+use super::changes::{Changes, Watched};
+use super::endpoint::{Kind, McpServer};
+use crate::McpError;
+
+/// The client side of a connection: says who we are.
+#[derive(Clone)]
+pub(super) struct Client;
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("harnessx", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// A connection to a server, once the handshake is done.
+pub(super) type Service = RunningService<RoleClient, Client>;
+
+/// How long a server has to list its tools. rmcp drops an answer it cannot parse without
+/// a word (one nested past serde_json's 127 levels: a hostile server's deep
+/// `inputSchema`), so without a limit the listing would wait forever.
+const LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The server's tools, every page of them.
+pub(super) async fn list_tools(service: &Service) -> Result<Vec<Tool>, String> {
+    match tokio::time::timeout(LIST_TIMEOUT, service.list_all_tools()).await {
+        Ok(listed) => listed.map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "no answer within {} s (an answer nested too deeply or otherwise unparsable is dropped unread)",
+            LIST_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// Starts the server's process (or reaches its URL) and completes the MCP handshake.
+pub(super) async fn connect(
+    server: &McpServer,
+    changed: &Arc<Changes>,
+) -> Result<(Service, Option<u32>), McpError> {
+    let client = Client;
+    let shown = server.display();
+    let handshake = |e: rmcp::service::ClientInitializeError| McpError::Protocol {
+        server: shown.clone(),
+        what: "did not initialize",
+        reason: e.to_string(),
+    };
+    match &server.kind {
+        Kind::Stdio { command, args, env } => {
+            let command = tokio::process::Command::new(command).configure(|c| {
+                c.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+            });
+            let transport = TokioChildProcess::builder(command)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map(|(transport, _stderr)| transport)
+                .map_err(|e| McpError::Spawn { command: shown.clone(), reason: e.to_string() })?;
+            let pid = transport.id();
+            let transport = Watched { inner: transport, changed: changed.clone() };
+            let service = client.serve(transport).await.map_err(handshake)?;
+            Ok((service, pid))
+        }
+        Kind::Http { url, headers } => {
+            harnessx_infra::tls::install_default_provider();
+            let mut map = std::collections::HashMap::new();
+            for (name, value) in headers {
+                let bad = |reason: String| McpError::Config { server: shown.clone(), reason };
+                let name = HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|e| bad(format!("header {name:?}: {e}")))?;
+                let value = HeaderValue::from_str(value)
+                    .map_err(|e| bad(format!("the value of header {name}: {e}")))?;
+                map.insert(name, value);
+            }
+            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
+            let transport = Watched {
+                inner: StreamableHttpClientTransport::from_config(config),
+                changed: changed.clone(),
+            };
+            let service = client.serve(transport).await.map_err(handshake)?;
+            Ok((service, None))
+        }
+    }
+}
