@@ -16,6 +16,7 @@ mod cmd;
 mod error;
 mod report;
 mod setup;
+mod shutdown;
 mod terminal;
 mod text;
 mod trace;

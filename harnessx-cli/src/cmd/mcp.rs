@@ -14,6 +14,7 @@ use crate::error::CliError;
 use crate::output::Stdout;
 use crate::setup::flags::{PermissionArgs, SandboxArgs, ToolArgs, WebArgs};
 use crate::setup::{Approvals, BasePath, Tools, permissions};
+use crate::shutdown::Shutdown;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum McpCommand {
@@ -101,6 +102,8 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
             McpTransport::http(listener)
         }
     };
+    // Before the first answer: a client may stop the server as soon as it has one.
+    let shutdown = Shutdown::listen();
     let server = serve_mcp(registry, manager, transport).await.map_err(CliError::failed)?;
     if let (Some(url), Some(addr)) = (server.url(), server.local_addr()) {
         errln!("harnessx: serving MCP at {url}");
@@ -115,32 +118,9 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
     }
     let stop = server.stop_token();
     tokio::spawn(async move {
-        signal().await;
+        shutdown.wait().await;
         stop.cancel();
     });
     server.wait().await.map_err(CliError::failed)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// SIGINT or SIGTERM.
-async fn signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

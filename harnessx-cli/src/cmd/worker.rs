@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::error::CliError;
 use crate::setup::flags::AgentArgs;
 use crate::setup::{Approvals, build_agent};
+use crate::shutdown::Shutdown;
 
 #[derive(Debug, Args)]
 pub(crate) struct WorkerArgs {
@@ -63,6 +64,8 @@ pub(crate) async fn worker(args: WorkerArgs) -> Result<ExitCode, CliError> {
             }
         }
     };
+    // Before it says it serves: a signal from then on stops it cleanly.
+    let shutdown = Shutdown::listen();
     if args.json {
         let line =
             json!({"listen": addr.to_string(), "uri": uri, "deployment": deployment, "config": config});
@@ -73,30 +76,10 @@ pub(crate) async fn worker(args: WorkerArgs) -> Result<ExitCode, CliError> {
         config.summary,
         deployment.as_deref().map(|id| format!(" (deployment {id})")).unwrap_or_default()
     );
-    shutdown_signal().await;
+    shutdown.wait().await;
     let _ = stop.send(());
     let _ = server.await;
     // Stops its MCP servers.
     kept.close().await;
     Ok(ExitCode::SUCCESS)
-}
-
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => {
-                let _ = interrupt.await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
 }
