@@ -1,37 +1,34 @@
 //! The `harnessx` command: run an agent, list, inspect and call tools.
 //!
 //! Exit status: 0 for a result, 1 for an error result (or a failed run), 2 for a usage
-//! error, 3 when a durable run stopped to wait for input ([`durable_cmd::NEEDS_INPUT`]).
+//! error, 3 when a durable run stopped to wait for input ([`report::NEEDS_INPUT`]), 74
+//! when the output cannot be written ([`error::EX_IOERR`]).
+//!
+//! The commands ([`cmd`]) are put together from the one set-up of tools and agents
+//! ([`setup`]), the one place durable runs live behind ([`backend`]), and the one run
+//! report ([`report`]).
 
-/// `println!` to standard output through [`emit`].
-macro_rules! outln {
-    ($($arg:tt)*) => {
-        $crate::emit(::std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)))
-    };
-}
+#[macro_use]
+mod output;
 
-/// `eprintln!` to standard error through [`emit`].
-macro_rules! errln {
-    ($($arg:tt)*) => {
-        $crate::emit(::std::io::stderr(), format_args!("{}\n", format_args!($($arg)*)))
-    };
-}
-
-mod approve;
-mod durable_cmd;
-mod mcp_cmd;
-mod restate_cmd;
-mod run_cmd;
-mod runs_cmd;
+mod backend;
+mod cmd;
+mod error;
+mod report;
 mod setup;
-mod tools_cmd;
+mod shutdown;
+mod terminal;
+mod text;
 mod trace;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a failed run, a journal error); 2 usage error; 3 a durable run waits for input (`harnessx approve` or `harnessx answer`, then `harnessx resume`).";
+use crate::cmd::{durable, mcp, run, runs, tools, worker};
+use crate::error::CliError;
+
+const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a failed run, a journal error); 2 usage error; 3 a durable run waits for input (`harnessx approve` or `harnessx answer`, then `harnessx resume`); 74 the output cannot be written.";
 
 /// Safe, fast and predictable tools for LLM agents.
 #[derive(Debug, Parser)]
@@ -52,11 +49,11 @@ enum Command {
     /// List, inspect and call built-in tools.
     Tools {
         #[command(subcommand)]
-        command: tools_cmd::ToolsCommand,
+        command: tools::ToolsCommand,
     },
     /// Run an agent on a prompt (with --durable FILE: journaled, resumable).
     #[command(after_help = EXIT_STATUS)]
-    Run(run_cmd::RunArgs),
+    Run(run::RunArgs),
     /// Continue a durable run from its journal (after a pause, a crash or a failure).
     ///
     /// Give the same --tools, --model and other agent flags as the run, from the same
@@ -64,76 +61,31 @@ enum Command {
     /// another model is refused (exit status 1). With --restate URL, the run goes on by
     /// itself on the cluster's workers; this follows it until it finishes or waits.
     #[command(after_help = EXIT_STATUS)]
-    Resume(durable_cmd::ResumeArgs),
+    Resume(durable::ResumeArgs),
     /// Decide on a call a paused durable run waits to have approved; then `resume` it
     /// (a run on a Restate cluster goes on by itself).
-    Approve(durable_cmd::ApproveArgs),
+    Approve(durable::ApproveArgs),
     /// Say whether a call whose outcome is unknown took effect; then `resume` the run.
     ///
     /// The text becomes the call's result for the model; the call is not run again.
-    Answer(durable_cmd::AnswerArgs),
+    Answer(durable::AnswerArgs),
     /// Serve the agent to a Restate cluster, so that its runs (`run --restate URL`)
     /// execute here, and move to another worker if this one dies.
     ///
     /// Every worker of a cluster must be started with the same --tools, --model and
     /// other agent flags: a run started with other tools is refused by this worker, and
     /// waits for one that has them.
-    Worker(restate_cmd::WorkerArgs),
+    Worker(worker::WorkerArgs),
     /// Serve built-in tools over MCP (`mcp serve`).
     Mcp {
         #[command(subcommand)]
-        command: mcp_cmd::McpCommand,
+        command: mcp::McpCommand,
     },
     /// List and inspect the runs in a journal.
     Runs {
         #[command(subcommand)]
-        command: runs_cmd::RunsCommand,
+        command: runs::RunsCommand,
     },
-}
-
-/// Why a command could not give a result. Each variant has its exit status; there is no
-/// blanket conversion, so every error site says which kind it is.
-#[derive(Debug)]
-pub(crate) enum CliError {
-    /// The command line or the setup it names is wrong (unknown tool, bad flag value,
-    /// a `--base-path` that cannot be used): exit status 2.
-    Usage(String),
-    /// The command was right but could not finish (its output could not be written, the
-    /// runtime could not start): exit status 1.
-    Failed(String),
-}
-
-impl CliError {
-    /// A usage error from anything displayable.
-    pub(crate) fn usage(e: impl std::fmt::Display) -> Self {
-        Self::Usage(e.to_string())
-    }
-
-    /// A failure from anything displayable.
-    pub(crate) fn failed(e: impl std::fmt::Display) -> Self {
-        Self::Failed(e.to_string())
-    }
-}
-
-/// Writes `args` to `out` (standard output or error). A reader that went away
-/// (`harnessx run ... 2>&1 | head`) is not an error: the command goes on (a run is not
-/// cut off half-way through a tool call) and the text is dropped, where `println!` would
-/// panic. Any other write error (a full disk) ends the process with status 74
-/// (`EX_IOERR`), after saying so on standard error if it can.
-pub(crate) fn emit(out: impl std::io::Write, args: std::fmt::Arguments<'_>) {
-    use std::io::Write as _;
-    if let Err(e) = write_out(out, args) {
-        let _ = writeln!(std::io::stderr(), "harnessx: cannot write the output: {e}");
-        std::process::exit(74);
-    }
-}
-
-/// Writes `args` to `out`; a reader that went away is not an error (the text is dropped).
-pub(crate) fn write_out(mut out: impl std::io::Write, args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
-    match out.write_fmt(args) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
 }
 
 fn main() -> ExitCode {
@@ -153,17 +105,18 @@ fn main() -> ExitCode {
             errln!("harnessx: {message}");
             return ExitCode::from(2);
         }
+        Err(e @ CliError::Output(_)) => return exit(e),
     };
     let outcome = runtime.block_on(async {
         match cli.command {
-            Command::Tools { command } => tools_cmd::run(command).await,
-            Command::Run(args) => run_cmd::run(args).await,
-            Command::Resume(args) => durable_cmd::resume(args).await,
-            Command::Approve(args) => durable_cmd::approve(args).await,
-            Command::Answer(args) => durable_cmd::answer(args).await,
-            Command::Worker(args) => restate_cmd::worker(args).await,
-            Command::Mcp { command } => mcp_cmd::run(command).await,
-            Command::Runs { command } => runs_cmd::run(command),
+            Command::Tools { command } => tools::run(command).await,
+            Command::Run(args) => run::run(args).await,
+            Command::Resume(args) => durable::resume(args).await,
+            Command::Approve(args) => durable::approve(args).await,
+            Command::Answer(args) => durable::answer(args).await,
+            Command::Worker(args) => worker::worker(args).await,
+            Command::Mcp { command } => mcp::run(command).await,
+            Command::Runs { command } => runs::run(command),
         }
     });
     if let Some(guard) = telemetry {
@@ -172,15 +125,26 @@ fn main() -> ExitCode {
     // A task still blocked on standard input (`mcp serve` stopped by a signal while its
     // client keeps stdin open) would hold a plain drop of the runtime forever.
     runtime.shutdown_timeout(std::time::Duration::from_millis(250));
-    match outcome {
-        Ok(code) => code,
-        Err(CliError::Usage(message)) => {
+    outcome.unwrap_or_else(exit)
+}
+
+/// Says why the command could not give a result, on standard error, and gives the exit
+/// status of that kind of error.
+fn exit(e: CliError) -> ExitCode {
+    match e {
+        CliError::Usage(message) => {
             errln!("harnessx: {message}");
             ExitCode::from(2)
         }
-        Err(CliError::Failed(message)) => {
+        CliError::Failed(message) => {
             errln!("harnessx: {message}");
             ExitCode::FAILURE
+        }
+        CliError::Output(e) => {
+            // Standard error may fail the same way; the status says it anyway.
+            let line = output::write_error_line(&e);
+            let _ = output::write_out(std::io::stderr(), format_args!("{line}\n"));
+            ExitCode::from(error::EX_IOERR)
         }
     }
 }

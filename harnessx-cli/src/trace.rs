@@ -2,7 +2,7 @@
 
 use harnessx::telemetry::{TelemetryGuard, TraceTarget, init};
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// Parses a `--trace` value: `otlp` (any case) or a file path (`./otlp` for a file of
 /// that name).

@@ -311,6 +311,33 @@ fn a_reader_that_went_away_is_not_a_crash() {
     }
 }
 
+/// README: exit status 74 when the output cannot be written (other than by a reader that
+/// went away, above). Standard output on `/dev/full`, where every write fails: the
+/// streaming run (text and `--json` events), the durable report and a listing say why
+/// on stderr and exit 74.
+#[cfg(target_os = "linux")]
+#[test]
+fn output_that_cannot_be_written_exits_74() {
+    let dir = workspace();
+    for args in [
+        &["run", "Look around.", "--tools", "list_directory"][..],
+        &["run", "Look around.", "--tools", "list_directory", "--json"],
+        &["run", "Look around.", "--tools", "list_directory", "--durable", "runs.db", "--json"],
+        &["tools", "list"],
+    ] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_harnessx"))
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(full))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(74), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("harnessx: cannot write the output: "), "{args:?}: {}", stderr(&out));
+    }
+}
+
 /// Spec: no untrusted input recurses without bound. `tools call` with arguments nested
 /// 1,000,000 levels deep (every shape, on standard input) ends at once with the one-line
 /// depth error, exit 1 and nothing written, in bounded time and memory; one level under

@@ -168,6 +168,12 @@ fn restate_flags_are_checked_before_anything_runs() {
     let out = harnessx(d, &["approve", "r", "c", "--restate", "http://127.0.0.1:9"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(stderr(&out).contains("the Restate cluster at http://127.0.0.1:9/"), "{}", stderr(&out));
+    // The workers' configuration cannot be known from --mcp without starting the server:
+    // `run --restate` starts none (and sends no expectation), and the cluster is asked.
+    let out = harnessx(d, &["run", "x", "--restate", "http://127.0.0.1:9", "--mcp", "touch started"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("the Restate cluster at http://127.0.0.1:9/"), "{}", stderr(&out));
+    assert!(!d.join("started").exists(), "run --restate started an MCP server");
     // A worker whose admin API is not there does not serve.
     let out = harnessx(d, &["worker", "--restate-admin", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));

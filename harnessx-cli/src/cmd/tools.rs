@@ -4,12 +4,13 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use harnessx::{PermissionLevel, ToolCall, ToolRegistry};
+use harnessx::{ToolCall, ToolRegistry};
 use serde_json::json;
 
-use crate::CliError;
-use crate::approve;
-use crate::setup::{BasePath, McpArgs, PermissionArgs, SandboxArgs, ToolArgs, WebArgs, load_tools};
+use crate::error::CliError;
+use crate::output::Stdout;
+use crate::setup::flags::{McpArgs, PermissionArgs, SandboxArgs, ToolArgs, WebArgs};
+use crate::setup::{Approvals, BasePath, Tools, connect_mcp, permissions};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ToolsCommand {
@@ -56,74 +57,79 @@ pub(crate) enum ToolsCommand {
 }
 
 pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
+    let mut stdout = Stdout::default();
     match command {
         ToolsCommand::List { tools, mcp, json } => {
-            let registry = ToolRegistry::new();
             let builtin: &[&str] = if mcp.given() { &[] } else { &["all"] };
-            load_tools(&registry, &tools, builtin, &BasePath::Host, false, &WebArgs::default())?;
-            for connection in mcp.connect(&registry).await? {
+            let registry = everything(&tools, builtin)?;
+            for connection in connect_mcp(&mcp, &registry).await? {
                 connection.close().await;
             }
             if json {
-                out(&format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&registry.get_tool_params()).map_err(CliError::failed)?
-                ))?;
+                let schemas =
+                    serde_json::to_string_pretty(&registry.get_tool_params()).map_err(CliError::failed)?;
+                stdout.write(format_args!("{schemas}\n"))?;
             } else {
                 let width = registry.tool_names().iter().map(String::len).max().unwrap_or(0);
                 for def in registry.list_tools() {
                     let first = def.description.lines().next().unwrap_or("");
-                    out(&format!("{:<width$}  {first}\n", def.name))?;
+                    stdout.write(format_args!("{:<width$}  {first}\n", def.name))?;
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
         ToolsCommand::Schema { name } => {
-            let registry = ToolRegistry::new();
-            load_tools(&registry, &[], &["all"], &BasePath::Host, false, &WebArgs::default())?;
+            let registry = everything(&[], &["all"])?;
             let resolved = registry.resolve_name(&name).map_err(CliError::usage)?;
             let spec = registry.get_tool_params().into_iter().find(|s| s.name == resolved);
             let spec = spec.ok_or_else(|| CliError::Usage(format!("no tool named {name}")))?;
-            out(&format!("{}\n", serde_json::to_string_pretty(&spec).map_err(CliError::failed)?))?;
+            let text = serde_json::to_string_pretty(&spec).map_err(CliError::failed)?;
+            stdout.write(format_args!("{text}\n"))?;
             Ok(ExitCode::SUCCESS)
         }
-        ToolsCommand::Call { name, arguments, tools, sandbox, web, permissions, mcp, json } => {
-            let registry = ToolRegistry::new();
-            let base_path = BasePath::from_flag(tools.base_path, || None);
-            let took_base_path = sandbox.bind(&registry, &base_path)?;
+        ToolsCommand::Call { name, arguments, tools, sandbox, web, permissions: flags, mcp, json } => {
             let builtin: &[&str] = if mcp.given() { &[] } else { &["all"] };
-            load_tools(&registry, &tools.tools, builtin, &base_path, took_base_path, &web)?;
-            let connections = mcp.connect(&registry).await?;
+            let registry = Tools {
+                specs: &tools.tools,
+                default_specs: builtin,
+                base_path: BasePath::from_flag(tools.base_path),
+                sandbox: &sandbox,
+                web: &web,
+            }
+            .registry()?;
+            let connections = connect_mcp(&mcp, &registry).await?;
             let arguments = if arguments == "-" { read_stdin()? } else { arguments };
             // The user typed the call: tools are ALLOW unless flags say otherwise; ASK is
             // asked on the terminal, and denied without one.
-            let mut manager = permissions.manager(PermissionLevel::Allow);
-            if approve::interactive() {
-                manager = approve::prompt_on_terminal(manager);
-            }
+            let manager = permissions(&flags, Approvals::here(false));
             let result = registry.execute(&ToolCall::new("cli", name, arguments), Some(&manager)).await;
             for connection in connections {
                 connection.close().await;
             }
             if json {
-                out(&format!(
-                    "{}\n",
-                    json!({"name": result.name, "is_error": result.is_error, "content": result.content})
-                ))?;
+                let object =
+                    json!({"name": result.name, "is_error": result.is_error, "content": result.content});
+                stdout.write(format_args!("{object}\n"))?;
             } else {
                 let newline = if result.content.ends_with('\n') { "" } else { "\n" };
-                out(&format!("{}{newline}", result.content))?;
+                stdout.write(format_args!("{}{newline}", result.content))?;
             }
             Ok(if result.is_error { ExitCode::FAILURE } else { ExitCode::SUCCESS })
         }
     }
 }
 
-/// Writes to standard output. A reader that went away (`harnessx tools call .. | head`)
-/// is not an error: there is no one left to tell.
-pub(crate) fn out(text: &str) -> Result<(), CliError> {
-    crate::write_out(std::io::stdout().lock(), format_args!("{text}"))
-        .map_err(|e| CliError::Failed(format!("writing to standard output: {e}")))
+/// The built-in tools `specs` (default `default_specs`) as listed: not contained, no
+/// sandbox, no web flags; nothing runs.
+fn everything(specs: &[String], default_specs: &[&str]) -> Result<ToolRegistry, CliError> {
+    Tools {
+        specs,
+        default_specs,
+        base_path: BasePath::Host,
+        sandbox: &SandboxArgs::default(),
+        web: &WebArgs::default(),
+    }
+    .registry()
 }
 
 /// The whole of standard input, as the arguments of `tools call NAME -`.

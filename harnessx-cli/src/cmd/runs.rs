@@ -1,4 +1,5 @@
-//! `harnessx runs list | show ID --durable FILE`: what a journal holds.
+//! `harnessx runs list | show ID --durable FILE`: what a journal holds. (A Restate
+//! cluster keeps its runs' journals itself: with `--restate URL` both say so.)
 
 use std::process::ExitCode;
 
@@ -8,16 +9,17 @@ use harnessx::durable::{Entry, JournalEntry, RunRecord, RunReport};
 use harnessx::time::UtcDateTime;
 use serde_json::json;
 
-use crate::CliError;
-use crate::durable_cmd::{JournalArg, awaited, journal_runtime, kind_name};
-use crate::run_cmd::one_line;
+use crate::backend::place::Place;
+use crate::error::CliError;
+use crate::report::{awaited, kind_name};
+use crate::text::one_line;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum RunsCommand {
     /// One line per run, newest first: id, status, last change (UTC), prompt.
     List {
         #[command(flatten)]
-        journal: JournalArg,
+        place: Place,
         /// Print the run headers as one JSON array.
         #[arg(long)]
         json: bool,
@@ -27,7 +29,7 @@ pub(crate) enum RunsCommand {
         /// The run's id.
         run_id: String,
         #[command(flatten)]
-        journal: JournalArg,
+        place: Place,
         /// Print `{"report": RunReport, "entries": [...]}` as one JSON object.
         #[arg(long)]
         json: bool,
@@ -36,9 +38,8 @@ pub(crate) enum RunsCommand {
 
 pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
     match command {
-        RunsCommand::List { journal, json } => {
-            let runtime = journal_runtime(&journal)?;
-            let runs = runtime.journal().list_runs().map_err(CliError::failed)?;
+        RunsCommand::List { place, json } => {
+            let runs = place.open()?.list()?;
             if json {
                 outln!("{}", serde_json::to_string(&runs).map_err(CliError::failed)?);
             } else {
@@ -47,13 +48,8 @@ pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
                 }
             }
         }
-        RunsCommand::Show { run_id, journal, json } => {
-            let runtime = journal_runtime(&journal)?;
-            let report = runtime.status(&run_id).map_err(CliError::failed)?;
-            let entries = match runtime.journal().load_run(&run_id).map_err(CliError::failed)? {
-                Some((_, entries)) => entries,
-                None => Vec::new(), // removed since `status` read it
-            };
+        RunsCommand::Show { run_id, place, json } => {
+            let (report, entries) = place.open()?.show(&run_id)?;
             if json {
                 outln!("{}", json!({"report": report, "entries": entries}));
             } else {

@@ -8,11 +8,13 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use harnessx::mcp::{McpTransport, serve_mcp};
-use harnessx::{PermissionLevel, ToolRegistry};
 use serde_json::json;
 
-use crate::CliError;
-use crate::setup::{BasePath, PermissionArgs, SandboxArgs, ToolArgs, WebArgs, load_tools};
+use crate::error::CliError;
+use crate::output::Stdout;
+use crate::setup::flags::{PermissionArgs, SandboxArgs, ToolArgs, WebArgs};
+use crate::setup::{Approvals, BasePath, Tools, permissions};
+use crate::shutdown::Shutdown;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum McpCommand {
@@ -72,25 +74,25 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
             "--json applies to --http (over stdio, standard output carries the protocol)".into(),
         ));
     }
-    let registry = ToolRegistry::new();
     // File tools are contained under the current directory unless --base-path says where
     // (as under `run`). Hosts often start servers in `/`: give --base-path.
-    let base_path = BasePath::from_flag(args.tools.base_path.clone(), || std::env::current_dir().ok());
-    if let BasePath::Host = base_path {
-        return Err(CliError::Usage(
-            "the current directory cannot be read, so it cannot contain the file tools; pass --base-path DIR"
-                .into(),
-        ));
+    let base_path = BasePath::contained(args.tools.base_path.clone())?;
+    let registry = Tools {
+        specs: &args.tools.tools,
+        default_specs: &[],
+        base_path,
+        sandbox: &args.sandbox,
+        web: &args.web,
     }
-    let took_base_path = args.sandbox.bind(&registry, &base_path)?;
-    load_tools(&registry, &args.tools.tools, &[], &base_path, took_base_path, &args.web)?;
+    .registry()?;
     if registry.is_empty() {
         return Err(CliError::Usage("--tools names no tool; `harnessx tools list` shows the names".into()));
     }
     // ALLOW unless the flags say otherwise: the MCP host asks its user before a call
     // (MCP requires it to), and reads the annotations we publish to know which tools
     // change things. `--default-permission ask` makes this server ask too.
-    let manager = args.permissions.manager(PermissionLevel::Allow);
+    // ASK calls are asked through the client (MCP elicitation).
+    let manager = permissions(&args.permissions, Approvals::Nobody);
     let transport = match args.http {
         None => McpTransport::stdio(),
         Some(addr) => {
@@ -100,6 +102,8 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
             McpTransport::http(listener)
         }
     };
+    // Before the first answer: a client may stop the server as soon as it has one.
+    let shutdown = Shutdown::listen();
     let server = serve_mcp(registry, manager, transport).await.map_err(CliError::failed)?;
     if let (Some(url), Some(addr)) = (server.url(), server.local_addr()) {
         errln!("harnessx: serving MCP at {url}");
@@ -109,37 +113,14 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
             );
         }
         if args.json {
-            crate::tools_cmd::out(&format!("{}\n", json!({"url": url})))?;
+            Stdout::default().write(format_args!("{}\n", json!({"url": url})))?;
         }
     }
     let stop = server.stop_token();
     tokio::spawn(async move {
-        signal().await;
+        shutdown.wait().await;
         stop.cancel();
     });
     server.wait().await.map_err(CliError::failed)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// SIGINT or SIGTERM.
-async fn signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

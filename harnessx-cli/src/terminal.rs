@@ -1,4 +1,5 @@
-//! Approving ASK calls on the terminal: yes / no / always for this session.
+//! Asking on the terminal: approving ASK calls (yes / no / always for this session), and
+//! progress lines that never land inside a question.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::{Arc, Mutex, MutexGuard};

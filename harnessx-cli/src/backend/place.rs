@@ -1,0 +1,68 @@
+//! `--durable FILE | --restate URL`: where the run of `resume`, `approve`, `answer` and
+//! `runs` lives, opened as a [`Backend`].
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::Backend;
+use super::local::{self, Local};
+use super::restate::Restate;
+use crate::error::CliError;
+use crate::setup::flags::AgentArgs;
+use crate::setup::{Approvals, build_agent};
+
+/// Where a run lives, for the commands that continue, answer or show one: a journal
+/// file or a Restate cluster.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Place {
+    /// The journal (SQLite file) the run was started with (`run --durable FILE`).
+    #[arg(
+        long = "durable",
+        value_name = "FILE",
+        required_unless_present = "restate",
+        conflicts_with = "restate"
+    )]
+    path: Option<PathBuf>,
+    /// The ingress URL of the Restate cluster the run was started on (`run --restate URL`).
+    #[arg(long, value_name = "URL")]
+    restate: Option<String>,
+    /// With --restate: the cluster's admin API, asked why a run is stuck.
+    #[arg(long, value_name = "URL", requires = "restate")]
+    restate_admin: Option<String>,
+}
+
+impl Place {
+    /// The backend, for a command that asks no agent anything (`approve`, `answer`,
+    /// `runs`). A journal must exist.
+    pub(crate) fn open(&self) -> Result<Box<dyn Backend>, CliError> {
+        match (&self.restate, &self.path) {
+            (Some(ingress), _) => Ok(Box::new(Restate::new(ingress, self.restate_admin.as_deref(), None)?)),
+            (None, Some(path)) => Ok(Box::new(Local::new(path, local::existing(path)?, None, Vec::new())?)),
+            (None, None) => unreachable!("clap requires --durable without --restate"),
+        }
+    }
+
+    /// The backend for `resume`: a journal's run is driven here by the agent `agent`
+    /// makes (built once the journal is found); a cluster's goes on with its workers'
+    /// agent, so agent flags are refused.
+    pub(crate) async fn open_to_resume(&self, agent: &AgentArgs) -> Result<Box<dyn Backend>, CliError> {
+        match (&self.restate, &self.path) {
+            (Some(ingress), _) => {
+                if let Some(flag) = agent.given().first() {
+                    return Err(CliError::Usage(format!(
+                        "{} has no effect with --restate: the run goes on on the cluster's workers, with their agent flags",
+                        flag.name
+                    )));
+                }
+                Ok(Box::new(Restate::new(ingress, self.restate_admin.as_deref(), None)?))
+            }
+            (None, Some(path)) => {
+                let journal = local::existing(path)?;
+                let built = build_agent(agent, true, Approvals::here(agent.yes)).await?;
+                Ok(Box::new(Local::new(path, journal, Some(built), agent.to_flags())?))
+            }
+            (None, None) => unreachable!("clap requires --durable without --restate"),
+        }
+    }
+}

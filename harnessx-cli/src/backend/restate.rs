@@ -1,0 +1,114 @@
+//! Runs on a Restate cluster (`--restate URL`), over `harnessx::durable::restate`: the
+//! cluster's workers (`harnessx worker`) drive them with their own agent; this starts,
+//! follows and answers them. A waiting run goes on by itself once answered; `resume`
+//! only follows it.
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use harnessx::ApprovalDecision;
+use harnessx::agent::RunState;
+use harnessx::durable::restate::{RestateRuntime, WorkerConfig};
+use harnessx::durable::{JournalEntry, RunRecord, RunReport};
+
+use super::Backend;
+use crate::error::CliError;
+use crate::report::Next;
+
+/// A cluster, at its ingress (and, to say why a run is stuck, its admin API).
+pub(crate) struct Restate {
+    runtime: RestateRuntime,
+    ingress: String,
+    /// What a run started here asks of the workers, when the flags said.
+    expect: Option<WorkerConfig>,
+}
+
+impl Restate {
+    /// The cluster at `ingress` (and `admin`); runs started here ask for workers with
+    /// the configuration `expect`, when given.
+    pub(crate) fn new(
+        ingress: &str,
+        admin: Option<&str>,
+        expect: Option<WorkerConfig>,
+    ) -> Result<Self, CliError> {
+        let mut runtime = RestateRuntime::new(ingress).map_err(CliError::usage)?;
+        if let Some(admin) = admin {
+            runtime = runtime.with_admin(admin).map_err(CliError::usage)?;
+        }
+        Ok(Self { runtime, ingress: ingress.to_owned(), expect })
+    }
+
+    /// Follows the run until it completes, fails or waits.
+    async fn follow(&self, run_id: &str, events: bool) -> Result<RunState, CliError> {
+        self.runtime
+            .wait(run_id, |event| {
+                if events {
+                    errln!("  {event}");
+                }
+            })
+            .await
+            .map_err(CliError::failed)
+    }
+
+    fn no_journal(command: &str) -> CliError {
+        CliError::Usage(format!(
+            "`runs {command}` reads a journal (--durable FILE); a Restate cluster keeps its runs' journals itself: `harnessx resume ID --restate URL --json` says where a run stands"
+        ))
+    }
+}
+
+impl Backend for Restate {
+    fn start<'a>(
+        &'a self,
+        run_id: &'a str,
+        prompt: &'a str,
+        events: bool,
+    ) -> BoxFuture<'a, Result<RunState, CliError>> {
+        async move {
+            self.runtime
+                .submit_expecting(run_id, prompt, self.expect.as_ref())
+                .await
+                .map_err(CliError::failed)?;
+            errln!("harnessx: run id {run_id} on {}", self.ingress);
+            self.follow(run_id, events).await
+        }
+        .boxed()
+    }
+
+    fn resume<'a>(&'a self, run_id: &'a str, events: bool) -> BoxFuture<'a, Result<RunState, CliError>> {
+        self.follow(run_id, events).boxed()
+    }
+
+    fn approve<'a>(
+        &'a self,
+        run_id: &'a str,
+        call_id: &'a str,
+        decision: ApprovalDecision,
+    ) -> BoxFuture<'a, Result<(), CliError>> {
+        async move { self.runtime.approve(run_id, call_id, decision).await.map_err(CliError::failed) }.boxed()
+    }
+
+    fn answer<'a>(
+        &'a self,
+        run_id: &'a str,
+        call_id: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), CliError>> {
+        async move { self.runtime.answer(run_id, call_id, text).await.map_err(CliError::failed) }.boxed()
+    }
+
+    fn status<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunState, CliError>> {
+        async move { self.runtime.status(run_id).await.map_err(CliError::failed) }.boxed()
+    }
+
+    fn list(&self) -> Result<Vec<RunRecord>, CliError> {
+        Err(Self::no_journal("list"))
+    }
+
+    fn show(&self, _run_id: &str) -> Result<(RunReport, Vec<JournalEntry>), CliError> {
+        Err(Self::no_journal("show"))
+    }
+
+    fn next(&self) -> Next {
+        Next::Cluster { ingress: self.ingress.clone() }
+    }
+}

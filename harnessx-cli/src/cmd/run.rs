@@ -1,0 +1,172 @@
+//! `harnessx run PROMPT`: an agent over a model, with tools, in the terminal; with
+//! `--durable FILE` or `--restate URL` the run is durable, on that [`Backend`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use futures_util::StreamExt;
+use harnessx::agent::{AgentEvent, RunStatus};
+
+use crate::backend::Backend;
+use crate::backend::local::{self, Local};
+use crate::backend::restate::Restate;
+use crate::error::CliError;
+use crate::output::Stdout;
+use crate::report;
+use crate::setup::flags::AgentArgs;
+use crate::setup::{self, Approvals, build_agent};
+use crate::terminal::Progress;
+use crate::text::{new_run_id, one_line};
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// What to ask the agent.
+    prompt: String,
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// Print one JSON event per line instead of text (with --durable: one JSON object
+    /// with run_id, status, output and needs_input).
+    #[arg(long)]
+    json: bool,
+    /// Make one complete (non-streaming) model request per turn (a durable run always
+    /// does).
+    #[arg(long)]
+    no_stream: bool,
+    /// Journal the run in this SQLite file (created if missing; its folder must exist), so
+    /// it can be resumed after a crash or a pause: see `harnessx resume`. Without a
+    /// terminal and without --yes, a call that asks pauses the run (exit status 3)
+    /// instead of being denied.
+    #[arg(long, value_name = "FILE")]
+    durable: Option<PathBuf>,
+    /// Start the run on a Restate cluster, at its ingress URL (e.g. http://127.0.0.1:8080),
+    /// and follow it. The cluster's workers (`harnessx worker`) run it with their own
+    /// agent; agent flags given here (--tools, --model, ...) only say what they must
+    /// have: a run that lands on workers with other tools, model or system prompt fails.
+    #[arg(long, value_name = "URL", conflicts_with = "durable")]
+    restate: Option<String>,
+    /// With --restate: the cluster's admin API, asked why a run is stuck (a worker with
+    /// other tools, say) while it follows the run.
+    #[arg(long, value_name = "URL", requires = "restate")]
+    restate_admin: Option<String>,
+    /// The durable run's id (default: run-MILLIS-PID). Needs --durable or --restate.
+    #[arg(long, value_name = "ID")]
+    run_id: Option<String>,
+}
+
+pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
+    if let Some(ingress) = &args.restate {
+        // The workers build the agent; the flags only say what it must be.
+        let expect = setup::expectation(&args.agent)?;
+        let backend = Restate::new(ingress, args.restate_admin.as_deref(), expect)?;
+        let run_id = run_id(args.run_id)?;
+        return durable(&backend, &run_id, &args.prompt, args.json).await;
+    }
+    if args.run_id.is_some() && args.durable.is_none() {
+        return Err(CliError::Usage("--run-id needs --durable FILE or --restate URL".into()));
+    }
+    let approvals = Approvals::here(args.agent.yes);
+    if let Some(path) = &args.durable {
+        let agent = build_agent(&args.agent, true, approvals).await?;
+        let opened = run_id(args.run_id).and_then(|run_id| Ok((run_id, local::create(path)?)));
+        let (run_id, journal) = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                agent.close().await;
+                return Err(e);
+            }
+        };
+        let backend = Local::new(path, journal, Some(agent), args.agent.to_flags())?;
+        return durable(&backend, &run_id, &args.prompt, args.json).await;
+    }
+    let agent = build_agent(&args.agent, !args.no_stream, approvals).await?;
+    let mut events = agent.run_stream(args.prompt);
+    let mut shown = Shown { json: args.json, ..Shown::default() };
+    let mut written = Ok(());
+    while let Some(event) = events.next().await {
+        written = shown.event(event);
+        if written.is_err() {
+            // No one sees the run any more: stop it.
+            break;
+        }
+    }
+    drop(events);
+    agent.close().await;
+    written?;
+    Ok(report::exit_status(if shown.failed { RunStatus::Failed } else { RunStatus::Completed }))
+}
+
+/// `--run-id`, or a new one.
+fn run_id(given: Option<String>) -> Result<String, CliError> {
+    let run_id = given.unwrap_or_else(new_run_id);
+    if run_id.trim().is_empty() {
+        return Err(CliError::Usage("--run-id must not be empty".into()));
+    }
+    Ok(run_id)
+}
+
+/// A durable run: started, then reported.
+async fn durable(
+    backend: &dyn Backend,
+    run_id: &str,
+    prompt: &str,
+    json: bool,
+) -> Result<ExitCode, CliError> {
+    let state = backend.start(run_id, prompt, !json).await?;
+    Ok(report::print(&state, &backend.next(), json))
+}
+
+/// What a direct run shows as its events arrive: the answer on stdout as it streams
+/// (`--json`: every event, one per line), progress lines on stderr.
+#[derive(Debug, Default)]
+struct Shown {
+    json: bool,
+    stdout: Stdout,
+    progress: Progress,
+    /// Text of this model response is on stdout already.
+    printed_text: bool,
+    /// The run ended with an error.
+    failed: bool,
+}
+
+impl Shown {
+    /// Shows one event. A write error on stdout other than a reader that went away ends
+    /// the run ([`CliError::Output`], exit status 74).
+    fn event(&mut self, event: AgentEvent) -> Result<(), CliError> {
+        if matches!(event, AgentEvent::Error { .. }) {
+            self.failed = true;
+        }
+        if self.json {
+            let line = serde_json::to_string(&event).map_err(CliError::failed)?;
+            return self.stdout.write_now(format_args!("{line}\n"));
+        }
+        match event {
+            AgentEvent::TextDelta { text } => {
+                self.printed_text = true;
+                self.stdout.write_now(format_args!("{text}"))?;
+            }
+            AgentEvent::ToolCallStart { name, arguments, .. } => {
+                self.progress.line(format!("→ {name} {}", one_line(&arguments, 120)));
+            }
+            AgentEvent::ToolCallEnd { name, is_error, content, .. } => {
+                let mark = if is_error { "✗" } else { "✓" };
+                self.progress.line(format!("{mark} {name}: {}", one_line(&content, 120)));
+            }
+            AgentEvent::RunEnd { output, .. } => {
+                self.progress.flush();
+                // Without streaming, the answer arrives whole here.
+                if !self.printed_text {
+                    self.stdout.write(format_args!("{output}"))?;
+                }
+                self.stdout.write_now(format_args!("\n"))?;
+            }
+            AgentEvent::ModelRequest { .. } => self.printed_text = false,
+            AgentEvent::Error { message } => {
+                self.progress.flush();
+                errln!("harnessx: the run failed: {message}");
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,177 @@
+//! The run report, written once: where a durable run stands when `run`, `resume` or
+//! a follow of a Restate run stops (completed, failed, waiting for input, still
+//! running), as text or as the `--json` object `{"run_id", "status", "output",
+//! "needs_input"}`, and the exit status it maps to. The commands that continue a run are
+//! printed for where it lives ([`Next`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use harnessx::agent::{NeedsInput, NeedsInputKind, RunState, RunStatus};
+use serde_json::json;
+
+use crate::text::{one_line, shell_word};
+
+/// The exit status of a run that stopped to wait for input.
+pub(crate) const NEEDS_INPUT: u8 = 3;
+
+/// The exit status of a run in `status`: 0 completed, 1 failed (or still running),
+/// [`NEEDS_INPUT`] waiting.
+pub(crate) fn exit_status(status: RunStatus) -> ExitCode {
+    match status {
+        RunStatus::Completed => ExitCode::SUCCESS,
+        RunStatus::NeedsInput => ExitCode::from(NEEDS_INPUT),
+        RunStatus::Failed | RunStatus::Running => ExitCode::FAILURE,
+    }
+}
+
+/// Where a run lives, as the printed commands that continue it name it.
+#[derive(Debug, Clone)]
+pub(crate) enum Next {
+    /// A journal (`--durable FILE`): a run goes on when `harnessx resume` drives it, with
+    /// the run's agent flags (`flags`, when this process knows them).
+    Journal { journal: PathBuf, flags: Vec<String> },
+    /// A Restate cluster (`--restate URL`): a run goes on by itself once answered.
+    Cluster { ingress: String },
+}
+
+impl Next {
+    /// `--durable FILE` or `--restate URL`, as shell words.
+    fn place(&self) -> String {
+        match self {
+            Self::Journal { journal, .. } => {
+                format!("--durable {}", shell_word(&journal.display().to_string()))
+            }
+            Self::Cluster { ingress } => format!("--restate {}", shell_word(ingress)),
+        }
+    }
+
+    /// `harnessx resume ID --durable FILE` with the run's flags.
+    fn resume_command(&self, run_id: &str) -> String {
+        let mut words = vec!["harnessx".to_owned(), "resume".into(), shell_word(run_id), self.place()];
+        if let Self::Journal { flags, .. } = self {
+            words.extend(flags.iter().map(|f| shell_word(f)));
+        }
+        words.join(" ")
+    }
+}
+
+/// Prints where the run stands (`--json`: one object on stdout; else the answer on
+/// stdout, anything else on stderr with the commands that continue the run) and gives
+/// its exit status.
+pub(crate) fn print(state: &RunState, next: &Next, json: bool) -> ExitCode {
+    if json {
+        let object = json!({
+            "run_id": state.run_id,
+            "status": state.status,
+            "output": state.outcome(),
+            "needs_input": state.needs_input,
+        });
+        outln!("{object}");
+    } else {
+        print_text(state, next);
+    }
+    exit_status(state.status)
+}
+
+fn print_text(state: &RunState, next: &Next) {
+    let run_id = state.run_id.as_deref().unwrap_or_default();
+    let run = shell_word(run_id);
+    let output = state.outcome().unwrap_or("");
+    match (state.status, next) {
+        (RunStatus::Completed, _) => outln!("{output}"),
+        (RunStatus::Failed, Next::Journal { .. }) => {
+            errln!("harnessx: the run failed: {output}");
+            errln!("harnessx: resume it with: {}", next.resume_command(run_id));
+        }
+        (RunStatus::Failed, Next::Cluster { .. }) => errln!("harnessx: the run failed: {output}"),
+        (RunStatus::Running, Next::Journal { .. }) => {
+            errln!(
+                "harnessx: run {run_id} stopped while running; resume it with: {}",
+                next.resume_command(run_id)
+            );
+        }
+        (RunStatus::Running, Next::Cluster { .. }) => errln!("harnessx: run {run} is still running"),
+        (RunStatus::NeedsInput, _) => {
+            match next {
+                Next::Journal { .. } => errln!("harnessx: run {run_id} is waiting for input:"),
+                Next::Cluster { .. } => errln!("harnessx: run {run} is waiting for input:"),
+            }
+            for n in &state.needs_input {
+                errln!("  {}", awaited(n));
+                errln!("    {}", n.reason);
+            }
+            match next {
+                Next::Journal { .. } => errln!("Then continue it:"),
+                Next::Cluster { .. } => errln!(
+                    "Answer it (it then goes on by itself; `{}` follows it):",
+                    next.resume_command(run_id)
+                ),
+            }
+            let place = next.place();
+            for n in &state.needs_input {
+                let call = shell_word(&n.call_id);
+                match n.kind {
+                    NeedsInputKind::Approval => {
+                        errln!("  harnessx approve {run} {call} {place} [--decision approve|session|deny]")
+                    }
+                    NeedsInputKind::Outcome => {
+                        errln!("  harnessx answer {run} {call} 'WHAT HAPPENED' {place}")
+                    }
+                }
+            }
+            if let Next::Journal { .. } = next {
+                errln!("  {}", next.resume_command(run_id));
+            }
+        }
+    }
+}
+
+/// What `approve` or `answer` recorded.
+#[derive(Debug, Clone)]
+pub(crate) enum Recorded {
+    /// A decision on a call that waits for approval, as `--decision` spells it.
+    Decision(String),
+    /// What happened to a call whose outcome was unknown.
+    Answer,
+}
+
+/// Says on stderr what `approve` or `answer` recorded for call `call_id` of run
+/// `run_id`, and how the run goes on.
+pub(crate) fn recorded(what: Recorded, run_id: &str, call_id: &str, next: &Next) {
+    let run = shell_word(run_id);
+    let place = next.place();
+    match next {
+        Next::Journal { .. } => {
+            let what = match what {
+                Recorded::Decision(decision) => decision,
+                Recorded::Answer => "the answer".to_owned(),
+            };
+            errln!(
+                "harnessx: recorded {what} for call {call_id} of run {run_id}; continue it with: harnessx resume {run} {place} (and the run's flags)"
+            );
+        }
+        Next::Cluster { .. } => {
+            let what = match what {
+                Recorded::Decision(_) => "the decision",
+                Recorded::Answer => "the answer",
+            };
+            errln!(
+                "harnessx: recorded {what} for call {call_id} of run {run_id}; it goes on by itself. Follow it with: harnessx resume {run} {place}"
+            );
+        }
+    }
+}
+
+/// One line: what kind of input, for which call.
+pub(crate) fn awaited(n: &NeedsInput) -> String {
+    format!("{} of call {}: {} {}", kind_name(n.kind), n.call_id, n.tool, one_line(&n.arguments, 200))
+}
+
+/// The kind as `--json` spells it: `approval` or `outcome`.
+pub(crate) fn kind_name(kind: NeedsInputKind) -> &'static str {
+    match kind {
+        NeedsInputKind::Approval => "approval",
+        NeedsInputKind::Outcome => "outcome",
+    }
+}

@@ -1,0 +1,388 @@
+//! The flags that say what a command's tools and agent are: `--tools`, `--base-path`,
+//! the sandbox, web, permission and MCP flags, and the agent flags of `run`, `resume`
+//! and `worker`. Only what the flags say; [`super`] builds from them.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use harnessx::PermissionLevel;
+use harnessx::agent::ToolChoice;
+use harnessx::mcp::{McpOptions, McpServer};
+
+use crate::error::CliError;
+
+/// The default of `--max-turns`.
+pub(crate) const DEFAULT_MAX_TURNS: u32 = 50;
+
+/// Where file tools may act.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ToolArgs {
+    /// Built-in tools or bundles to load, comma-separated (e.g. `read_file,grep` or `filesystem`).
+    #[arg(long, value_delimiter = ',', value_name = "SPEC")]
+    pub(crate) tools: Vec<String>,
+    /// Contain the filesystem tools under this directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) base_path: Option<PathBuf>,
+}
+
+/// Where `run_bash` runs.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct SandboxArgs {
+    /// Where run_bash runs: `local` (host processes under your user; the default) or
+    /// `bubblewrap` (Linux namespaces: read-only system, no network, a writable workspace
+    /// that is --base-path or else the current directory, which the file tools then act on).
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub(crate) sandbox: Option<SandboxKind>,
+    /// With `--sandbox bubblewrap`: let commands use the network.
+    #[arg(long)]
+    pub(crate) sandbox_network: bool,
+}
+
+/// A sandbox as a flag value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SandboxKind {
+    Local,
+    Bubblewrap,
+}
+
+/// What `fetch_url` may reach besides public addresses (applies when the web bundle is
+/// loaded).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct WebArgs {
+    /// Let fetch_url reach every address, loopback and private ones included (by default
+    /// it reaches public addresses only).
+    #[arg(long)]
+    pub(crate) web_allow_private: bool,
+    /// Let fetch_url reach this host (`intranet.example`, `.example` for subdomains too) or
+    /// address range (`10.0.0.0/8`, `127.0.0.1`) even when it is not public. Repeatable.
+    #[arg(long = "web-allow", value_name = "HOST_OR_CIDR")]
+    pub(crate) web_allow: Vec<String>,
+}
+
+impl WebArgs {
+    /// Whether any `--web-*` flag is given.
+    pub(crate) fn given(&self) -> bool {
+        self.web_allow_private || !self.web_allow.is_empty()
+    }
+}
+
+/// A permission level as a flag value.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Level {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl From<Level> for PermissionLevel {
+    fn from(l: Level) -> Self {
+        match l {
+            Level::Allow => PermissionLevel::Allow,
+            Level::Ask => PermissionLevel::Ask,
+            Level::Deny => PermissionLevel::Deny,
+        }
+    }
+}
+
+/// Permission flags.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct PermissionArgs {
+    /// The level of tools without their own permission.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub(crate) default_permission: Option<Level>,
+    /// Allow this tool (an override; repeatable).
+    #[arg(long = "allow", value_name = "NAME")]
+    pub(crate) allow: Vec<String>,
+    /// Deny this tool (an override; repeatable).
+    #[arg(long = "deny", value_name = "NAME")]
+    pub(crate) deny: Vec<String>,
+}
+
+/// Tools from MCP servers (`run`, `resume`, `worker`, `tools list`, `tools call`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct McpArgs {
+    /// Take the tools of this MCP server, started as a command line split as a shell
+    /// would (`--mcp 'node server.js stdio'`; `env NAME=VALUE ...` sets its environment).
+    /// Repeatable. Tool names must not clash with other tools.
+    #[arg(long = "mcp", value_name = "COMMAND")]
+    pub(crate) mcp: Vec<String>,
+    /// Take the tools of the MCP server at this streamable HTTP URL. Repeatable.
+    #[arg(long = "mcp-http", value_name = "URL")]
+    pub(crate) mcp_http: Vec<String>,
+    /// Trust these servers' descriptions of their tools: a tool claiming `readOnlyHint`
+    /// then runs concurrently (and `run` does not ask before it), one claiming
+    /// `idempotentHint` is re-run after a crash. Without it only the hints that make a
+    /// call more careful (`destructiveHint`) apply, as MCP says of untrusted servers.
+    #[arg(long = "mcp-trust")]
+    pub(crate) mcp_trust: bool,
+}
+
+impl McpArgs {
+    /// Whether any server is given.
+    pub(crate) fn given(&self) -> bool {
+        !self.mcp.is_empty() || !self.mcp_http.is_empty()
+    }
+
+    /// The servers, in the order given (stdio ones first). Nothing is started.
+    pub(crate) fn servers(&self) -> Result<Vec<McpServer>, CliError> {
+        if self.mcp_trust && !self.given() {
+            return Err(CliError::Usage(
+                "--mcp-trust applies to the servers of --mcp and --mcp-http, and none is given".into(),
+            ));
+        }
+        let mut servers = Vec::new();
+        for line in &self.mcp {
+            let words = shlex::split(line).ok_or_else(|| {
+                CliError::Usage(format!("--mcp {line:?}: unbalanced quotes or a trailing backslash"))
+            })?;
+            let Some((command, args)) = words.split_first() else {
+                return Err(CliError::Usage(
+                    "--mcp needs a command line, e.g. --mcp 'node server.js'".into(),
+                ));
+            };
+            servers.push(McpServer::stdio(command.clone(), args.to_vec(), Vec::<(String, String)>::new()));
+        }
+        for url in &self.mcp_http {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(CliError::Usage(format!("--mcp-http {url:?}: give an http:// or https:// URL")));
+            }
+            servers.push(McpServer::http(url.clone(), Vec::<(String, String)>::new()));
+        }
+        Ok(servers)
+    }
+
+    /// How each server's tools are registered: trusted with `--mcp-trust`.
+    pub(crate) fn options(&self) -> McpOptions {
+        McpOptions { trust_hints: self.mcp_trust, ..McpOptions::default() }
+    }
+}
+
+/// The flags that make the agent. `run`, `resume` and `worker` take them alike: a
+/// durable run is resumed by an agent built from the same flags (the journal refuses
+/// other tools or another model), and every worker of a cluster has the same.
+#[derive(Debug, Args)]
+pub(crate) struct AgentArgs {
+    /// `test` (no network, the default), `openai:MODEL` or `anthropic:MODEL`.
+    #[arg(long, default_value = "test", value_name = "MODEL")]
+    pub(crate) model: String,
+    /// Base URL of an OpenAI-compatible or Anthropic API (e.g. a local vLLM, llama.cpp or Ollama server).
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// Built-in tools or bundles, comma-separated (default: filesystem).
+    #[arg(long, value_delimiter = ',', value_name = "SPEC")]
+    pub(crate) tools: Vec<String>,
+    /// Contain the filesystem tools under this directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) base_path: Option<PathBuf>,
+    /// Most model requests in the run.
+    #[arg(long, default_value_t = DEFAULT_MAX_TURNS, value_name = "N")]
+    pub(crate) max_turns: u32,
+    /// Whether the model must call a tool: `auto` (it decides), `required` (it must call
+    /// one), `none` (it must not) or a tool's name (that tool). After a turn with tool
+    /// calls the run goes back to `auto`, so `required` cannot loop. Small local models
+    /// often call tools only when required.
+    #[arg(long, default_value_t = ToolChoice::Auto, value_name = "auto|required|none|NAME")]
+    pub(crate) tool_choice: ToolChoice,
+    /// `false` asks the model for at most one tool call per response, `true` allows
+    /// several (default: the provider's own, which allows them).
+    #[arg(long, value_name = "true|false", value_parser = clap::value_parser!(bool))]
+    pub(crate) parallel_tool_calls: Option<bool>,
+    /// A folder of skills (each a folder with a `SKILL.md`), repeatable: the agent gets
+    /// the `Skill` tool and a list of the skills in its system prompt.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) skills: Vec<PathBuf>,
+    /// A folder of knowledge concepts (Markdown files with `id` and `title` front
+    /// matter), repeatable: the agent gets `search_concepts`, `read_concept` and
+    /// `get_neighbors`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) knowledge: Vec<PathBuf>,
+    /// Keep the knowledge index in this SQLite file (created if missing), so the next
+    /// run re-reads only the concept files that changed.
+    #[arg(long, value_name = "FILE", requires = "knowledge")]
+    pub(crate) knowledge_index: Option<PathBuf>,
+    /// Approve every tool call that would otherwise ask.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+    #[command(flatten)]
+    pub(crate) sandbox: SandboxArgs,
+    #[command(flatten)]
+    pub(crate) web: WebArgs,
+    #[command(flatten)]
+    pub(crate) permissions: PermissionArgs,
+    #[command(flatten)]
+    pub(crate) mcp: McpArgs,
+}
+
+/// One agent flag that differs from its default: its name and its value, if it takes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Given {
+    pub(crate) name: &'static str,
+    pub(crate) value: Option<String>,
+}
+
+impl AgentArgs {
+    /// The flags that differ from their defaults, in the order of `--help`, each with its
+    /// value as a command line gives it.
+    pub(crate) fn given(&self) -> Vec<Given> {
+        let mut given: Vec<Given> = Vec::new();
+        let mut flag = |name: &'static str, value: Option<String>| given.push(Given { name, value });
+        if self.model != "test" {
+            flag("--model", Some(self.model.clone()));
+        }
+        if let Some(url) = &self.base_url {
+            flag("--base-url", Some(url.clone()));
+        }
+        if !self.tools.is_empty() {
+            flag("--tools", Some(self.tools.join(",")));
+        }
+        if let Some(dir) = &self.base_path {
+            flag("--base-path", Some(dir.display().to_string()));
+        }
+        if self.max_turns != DEFAULT_MAX_TURNS {
+            flag("--max-turns", Some(self.max_turns.to_string()));
+        }
+        if !self.tool_choice.is_auto() {
+            flag("--tool-choice", Some(self.tool_choice.to_string()));
+        }
+        if let Some(parallel) = self.parallel_tool_calls {
+            flag("--parallel-tool-calls", Some(parallel.to_string()));
+        }
+        for dir in &self.skills {
+            flag("--skills", Some(dir.display().to_string()));
+        }
+        for dir in &self.knowledge {
+            flag("--knowledge", Some(dir.display().to_string()));
+        }
+        if let Some(file) = &self.knowledge_index {
+            flag("--knowledge-index", Some(file.display().to_string()));
+        }
+        if self.yes {
+            flag("--yes", None);
+        }
+        if let Some(kind) = self.sandbox.sandbox {
+            flag("--sandbox", Some(value_name(kind)));
+        }
+        if self.sandbox.sandbox_network {
+            flag("--sandbox-network", None);
+        }
+        if self.web.web_allow_private {
+            flag("--web-allow-private", None);
+        }
+        for host in &self.web.web_allow {
+            flag("--web-allow", Some(host.clone()));
+        }
+        if let Some(level) = self.permissions.default_permission {
+            flag("--default-permission", Some(value_name(level)));
+        }
+        for name in &self.permissions.allow {
+            flag("--allow", Some(name.clone()));
+        }
+        for name in &self.permissions.deny {
+            flag("--deny", Some(name.clone()));
+        }
+        for command in &self.mcp.mcp {
+            flag("--mcp", Some(command.clone()));
+        }
+        for url in &self.mcp.mcp_http {
+            flag("--mcp-http", Some(url.clone()));
+        }
+        if self.mcp.mcp_trust {
+            flag("--mcp-trust", None);
+        }
+        given
+    }
+
+    /// These flags as a command line gives them, for the `resume` command the CLI
+    /// prints: it must build the same agent. Defaults are left out.
+    pub(crate) fn to_flags(&self) -> Vec<String> {
+        self.given().into_iter().flat_map(|g| std::iter::once(g.name.to_owned()).chain(g.value)).collect()
+    }
+}
+
+/// A flag value as clap spells it.
+pub(crate) fn value_name(value: impl ValueEnum) -> String {
+    value.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        agent: AgentArgs,
+    }
+
+    fn parse(flags: &[&str]) -> AgentArgs {
+        Flags::try_parse_from(std::iter::once("harnessx").chain(flags.iter().copied())).unwrap().agent
+    }
+
+    #[test]
+    fn to_flags_gives_back_the_same_agent_flags() {
+        let every = [
+            "--model",
+            "openai:gpt-4o",
+            "--base-url",
+            "http://localhost:1",
+            "--tools",
+            "read_file,write_file",
+            "--base-path",
+            "some dir",
+            "--max-turns",
+            "7",
+            "--tool-choice",
+            "read_file",
+            "--parallel-tool-calls",
+            "false",
+            "--skills",
+            "skills",
+            "--skills",
+            "more skills",
+            "--knowledge",
+            "concepts",
+            "--knowledge-index",
+            "index.db",
+            "--yes",
+            "--sandbox",
+            "bubblewrap",
+            "--sandbox-network",
+            "--web-allow-private",
+            "--web-allow",
+            "10.0.0.0/8",
+            "--web-allow",
+            "intra",
+            "--default-permission",
+            "ask",
+            "--allow",
+            "grep",
+            "--deny",
+            "delete",
+            "--mcp",
+            "node 'my server.js'",
+            "--mcp-http",
+            "http://127.0.0.1:1/mcp",
+            "--mcp-trust",
+        ];
+        for flags in [&every[..], &[], &["--tools", "write_file"], &["--tool-choice", "required"]] {
+            let args = parse(flags);
+            let again = args.to_flags();
+            let again: Vec<&str> = again.iter().map(String::as_str).collect();
+            assert_eq!(format!("{:?}", parse(&again)), format!("{args:?}"), "{flags:?} -> {again:?}");
+        }
+        assert!(parse(&[]).to_flags().is_empty(), "defaults are left out");
+        assert!(parse(&[]).given().is_empty(), "defaults are left out");
+    }
+
+    #[test]
+    fn the_first_given_flag_is_named_by_its_flag() {
+        let first = |flags: &[&str]| parse(flags).given().first().map(|g| g.name);
+        assert_eq!(first(&["--tools", "read_file"]), Some("--tools"));
+        assert_eq!(first(&["--yes", "--model", "openai:x"]), Some("--model"));
+        assert_eq!(first(&["--mcp-trust"]), Some("--mcp-trust"));
+        // A value equal to the default is no flag given.
+        assert_eq!(first(&["--max-turns", "50", "--tool-choice", "auto"]), None);
+    }
+}

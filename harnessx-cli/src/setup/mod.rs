@@ -1,0 +1,400 @@
+//! The one set-up of tools and agents: `run`, `resume` and `worker` build their agent
+//! here, `tools` and `mcp serve` their registry and permissions, from the flags of
+//! [`flags`]. Loading tools (with the base path, the sandbox and the web flags), the
+//! permission manager and who approves, MCP servers, the model: each exists once.
+
+pub(crate) mod flags;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use harnessx::agent::{Agent, AgentBuilder, AgentConfig, AgentError, KnowledgeSource, SkillSource};
+use harnessx::builtin::sandbox::{BubblewrapSandbox, LocalSandbox};
+use harnessx::catalog::{self, BuiltinItem, BuiltinOptions};
+use harnessx::durable::restate::WorkerConfig;
+use harnessx::mcp::{McpConnection, McpError, register_mcp};
+use harnessx::model::{AnthropicModel, Model, OpenAiModel, TestModel};
+use harnessx::{PermissionLevel, PermissionManager, Sandbox, ToolRegistry};
+
+use self::flags::{AgentArgs, McpArgs, PermissionArgs, SandboxArgs, SandboxKind, WebArgs};
+use crate::error::CliError;
+use crate::terminal;
+
+/// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
+/// answers for a real model's.
+pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls each tool once and reports what came back. Pick a real model with --model openai:MODEL or --model anthropic:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
+
+/// Where the file tools are contained.
+#[derive(Debug, Clone)]
+pub(crate) enum BasePath {
+    /// `--base-path DIR`: every tool that takes a base path gets it, and at least one must.
+    Given(PathBuf),
+    /// No flag, but `run` contains file tools under the current directory by default;
+    /// tool lists without file tools simply do not use it.
+    Default(PathBuf),
+    /// No containment: the file tools act on the host under the process's permissions.
+    Host,
+}
+
+impl BasePath {
+    /// `--base-path DIR`, else no containment (`tools call`).
+    pub(crate) fn from_flag(flag: Option<PathBuf>) -> Self {
+        flag.map_or(Self::Host, Self::Given)
+    }
+
+    /// `--base-path DIR`, else the current directory (`run`, `resume`, `worker`, `mcp
+    /// serve`): a current directory that cannot be read is a usage error.
+    pub(crate) fn contained(flag: Option<PathBuf>) -> Result<Self, CliError> {
+        match (flag, std::env::current_dir().ok()) {
+            (Some(dir), _) => Ok(Self::Given(dir)),
+            (None, Some(dir)) => Ok(Self::Default(dir)),
+            (None, None) => Err(CliError::Usage(
+                "the current directory cannot be read, so it cannot contain the file tools; pass --base-path DIR"
+                    .into(),
+            )),
+        }
+    }
+
+    pub(crate) fn dir(&self) -> Option<&PathBuf> {
+        match self {
+            Self::Given(dir) | Self::Default(dir) => Some(dir),
+            Self::Host => None,
+        }
+    }
+}
+
+/// What a command's built-in tools are made of.
+pub(crate) struct Tools<'a> {
+    /// `--tools`.
+    pub(crate) specs: &'a [String],
+    /// What loads when `--tools` is not given.
+    pub(crate) default_specs: &'a [&'a str],
+    pub(crate) base_path: BasePath,
+    pub(crate) sandbox: &'a SandboxArgs,
+    pub(crate) web: &'a WebArgs,
+}
+
+impl Tools<'_> {
+    /// A registry with the sandbox bound and the tools loaded.
+    pub(crate) fn registry(&self) -> Result<ToolRegistry, CliError> {
+        let registry = ToolRegistry::new();
+        let took_base_path = bind_sandbox(self.sandbox, &registry, &self.base_path)?;
+        load_tools(&registry, self.specs, self.default_specs, &self.base_path, took_base_path, self.web)?;
+        Ok(registry)
+    }
+}
+
+/// Builds the chosen sandbox and binds it on `registry` (before any tool is loaded, so
+/// `run_bash` and the file tools see it). Returns whether the sandbox took the base path
+/// as its workspace.
+fn bind_sandbox(args: &SandboxArgs, registry: &ToolRegistry, base_path: &BasePath) -> Result<bool, CliError> {
+    if args.sandbox_network && args.sandbox != Some(SandboxKind::Bubblewrap) {
+        return Err(CliError::Usage("--sandbox-network needs --sandbox bubblewrap".into()));
+    }
+    let here =
+        || std::env::current_dir().map_err(|e| CliError::Failed(format!("the current directory: {e}")));
+    let (sandbox, took_base_path): (Arc<dyn Sandbox>, bool) = match args.sandbox {
+        None => return Ok(false),
+        Some(SandboxKind::Local) => {
+            let mut local = LocalSandbox::new();
+            if let Some(dir) = base_path.dir() {
+                local = local.working_dir(dir);
+            }
+            (Arc::new(local), false)
+        }
+        Some(SandboxKind::Bubblewrap) => {
+            let workspace = match base_path.dir() {
+                Some(dir) => dir.clone(),
+                None => here()?,
+            };
+            let sandbox = BubblewrapSandbox::builder()
+                .workspace(workspace)
+                .network(args.sandbox_network)
+                .build()
+                .map_err(CliError::failed)?;
+            (Arc::new(sandbox), true)
+        }
+    };
+    registry.bind_sandbox(sandbox);
+    Ok(took_base_path)
+}
+
+/// Loads the specs (default `default_specs`) into `registry`, passing the base path to
+/// the bundles that take it, and the `--web-*` flags to the web bundle.
+/// `base_path_used`: a sandbox already took it as its workspace.
+fn load_tools(
+    registry: &ToolRegistry,
+    specs: &[String],
+    default_specs: &[&str],
+    base_path: &BasePath,
+    base_path_used: bool,
+    web: &WebArgs,
+) -> Result<(), CliError> {
+    let specs: Vec<String> = if specs.is_empty() {
+        default_specs.iter().map(|s| s.to_string()).collect()
+    } else {
+        specs.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
+    };
+    let mut used_base_path = base_path_used;
+    let mut used_web = false;
+    for spec in &specs {
+        if registry.contains(spec) {
+            continue; // named twice, or already loaded by its bundle
+        }
+        let item = catalog::resolve(spec).map_err(CliError::usage)?;
+        let takes = |key: &str| match item {
+            BuiltinItem::Tool { bundle, .. } | BuiltinItem::Bundle(bundle) => bundle.options.contains(&key),
+            BuiltinItem::All => catalog::bundles().iter().any(|b| b.options.contains(&key)),
+        };
+        let takes_base_path = takes("base_path");
+        let mut options = BuiltinOptions::new().set("replace", true);
+        if let (Some(dir), true) = (base_path.dir(), takes_base_path) {
+            let text = dir.to_str().ok_or_else(|| {
+                CliError::Usage(match base_path {
+                    BasePath::Given(_) => format!("--base-path must be valid UTF-8, got {}", dir.display()),
+                    _ => format!(
+                        "the current directory ({}) is not valid UTF-8, so it cannot contain the file tools; pass --base-path DIR",
+                        dir.display()
+                    ),
+                })
+            })?;
+            options = options.set("base_path", text);
+            used_base_path = true;
+        }
+        if web.given() && takes("allow_hosts") {
+            options =
+                options.set("allow_private", web.web_allow_private).set("allow_hosts", web.web_allow.clone());
+            used_web = true;
+        }
+        registry.load_builtin(spec, options).map_err(CliError::usage)?;
+    }
+    if web.given() && !used_web {
+        return Err(CliError::Usage(
+            "--web-allow-private and --web-allow apply to fetch_url, but none of the --tools loads it".into(),
+        ));
+    }
+    if matches!(base_path, BasePath::Given(_)) && !used_base_path {
+        return Err(CliError::Usage("--base-path was given but none of the --tools uses a base path".into()));
+    }
+    Ok(())
+}
+
+/// Who approves a call that asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Approvals {
+    /// `--yes`: every call is approved.
+    All,
+    /// The person at this terminal, one question at a time.
+    Terminal,
+    /// No one: a plain run denies ASK calls, a durable run pauses on them (needs_input)
+    /// until `harnessx approve` decides, `mcp serve` asks its client.
+    Nobody,
+}
+
+impl Approvals {
+    /// `--yes` first; else the terminal when `on_terminal`.
+    pub(crate) fn of(yes: bool, on_terminal: bool) -> Self {
+        match (yes, on_terminal) {
+            (true, _) => Self::All,
+            (false, true) => Self::Terminal,
+            (false, false) => Self::Nobody,
+        }
+    }
+
+    /// Whoever a person can answer on this terminal ([`terminal::interactive`]).
+    pub(crate) fn here(yes: bool) -> Self {
+        Self::of(yes, terminal::interactive())
+    }
+}
+
+/// The permission manager of every command: ALLOW unless the flags say otherwise, and
+/// `approvals` deciding what asks.
+pub(crate) fn permissions(args: &PermissionArgs, approvals: Approvals) -> PermissionManager {
+    let mut manager =
+        PermissionManager::new(args.default_permission.map(Into::into).unwrap_or(PermissionLevel::Allow));
+    for name in &args.allow {
+        manager = manager.with_override(name.clone(), PermissionLevel::Allow);
+    }
+    for name in &args.deny {
+        manager = manager.with_override(name.clone(), PermissionLevel::Deny);
+    }
+    match approvals {
+        Approvals::All => terminal::approve_all(manager),
+        Approvals::Terminal => terminal::prompt_on_terminal(manager),
+        Approvals::Nobody => manager,
+    }
+}
+
+/// Connects every server of `mcp` and registers its tools in `registry` (`tools`; an
+/// agent connects its own, [`build_agent`]). A server that fails stops the ones already
+/// connected.
+pub(crate) async fn connect_mcp(
+    mcp: &McpArgs,
+    registry: &ToolRegistry,
+) -> Result<Vec<McpConnection>, CliError> {
+    let mut connections = Vec::new();
+    for server in mcp.servers()? {
+        match register_mcp(registry, server, mcp.options()).await {
+            Ok(connection) => connections.push(connection),
+            Err(e) => {
+                for connection in connections {
+                    connection.close().await;
+                }
+                return Err(mcp_error(e));
+            }
+        }
+    }
+    Ok(connections)
+}
+
+/// An MCP server that cannot be started, or whose tool names clash, is a usage error;
+/// one that started and failed the handshake or listing is a failure.
+fn mcp_error(e: McpError) -> CliError {
+    match e {
+        McpError::Protocol { .. } => CliError::failed(e),
+        McpError::Clash { server, name } => CliError::Usage(format!(
+            "the MCP server `{server}` has a tool named \"{name}\", which is already registered: pick the built-in tools with --tools (--tools '' for none), or leave one of the servers out"
+        )),
+        _ => CliError::usage(e),
+    }
+}
+
+fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, CliError> {
+    let (provider, name) = spec.split_once(':').unwrap_or((spec, ""));
+    let name = name.trim();
+    match provider {
+        "test" if name.is_empty() => {
+            if base_url.is_some() {
+                return Err(CliError::Usage("--base-url needs an openai: or anthropic: model".into()));
+            }
+            errln!("{TEST_MODEL_NOTICE}");
+            Ok(Arc::new(TestModel::new()))
+        }
+        "openai" if !name.is_empty() => {
+            let mut model = OpenAiModel::new(name);
+            if let Some(url) = base_url {
+                model = model.base_url(url);
+            }
+            Ok(Arc::new(model))
+        }
+        "anthropic" if !name.is_empty() => {
+            let mut model = AnthropicModel::new(name);
+            if let Some(url) = base_url {
+                model = model.base_url(url);
+            }
+            Ok(Arc::new(model))
+        }
+        _ => Err(CliError::Usage(format!(
+            "unknown model \"{spec}\": use test, openai:MODEL or anthropic:MODEL (e.g. openai:gpt-4o)"
+        ))),
+    }
+}
+
+/// The agent the flags describe, all but its MCP servers: the model, the tools, the
+/// permissions, skills and knowledge. Starts nothing.
+fn agent_builder(args: &AgentArgs, stream: bool, approvals: Approvals) -> Result<AgentBuilder, CliError> {
+    let model = model_for(&args.model, args.base_url.as_deref())?;
+    // File tools are contained under the current directory unless --base-path says where.
+    let base_path = BasePath::contained(args.base_path.clone())?;
+    let tools = Tools {
+        specs: &args.tools,
+        default_specs: &["filesystem"],
+        base_path,
+        sandbox: &args.sandbox,
+        web: &args.web,
+    };
+    let registry = tools.registry()?;
+    let manager = permissions(&args.permissions, approvals);
+    let mut builder =
+        Agent::builder().model_arc(model).registry(registry).permissions(manager).config(AgentConfig {
+            max_turns: args.max_turns,
+            stream,
+            tool_choice: args.tool_choice.clone(),
+            parallel_tool_calls: args.parallel_tool_calls,
+            ..AgentConfig::default()
+        });
+    for dir in &args.skills {
+        builder = builder.skills(skill_source(dir, &tools.base_path));
+    }
+    if !args.knowledge.is_empty() {
+        let mut source = KnowledgeSource::dirs(&args.knowledge);
+        if let Some(file) = &args.knowledge_index {
+            source = source.index_file(file);
+        }
+        builder = builder.knowledge(source);
+    }
+    Ok(builder)
+}
+
+/// The agent the flags describe, its MCP servers (`--mcp`, `--mcp-http`) connected:
+/// close it with `Agent::close` to stop them. `stream`: model responses are streamed;
+/// `approvals`: who approves what asks (never the terminal for a worker, whose runs wait
+/// for `harnessx approve` instead).
+pub(crate) async fn build_agent(
+    args: &AgentArgs,
+    stream: bool,
+    approvals: Approvals,
+) -> Result<Agent, CliError> {
+    let mut builder = agent_builder(args, stream, approvals)?;
+    for server in args.mcp.servers()? {
+        builder = builder.mcp_with(server, args.mcp.options());
+    }
+    let agent = builder.connect().await.map_err(|e| match e {
+        AgentError::Mcp(e) => mcp_error(e),
+        e => CliError::usage(e),
+    })?;
+    // `--tool-choice NAME` names a tool the flags loaded, or nothing runs.
+    if let Err(e) = agent.check_tool_choice() {
+        agent.close().await;
+        return Err(CliError::usage(e));
+    }
+    // Tools that may change things (destructive, or not read-only, by their annotations;
+    // MCP servers' tools too, read-only only when --mcp-trust trusts the server's word)
+    // ask first, unless a flag named them. The manager is shared, so this holds for the
+    // agent's.
+    let manager = agent.permissions();
+    for def in agent.tools().list_tools() {
+        if def.annotations.may_modify() && manager.override_for(&def.name).is_none() {
+            manager.set_override(def.name, PermissionLevel::Ask);
+        }
+    }
+    Ok(agent)
+}
+
+/// What `run --restate` asks of the cluster's workers: the configuration
+/// ([`WorkerConfig`]) of the agent its flags describe, when any agent flag is given (none:
+/// the run takes whatever the workers have). Computed from the flags alone: nothing is
+/// started, no model is asked.
+///
+/// The configuration is one digest over every tool's schema, so with `--mcp` or
+/// `--mcp-http` it cannot be known without starting those servers and listing their
+/// tools; then no expectation is sent (the flags are still checked), and the run takes
+/// the workers' configuration, which holds for the rest of the run as for any run.
+pub(crate) fn expectation(args: &AgentArgs) -> Result<Option<WorkerConfig>, CliError> {
+    if args.given().is_empty() {
+        return Ok(None);
+    }
+    let builder = agent_builder(args, false, Approvals::Nobody)?;
+    // Checked, not started.
+    let servers = args.mcp.servers()?;
+    let agent = builder.build().map_err(CliError::usage)?;
+    if !servers.is_empty() {
+        return Ok(None);
+    }
+    agent.check_tool_choice().map_err(CliError::usage)?;
+    Ok(Some(WorkerConfig::of(&agent)))
+}
+
+/// The skills under `dir`, their files listed to the model by the path the file tools
+/// know them by: relative to the base path when the folder is under it.
+fn skill_source(dir: &std::path::Path, base_path: &BasePath) -> SkillSource {
+    let source = SkillSource::dir(dir);
+    let (BasePath::Given(base) | BasePath::Default(base)) = base_path else { return source };
+    match (dir.canonicalize(), base.canonicalize()) {
+        (Ok(dir), Ok(base)) => match dir.strip_prefix(&base) {
+            Ok(under) => source.shown_as(under.to_string_lossy()),
+            Err(_) => source,
+        },
+        _ => source,
+    }
+}
