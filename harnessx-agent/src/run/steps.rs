@@ -163,7 +163,7 @@ impl Steps for Direct {
         request: &ModelRequest,
         events: Option<&Events>,
     ) -> Result<ModelResponse, AgentError> {
-        Ok(agent.request_turn(request, events, turn).await?)
+        agent.request_turn(request, events, turn).await
     }
 
     async fn decide(
