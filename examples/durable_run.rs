@@ -1,5 +1,6 @@
 //! A durable run that pauses for an approval and is resumed from the journal, as a
-//! second process would: `cargo run --example durable_run`.
+//! second process would, printing the events of the one run loop as a direct
+//! `run_stream` would: `cargo run --example durable_run`.
 
 use std::sync::Arc;
 
@@ -52,8 +53,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Later, perhaps in another process: approve, then resume from the same file.
     let second = AgentRuntime::new(agent(), Arc::new(SqliteJournal::open(&path)?));
     second.approve("invoice-42", &waiting.call_id, ApprovalDecision::Approve)?;
-    let done = second.resume("invoice-42").await?;
-    println!("answer: {}", done.output);
+    // The same loop as `Agent::run_stream`, so the same events, for what happens now (the
+    // journaled response of turn 1 is replayed, not requested or streamed again).
+    let (events, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let done = second.resume_with_events("invoice-42", events).await?;
+    while let Ok(event) = seen.try_recv() {
+        println!("event: {}", serde_json::to_string(&event)?);
+    }
+    println!("answer: {} ({} turns, {:?})", done.output, done.turns, done.status);
     assert_eq!(second.status("invoice-42")?.run.status, RunStatus::Completed);
     Ok(())
 }
