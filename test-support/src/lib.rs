@@ -12,11 +12,13 @@
 //! - [`sse`]: framing provider events as server-sent events;
 //! - [`system`]: Debian packages installed on demand, and which processes are alive;
 //! - [`npm`], [`python`]: npm packages and Python virtual environments installed on
-//!   demand into a cache folder.
+//!   demand into a cache folder;
+//! - [`process`]: a test that needs a process of its own inside a crate's one test binary.
 
 pub mod bin;
 pub mod deep;
 pub mod npm;
+pub mod process;
 pub mod python;
 pub mod restate;
 pub mod server;

@@ -3,7 +3,7 @@
 //! system prompt with the planning line, tools) is unchanged. Checked on the raw bodies a
 //! loopback OpenAI-compatible and Anthropic server receive.
 
-mod common;
+use crate::common;
 
 use common::{Reply, Server};
 use harnessx_agent::model::{AnthropicModel, Model, OpenAiModel};

@@ -2,7 +2,7 @@
 //! calls run, and their results go back in call order in the provider's format; a call
 //! cut off by the token limit never runs and the next request is still a valid one.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //! (OpenAI, Groq, DeepSeek, GLM, an Anthropic-backed compatible server), whole and re-split
 //! at arbitrary byte boundaries; HTTP errors; and the exact request bodies it sends.
 
-mod common;
+use crate::common;
 
 use common::{Reply, SPLITS, Server, assert_events_match, collect, dead_url, expected, fixture};
 use harnessx_agent::model::{

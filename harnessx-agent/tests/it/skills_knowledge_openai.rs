@@ -3,7 +3,7 @@
 //! concepts, reads one and walks to its neighbours. Every request carries the same system
 //! prompt, skills block included.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

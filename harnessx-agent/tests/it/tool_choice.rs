@@ -3,7 +3,7 @@
 //! the test model following the choice, and a run against a loopback OpenAI-compatible
 //! server under `required`.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

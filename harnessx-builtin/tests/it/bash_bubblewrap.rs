@@ -1,7 +1,7 @@
 //! `run_bash` in the bubblewrap sandbox: the shared cases, and what only a sandbox that
 //! confines commands can promise.
 
-mod sandbox_cases;
+use crate::sandbox_cases;
 
 use harnessx_builtin::sandbox::BubblewrapSandbox;
 use harnessx_test_support::system::ensure_debian_package;

@@ -1,16 +1,19 @@
 //! Fork bombs in each sandbox: contained by the command's timeout, every process of them
 //! gone afterwards, and the next command runs, also when the harness itself is in a pids
-//! cgroup the bomb fills. Its own test binary, and its tests take turns (`ONE_BOMB`), so
-//! that nothing else runs while a bomb does. Every bomb runs under a pids cap: the
-//! command's own cgroup, and in the capped tests the test process's cgroup around it.
+//! cgroup the bomb fills. Each test runs in a process of its own (`in_own_process`: the
+//! capped tests move their whole process into a pids cgroup, which no other test may
+//! share), and they take turns (`ONE_BOMB`), so that no two bombs run at once. Every bomb
+//! runs under a pids cap: the command's own cgroup, and in the capped tests the test
+//! process's cgroup around it.
 
-mod sandbox_cases;
+use crate::sandbox_cases;
 
 use std::sync::Arc;
 
 use harnessx_builtin::bash::BashOptions;
 use harnessx_builtin::sandbox::{BubblewrapSandbox, CgroupLimits, LocalSandbox};
 use harnessx_core::Sandbox;
+use harnessx_test_support::process::in_own_process;
 use harnessx_test_support::system::{PidsCgroup, ensure_debian_package};
 use sandbox_cases::{assert_all_gone, bash, cmd, facts, marker, registry};
 use serde_json::json;
@@ -53,6 +56,9 @@ fn each_sandbox(cgroup: Option<CgroupLimits>) -> Vec<Arc<dyn Sandbox>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_bomb_is_contained_and_the_next_call_works() {
     let _turn = ONE_BOMB.lock().await;
+    if !in_own_process("bash_fork_bomb::a_fork_bomb_is_contained_and_the_next_call_works") {
+        return;
+    }
     for sandbox in each_sandbox(Some(CgroupLimits::default())) {
         bombs_then_echo(sandbox).await;
     }
@@ -74,6 +80,11 @@ fn harness_in_pids_cgroup(room: u64) -> Option<PidsCgroup> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_bomb_that_fills_the_harness_pids_cgroup_times_out_and_the_next_call_works() {
     let _turn = ONE_BOMB.lock().await;
+    if !in_own_process(
+        "bash_fork_bomb::a_fork_bomb_that_fills_the_harness_pids_cgroup_times_out_and_the_next_call_works",
+    ) {
+        return;
+    }
     let sandboxes = each_sandbox(None);
     let Some(_cgroup) = harness_in_pids_cgroup(40) else { return };
     for sandbox in sandboxes {
@@ -86,6 +97,9 @@ async fn a_fork_bomb_that_fills_the_harness_pids_cgroup_times_out_and_the_next_c
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_bomb_fills_only_its_own_cgroup_under_a_harness_pids_cap() {
     let _turn = ONE_BOMB.lock().await;
+    if !in_own_process("bash_fork_bomb::a_fork_bomb_fills_only_its_own_cgroup_under_a_harness_pids_cap") {
+        return;
+    }
     let sandboxes = each_sandbox(Some(CgroupLimits::default()));
     let Some(cgroup) = harness_in_pids_cgroup(200) else { return };
     let max: u64 = std::fs::read_to_string(cgroup.dir().join("pids.max")).unwrap().trim().parse().unwrap();

@@ -1,7 +1,7 @@
 //! Adversarial tests of the containment layer, through `registry.execute` (the pipeline a
 //! model's calls take), under both resolvers (openat2 and the O_NOFOLLOW walk).
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::symlink;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! What each filesystem tool does, through `registry.execute` (the real pipeline).
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -288,7 +288,7 @@ fn generate_file_falls_back_to_agent_output_dir() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("agent-output");
     let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "generate_file_env_child", "--ignored", "--quiet"])
+        .args(["--exact", "fs_tools::generate_file_env_child", "--ignored", "--quiet"])
         .env("AGENT_OUTPUT_DIR", &dir)
         .env("HX_TEST_CHILD", &dir)
         .status()

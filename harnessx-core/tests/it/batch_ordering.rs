@@ -4,7 +4,7 @@
 //! finishes first; a failure cancels nothing; serial tools take turns across registries
 //! sharing one `SerialQueue`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

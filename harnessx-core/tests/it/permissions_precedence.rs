@@ -2,7 +2,7 @@
 //! `registry.execute`, plus overrides, session grants, ASK without an approval mechanism,
 //! execution without a manager and the persistent approval store.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! match the schema get a one-line error naming the field. Validation is checked against
 //! the JSON-Schema-Test-Suite (draft 2020-12).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! retries (spec tools.md "Retry a tool", "Timeouts in a direct run") and "Calling a
 //! function versus executing an agent tool".
 
-mod common;
+use crate::common;
 
 use std::sync::mpsc;
 use std::time::Duration;

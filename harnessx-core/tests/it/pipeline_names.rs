@@ -4,7 +4,7 @@
 //! up to three close names and lists the available tools. Name repair never gets a call
 //! past a DENY for the tool it resolves to.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! (spec tools.md "Replacement, timeouts, and replay": in a durable runtime `safe` and
 //! `idempotent` tools that time out are retried under their `ToolRetry`).
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

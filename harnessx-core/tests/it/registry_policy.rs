@@ -4,7 +4,7 @@
 //! the effective values; `dedupe_calls` returns the first result within one run; retry
 //! precedence is tool > registry > agent > `ToolRetry::default()`.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

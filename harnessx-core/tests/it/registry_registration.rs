@@ -4,7 +4,7 @@
 //! Spec: tools.md "Explicit schemas and reusable definitions", "Replacement, timeouts,
 //! and replay".
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

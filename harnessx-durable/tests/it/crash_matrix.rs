@@ -8,7 +8,7 @@
 //!
 //! The children are this test binary run again with `HX_CRASH_ROLE` set.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::collections::HashMap;
@@ -168,7 +168,7 @@ fn child() {
 fn run_child(dir: &Path, role: &str, crash: Option<(usize, &str)>) -> bool {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args(["child", "--exact", "--nocapture", "--test-threads=1"])
+        .args(["crash_matrix::child", "--exact", "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
         .env(DIR, dir)
         .stdin(Stdio::null())

@@ -397,7 +397,7 @@ const COUNT: &str = "HX_JOURNAL_COUNT";
 fn spawn(role: &str, db: &Path, extra: &[(&str, String)]) -> Child {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args(["child", "--exact", "--nocapture", "--test-threads=1"])
+        .args(["journal_stores::child", "--exact", "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
         .env(DB, db)
         .stdin(Stdio::null())

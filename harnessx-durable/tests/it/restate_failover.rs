@@ -13,7 +13,7 @@
 //! job of what stands behind its URI, as a load balancer would).
 #![cfg(feature = "restate")]
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::path::{Path, PathBuf};
@@ -161,7 +161,7 @@ impl Drop for Worker {
 /// Starts worker `name` with `env` and puts it last in the proxy's list.
 fn start_worker(dir: &Path, front: &Proxy, name: &str, env: &[(&str, &str)]) -> Worker {
     let child = Command::new(std::env::current_exe().unwrap())
-        .args(["worker", "--exact", "--nocapture", "--test-threads=1"])
+        .args(["restate_failover::worker", "--exact", "--nocapture", "--test-threads=1"])
         .env(ROLE, name)
         .env(DIR, dir)
         .envs(env.iter().copied())

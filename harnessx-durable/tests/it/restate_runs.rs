@@ -2,7 +2,7 @@
 //! only when `npm` is missing).
 #![cfg(feature = "restate")]
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! future dropped mid-batch, as a killed process leaves its journal) is recovered per
 //! replay policy, approvals and unknown outcomes pause the run durably.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

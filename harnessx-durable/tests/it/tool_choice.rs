@@ -2,7 +2,7 @@
 //! run does, the same after a resume that replays that turn; the settings are part of
 //! the fingerprint only when set; an unknown forced tool journals nothing.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,14 @@
+//! The integration tests of the `harnessx` facade, one binary with a module per area. The
+//! trybuild cases stay in `tests/ui/` (`macro_ui` compiles each on its own).
+//!
+//! `macro_collect` owns the `#[tool(collect)]` collection, which is process-wide: no other
+//! module may submit to it.
+
+#[cfg(feature = "agent")]
+mod agent_tools;
+mod builtin_ask_user;
+mod handler_decoding;
+mod macro_collect;
+mod macro_schema_rules;
+mod macro_tool;
+mod macro_ui;
