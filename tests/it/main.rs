@@ -1,5 +1,6 @@
 //! The integration tests of the `harnessx` facade, one binary with a module per area. The
-//! trybuild cases stay in `tests/ui/` (`macro_ui` compiles each on its own).
+//! trybuild cases stay in `tests/ui/` (`macro_ui` compiles each on its own); `docs` checks
+//! the README and `docs/` against `cargo metadata` and the guide's doctests.
 //!
 //! `macro_collect` owns the `#[tool(collect)]` collection, which is process-wide: no other
 //! module may submit to it.
@@ -7,6 +8,7 @@
 #[cfg(feature = "agent")]
 mod agent_tools;
 mod builtin_ask_user;
+mod docs;
 mod handler_decoding;
 mod macro_collect;
 mod macro_schema_rules;
