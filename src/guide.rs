@@ -1,5 +1,6 @@
 //! The user guide: the pages of `docs/`, included here so that every snippet in them is
-//! compiled and run as a doctest.
+//! compiled and run as a doctest (a test of the facade fails when a page is left out; the
+//! table of contents, `SUMMARY.md`, has no snippet and is checked to list every page).
 
 #[doc = include_str!("../docs/execution.md")]
 pub mod execution {}
@@ -31,6 +32,10 @@ pub mod builtin_filesystem {}
 #[doc = include_str!("../docs/builtin-web.md")]
 pub mod builtin_web {}
 
+#[cfg(feature = "agent")]
+#[doc = include_str!("../docs/builtin-bash.md")]
+pub mod builtin_bash {}
+
 #[doc = include_str!("../docs/builtin-memory.md")]
 pub mod builtin_memory {}
 
@@ -40,6 +45,10 @@ pub mod tools {}
 #[doc = include_str!("../docs/workspace.md")]
 pub mod workspace {}
 
+#[cfg(feature = "durable")]
+#[doc = include_str!("../docs/durable.md")]
+pub mod durable {}
+
 #[cfg(feature = "mcp")]
 #[doc = include_str!("../docs/mcp.md")]
 pub mod mcp {}
@@ -47,3 +56,6 @@ pub mod mcp {}
 #[cfg(feature = "otel")]
 #[doc = include_str!("../docs/observability.md")]
 pub mod observability {}
+
+#[doc = include_str!("../docs/performance.md")]
+pub mod performance {}

@@ -12,11 +12,14 @@
 //! - [`sse`]: framing provider events as server-sent events;
 //! - [`system`]: Debian packages installed on demand, and which processes are alive;
 //! - [`npm`], [`python`]: npm packages and Python virtual environments installed on
-//!   demand into a cache folder.
+//!   demand into a cache folder;
+//! - [`process`]: a test that needs a process of its own inside a crate's one test binary;
+//! - [`skip_or_fail`]: what a test does when this machine cannot run it.
 
 pub mod bin;
 pub mod deep;
 pub mod npm;
+pub mod process;
 pub mod python;
 pub mod restate;
 pub mod server;
@@ -26,6 +29,29 @@ pub mod system;
 use std::path::PathBuf;
 
 use serde_json::Value;
+
+/// What a test does when this machine lacks what it needs (a program, a package manager to
+/// install it with, root, a writable cgroup): under `CI` (the variable set, to anything) it
+/// panics with `reason`, so that a green CI run means every test ran; elsewhere it prints
+/// `skipping: REASON` and the caller returns.
+///
+/// ```
+/// fn bubblewrap_is_here() -> bool {
+///     let found = std::path::Path::new("/usr/bin/bwrap").exists();
+///     if !found {
+///         harnessx_test_support::skip_or_fail("`bwrap` is missing");
+///     }
+///     found
+/// }
+/// # let _ = bubblewrap_is_here;
+/// ```
+#[track_caller]
+pub fn skip_or_fail(reason: impl std::fmt::Display) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{reason}; under CI no test may skip: give the machine what this test needs (see .ci/run)");
+    }
+    eprintln!("skipping: {reason}");
+}
 
 /// The path of a file under `test-support/fixtures/`.
 pub fn fixture_path(relative: &str) -> PathBuf {

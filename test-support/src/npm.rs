@@ -19,12 +19,15 @@ pub fn cache_dir() -> PathBuf {
 /// The folder `package@version` is installed in (its own prefix, so versions never mix),
 /// installing it with `npm install` when missing. Several test processes may ask at once:
 /// a lock file makes the others wait for the first install. `None`, with the reason
-/// printed, only when there is no `npm`; a failed install panics with npm's output.
+/// printed, only when there is no `npm` (under `CI` that panics: [`skip_or_fail`]); a
+/// failed install panics with npm's output.
+///
+/// [`skip_or_fail`]: crate::skip_or_fail
 pub fn ensure_npm_package(package: &str, version: &str) -> Option<PathBuf> {
     let Some(npm) = find("npm") else {
-        eprintln!(
-            "skipping: `npm` is missing, so {package}@{version} cannot be installed from the npm registry"
-        );
+        crate::skip_or_fail(format_args!(
+            "`npm` is missing, so {package}@{version} cannot be installed from the npm registry"
+        ));
         return None;
     };
     let prefix = cache_dir().join(format!("{}@{version}", package.replace('/', "+")));

@@ -28,10 +28,15 @@ pub fn cache_dir() -> PathBuf {
 /// `pip`, made when missing or when it was made with other packages. Several test
 /// processes may ask at once: a lock file makes the others wait for the first install.
 /// `None`, with the reason printed, only when there is no `python3` or it lacks its
-/// `venv` module; a failed install panics with pip's output.
+/// `venv` module (under `CI` that panics: [`skip_or_fail`]); a failed install panics with
+/// pip's output.
+///
+/// [`skip_or_fail`]: crate::skip_or_fail
 pub fn ensure_venv(name: &str, packages: &[&str]) -> Option<PathBuf> {
     let Some(python) = find("python3") else {
-        eprintln!("skipping: `python3` is missing, so {packages:?} cannot be installed from PyPI");
+        crate::skip_or_fail(format_args!(
+            "`python3` is missing, so {packages:?} cannot be installed from PyPI"
+        ));
         return None;
     };
     let has_venv = Command::new(&python)
@@ -39,10 +44,10 @@ pub fn ensure_venv(name: &str, packages: &[&str]) -> Option<PathBuf> {
         .output()
         .is_ok_and(|out| out.status.success());
     if !has_venv {
-        eprintln!(
-            "skipping: {} has no `venv`/`ensurepip` module (Debian: python3-venv), so {packages:?} cannot be installed",
+        crate::skip_or_fail(format_args!(
+            "{} has no `venv`/`ensurepip` module (Debian: python3-venv), so {packages:?} cannot be installed",
             python.display()
-        );
+        ));
         return None;
     }
     let dir = cache_dir().join(name);

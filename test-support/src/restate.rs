@@ -30,7 +30,8 @@ impl Drop for RestateServer {
     }
 }
 
-/// The server binary, installed on demand; `None` (reason printed) without `npm`.
+/// The server binary, installed on demand; `None` (reason printed) without `npm`, which
+/// under `CI` panics instead ([`skip_or_fail`](crate::skip_or_fail)).
 pub fn restate_server_binary() -> Option<PathBuf> {
     let prefix = ensure_npm_package("@restatedev/restate-server", RESTATE_VERSION)?;
     let arch = match std::env::consts::ARCH {
@@ -59,7 +60,7 @@ fn free_port() -> u16 {
 
 impl RestateServer {
     /// Starts a server with its own data folder and waits until its admin API answers
-    /// (about half a second). `None` when `npm` is missing.
+    /// (about half a second). `None` when `npm` is missing (under `CI`, a panic).
     pub fn start() -> Option<Self> {
         let binary = restate_server_binary()?;
         let dir = tempfile::tempdir().expect("a data folder");

@@ -6,8 +6,10 @@ use std::sync::OnceLock;
 
 /// The path of `program`, installing the Debian `package` that ships it with `apt-get`
 /// when it is missing (once per test process). `None`, with the reason printed, only when
-/// there is no `apt-get` to install it with; any other failure panics, since the tests
-/// were promised the package.
+/// there is no `apt-get` to install it with (under `CI` that panics: [`skip_or_fail`]); any
+/// other failure panics, since the tests were promised the package.
+///
+/// [`skip_or_fail`]: crate::skip_or_fail
 pub fn ensure_debian_package(package: &str, program: &str) -> Option<PathBuf> {
     static INSTALLS: OnceLock<std::sync::Mutex<()>> = OnceLock::new();
     let _one_at_a_time = INSTALLS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
@@ -15,7 +17,9 @@ pub fn ensure_debian_package(package: &str, program: &str) -> Option<PathBuf> {
         return Some(found);
     }
     let Some(apt) = find("apt-get") else {
-        eprintln!("skipping: `{program}` is missing and there is no apt-get to install `{package}` with");
+        crate::skip_or_fail(format_args!(
+            "`{program}` is missing and there is no apt-get to install `{package}` with"
+        ));
         return None;
     };
     let install = |args: &[&str]| {
@@ -82,15 +86,17 @@ pub struct PidsCgroup {
 impl PidsCgroup {
     /// A new pids cgroup with `pids.max` set to `max`. `None`, with the reason printed,
     /// when this machine has no writable pids controller (not root, no such controller);
-    /// under `CI` that panics instead, since CI runs as root on a machine that has one.
+    /// under `CI` that panics instead ([`skip_or_fail`]), since CI runs as root on a
+    /// machine that has one.
+    ///
+    /// [`skip_or_fail`]: crate::skip_or_fail
     pub fn new(max: u64) -> Option<Self> {
         match Self::create(max) {
             Ok(cgroup) => Some(cgroup),
-            Err(why) if std::env::var_os("CI").is_none() => {
-                eprintln!("skipping: no writable pids cgroup here ({why})");
+            Err(why) => {
+                crate::skip_or_fail(format_args!("no writable pids cgroup here ({why})"));
                 None
             }
-            Err(why) => panic!("CI must have a writable pids cgroup: {why}"),
         }
     }
 

@@ -1,0 +1,15 @@
+//! The integration tests of the `harnessx` command, one binary with a module per area.
+//! Every test runs the built binary (`CARGO_BIN_EXE_harnessx`) in processes of its own,
+//! so nothing a command does touches this process.
+
+mod cli;
+mod cli_bash;
+mod cli_durable;
+mod cli_mcp;
+mod cli_mcp_serve;
+mod cli_providers;
+mod cli_restate;
+mod cli_skills_knowledge;
+mod cli_tool_choice;
+mod cli_trace;
+mod cli_web;

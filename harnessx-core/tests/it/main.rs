@@ -1,0 +1,12 @@
+//! The integration tests of `harnessx-core`, one binary with a module per area (so the
+//! crate and its dependencies are linked once); `common` holds the shared helpers.
+
+mod batch_ordering;
+mod common;
+mod permissions_precedence;
+mod pipeline_arguments;
+mod pipeline_execution;
+mod pipeline_names;
+mod planned_batches;
+mod registry_policy;
+mod registry_registration;
