@@ -2,12 +2,14 @@
 //! llama.cpp's `llama-server`, Ollama, Groq, DeepSeek, ...).
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::future::BoxFuture;
-use futures_util::stream::BoxStream;
+use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::{Map, Value, json};
 
-use crate::model::http::{self, Decoder, Provider, Step};
+use crate::model::http::{self, Decoder, Failure, Provider, Step};
 use crate::model::sse::SseEvent;
 use crate::model::{
     FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, Usage,
@@ -28,6 +30,15 @@ const PROVIDER: Provider = Provider { name: "OpenAI-compatible server", key_env:
 /// [`base_url`](Self::base_url) or `OPENAI_BASE_URL`. A key is required only for the
 /// default base URL; local servers usually take none.
 ///
+/// Whether the base URL is OpenAI's own API (`api.openai.com`) is decided when it is set.
+/// OpenAI gets its bodies exactly as its API documents them. Every other server gets the
+/// forms all of them accept where OpenAI takes either (`"content": ""` beside tool calls,
+/// `"tool_choice": "auto"` spelled out), and what the server turns out not to take is
+/// worked around for the rest of the model's life: a refused `"required"` is retried
+/// with the one tool named, and a stream that comes back empty is asked for again
+/// without streaming (see `docs/models.md`). Each such finding is said once, through
+/// [`on_warning`](Self::on_warning) and `tracing`.
+///
 /// ```no_run
 /// use harnessx_agent::model::{Model, ModelRequest, Message, OpenAiModel};
 ///
@@ -43,9 +54,14 @@ const PROVIDER: Provider = Provider { name: "OpenAI-compatible server", key_env:
 pub struct OpenAiModel {
     model: String,
     base_url: String,
+    host: Host,
     api_key: Option<String>,
     strict: bool,
     stream_usage: bool,
+    /// What this server was found not to take; shared by clones, new with a new base URL.
+    learned: Arc<Learned>,
+    on_warning: Option<Arc<dyn Fn(&str) + Send + Sync>>,
+    required_fallback: Option<String>,
 }
 
 impl fmt::Debug for OpenAiModel {
@@ -53,10 +69,49 @@ impl fmt::Debug for OpenAiModel {
         f.debug_struct("OpenAiModel")
             .field("model", &self.model)
             .field("base_url", &self.base_url)
+            .field("host", &self.host)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("strict", &self.strict)
             .field("stream_usage", &self.stream_usage)
+            .field("learned", &self.learned)
+            .field("on_warning", &self.on_warning.as_ref().map(|_| "<set>"))
+            .field("required_fallback", &self.required_fallback)
             .finish()
+    }
+}
+
+/// Whose API a base URL points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Host {
+    /// OpenAI's own (`api.openai.com`): bodies exactly as its API documents them.
+    OpenAi,
+    /// Any other server that speaks the API (vLLM, llama.cpp, llama-cpp-python, Ollama,
+    /// gateways, ...).
+    Compatible,
+}
+
+impl Host {
+    fn of(base_url: &str) -> Self {
+        let host = reqwest::Url::parse(base_url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+        if host.as_deref() == Some("api.openai.com") { Self::OpenAi } else { Self::Compatible }
+    }
+}
+
+/// What a compatible server was found not to take, kept so that the detour is taken
+/// once, not on every request.
+#[derive(Debug, Default)]
+struct Learned {
+    /// It refused a request whose `tool_choice` was `"required"`.
+    required_refused: AtomicBool,
+    /// A streamed request with tools came back as an empty stream.
+    empty_stream_with_tools: AtomicBool,
+    /// A streamed request without tools came back as an empty stream.
+    empty_stream_without_tools: AtomicBool,
+}
+
+impl Learned {
+    fn empty_stream(&self, tools: bool) -> &AtomicBool {
+        if tools { &self.empty_stream_with_tools } else { &self.empty_stream_without_tools }
     }
 }
 
@@ -64,22 +119,48 @@ impl OpenAiModel {
     /// A model by name (e.g. `gpt-4o`, `qwen3:8b`). Reads `OPENAI_API_KEY` and
     /// `OPENAI_BASE_URL` (default [`OPENAI_BASE_URL`]) from the environment.
     pub fn new(model: impl Into<String>) -> Self {
+        let base_url = http::trim_base(
+            &http::env_setting("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.to_owned()),
+        );
         Self {
             model: model.into(),
-            base_url: http::trim_base(
-                &http::env_setting("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.to_owned()),
-            ),
+            host: Host::of(&base_url),
+            base_url,
             api_key: http::env_setting("OPENAI_API_KEY"),
             strict: false,
             stream_usage: true,
+            learned: Arc::default(),
+            on_warning: None,
+            required_fallback: None,
         }
     }
 
     /// The API base URL, e.g. `http://localhost:8000/v1`; requests go to
     /// `{base_url}/chat/completions` (a URL that already ends in `/chat/completions` is
-    /// used as it is).
+    /// used as it is). Anything learned about the previous server is forgotten.
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = http::trim_base(&url.into());
+        self.host = Host::of(&self.base_url);
+        self.learned = Arc::default();
+        self
+    }
+
+    /// Where the one-line notices go when a server is found not to take something and
+    /// the model works around it for the rest of its life (an empty stream asked again
+    /// without streaming, a refused `"required"` replaced by the tool's name). They go to
+    /// `tracing` at WARN level in any case; the `harnessx` command prints them on stderr.
+    pub fn on_warning(mut self, notice: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_warning = Some(Arc::new(notice));
+        self
+    }
+
+    /// The tool to name in place of `"required"` when the server refuses it and the
+    /// request offers several tools, if this one is among them. With exactly one tool
+    /// that tool is named anyway; this is for the tools a harness adds beside the
+    /// user's own (the planning tools): the `harnessx` command sets it when its flags
+    /// loaded exactly one tool.
+    pub fn required_fallback(mut self, tool: impl Into<String>) -> Self {
+        self.required_fallback = Some(tool.into());
         self
     }
 
@@ -129,20 +210,25 @@ impl OpenAiModel {
         }
     }
 
-    /// The JSON body sent for `request`, streamed or not.
+    /// The JSON body sent for `request`, streamed or not (before any detour the server
+    /// was found to need).
     pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
+        self.body(request, &request.tool_choice, stream)
+    }
+
+    fn body(&self, request: &ModelRequest, tool_choice: &ToolChoice, stream: bool) -> Value {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
             messages.push(json!({"role": "system", "content": system}));
         }
-        messages.extend(request.messages.iter().map(wire_message));
+        messages.extend(request.messages.iter().map(|m| wire_message(m, self.host)));
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
         body.insert("messages".into(), Value::Array(messages));
         if !request.tools.is_empty() {
             body.insert("tools".into(), request.tools.iter().map(|t| self.wire_tool(t)).collect());
             // Only with tools: OpenAI refuses `tool_choice` without them.
-            if let Some(choice) = wire_tool_choice(&request.tool_choice) {
+            if let Some(choice) = wire_tool_choice(tool_choice, self.host) {
                 body.insert("tool_choice".into(), choice);
             }
             if let Some(parallel) = request.parallel_tool_calls {
@@ -164,7 +250,7 @@ impl OpenAiModel {
     }
 
     fn is_openai(&self) -> bool {
-        self.base_url.starts_with(OPENAI_BASE_URL)
+        self.host == Host::OpenAi
     }
 
     fn wire_tool(&self, tool: &ToolSpec) -> Value {
@@ -195,15 +281,146 @@ impl OpenAiModel {
     }
 }
 
-/// `tool_choice` on the wire; nothing for `Auto`, the API's default with tools, so
-/// requests that do not set it stay as they were.
-fn wire_tool_choice(choice: &ToolChoice) -> Option<Value> {
+/// `tool_choice` on the wire. `Auto` is OpenAI's default with tools, so OpenAI gets
+/// nothing for it (its requests stay as they were); other servers get `"auto"` spelled
+/// out: llama-cpp-python takes a missing `tool_choice` as `none` and leaves the tools out
+/// of the prompt, and for vLLM and llama-server the two are the same.
+fn wire_tool_choice(choice: &ToolChoice, host: Host) -> Option<Value> {
     Some(match choice {
-        ToolChoice::Auto => return None,
+        ToolChoice::Auto if host == Host::OpenAi => return None,
+        ToolChoice::Auto => json!("auto"),
         ToolChoice::Required => json!("required"),
         ToolChoice::None => json!("none"),
         ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
     })
+}
+
+/// Whether `error` is a server refusing `"required"`: a request that asked for it (with
+/// tools: nothing else in the body is unusual) answered 400, 422 or 500.
+fn refuses_required(error: &Failure, choice: &ToolChoice) -> bool {
+    matches!(error, Failure::Model(ModelError::Http { status: 400 | 422 | 500, .. }))
+        && *choice == ToolChoice::Required
+}
+
+impl OpenAiModel {
+    /// The tool to name in place of a refused `"required"`: the request's only tool, else
+    /// the [`required_fallback`](Self::required_fallback) when the request offers it.
+    fn stand_in<'r>(&'r self, request: &'r ModelRequest) -> Option<&'r str> {
+        match request.tools.as_slice() {
+            [only] => Some(&only.name),
+            tools => self.required_fallback.as_deref().filter(|f| tools.iter().any(|t| t.name == *f)),
+        }
+    }
+
+    /// Says a finding about the server once: to `tracing`, and to [`on_warning`](Self::on_warning).
+    fn warn(&self, line: &str) {
+        tracing::warn!(model = %self.model, base_url = %self.base_url, "{line}");
+        if let Some(notice) = &self.on_warning {
+            notice(line);
+        }
+    }
+
+    /// The error for a `"required"` the server does not take when no single tool can
+    /// stand in for it. `refusal` is the server's answer, when this request got it.
+    fn required_unsupported(&self, request: &ModelRequest, refusal: Option<&ModelError>) -> ModelError {
+        let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        let answered = match refusal {
+            Some(ModelError::Http { status, message }) => format!(" (it answered HTTP {status}: {message})"),
+            _ => " (it refused it earlier in this run)".to_owned(),
+        };
+        ModelError::Protocol(format!(
+            "the server at {} does not support tool_choice \"required\"{answered}, and with {} tools offered ({}) there is no single one to name in its place: force one with --tool-choice NAME (ToolChoice::Tool), or let the model choose (auto)",
+            self.base_url,
+            names.len(),
+            names.join(", ")
+        ))
+    }
+
+    /// The tool choice to send, after what the server was found not to take.
+    fn choice_for(&self, request: &ModelRequest) -> Result<ToolChoice, ModelError> {
+        if request.tool_choice == ToolChoice::Required
+            && !request.tools.is_empty()
+            && self.learned.required_refused.load(Ordering::Relaxed)
+        {
+            return match self.stand_in(request) {
+                Some(name) => Ok(ToolChoice::Tool(name.to_owned())),
+                None => Err(self.required_unsupported(request, None)),
+            };
+        }
+        Ok(request.tool_choice.clone())
+    }
+
+    /// A request to a server other than OpenAI: sent as the server is known to take it,
+    /// then, if it is refused in a way the server was not yet known for, once more as it
+    /// will take it (at most three sends: a stream, without streaming, with the tool
+    /// named). Only the first answer item decides, so nothing is shown twice.
+    async fn negotiate(
+        &self,
+        request: &ModelRequest,
+        streaming: bool,
+    ) -> BoxStream<'static, Result<ModelEvent, ModelError>> {
+        let tools = !request.tools.is_empty();
+        let mut choice = match self.choice_for(request) {
+            Ok(choice) => choice,
+            Err(e) => return stream::once(async move { Err(e) }).boxed(),
+        };
+        let mut streaming = streaming && !self.learned.empty_stream(tools).load(Ordering::Relaxed);
+        loop {
+            let body = self.body(request, &choice, streaming);
+            let mut answer =
+                http::drive_events(self.http_request(&body), PROVIDER, OpenAiDecoder::default(), streaming);
+            let first = answer.next().await;
+            match first {
+                Some(Err(Failure::EmptyStream)) if streaming => {
+                    streaming = false;
+                    if !self.learned.empty_stream(tools).swap(true, Ordering::Relaxed) {
+                        let with = if tools { "with tools" } else { "without tools" };
+                        self.warn(&format!(
+                            "the server at {} answered a streamed request {with} with an empty stream (HTTP 200, no events); asking again without streaming, and sending such requests unstreamed from now on",
+                            self.base_url
+                        ));
+                    }
+                }
+                Some(Err(refusal)) if tools && refuses_required(&refusal, &choice) => {
+                    let refusal = refusal.into_model_error();
+                    let first_time = !self.learned.required_refused.swap(true, Ordering::Relaxed);
+                    let Some(name) = self.stand_in(request) else {
+                        let e = self.required_unsupported(request, Some(&refusal));
+                        return stream::once(async move { Err(e) }).boxed();
+                    };
+                    if first_time {
+                        self.warn(&format!(
+                            "the server at {} does not support tool_choice \"required\" ({refusal}); naming the tool {name} in its place from now on",
+                            self.base_url
+                        ));
+                    }
+                    choice = ToolChoice::Tool(name.to_owned());
+                }
+                first => {
+                    return stream::iter(first)
+                        .chain(answer)
+                        .map(|item| item.map_err(Failure::into_model_error))
+                        .boxed();
+                }
+            }
+        }
+    }
+
+    /// One response, streamed or not: as it always was for OpenAI, through
+    /// [`negotiate`](Self::negotiate) for every other server.
+    fn respond<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        streaming: bool,
+    ) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
+        match self.host {
+            Host::OpenAi => {
+                let body = self.request_body(request, streaming);
+                http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())
+            }
+            Host::Compatible => stream::once(self.negotiate(request, streaming)).flatten().boxed(),
+        }
+    }
 }
 
 impl Model for OpenAiModel {
@@ -212,21 +429,22 @@ impl Model for OpenAiModel {
     }
 
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
-        let body = self.request_body(request, true);
-        http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())
+        self.respond(request, true)
     }
 
     /// One non-streaming request (`"stream": false`). A server that streams anyway is
     /// understood too.
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        let body = self.request_body(request, false);
-        Box::pin(collect_response(http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())))
+        Box::pin(collect_response(self.respond(request, false)))
     }
 }
 
 /// A message in the Chat Completions format. Arguments that are not a JSON object
-/// (garbled or cut off) are sent as `{}`, so the server accepts the conversation.
-fn wire_message(message: &Message) -> Value {
+/// (garbled or cut off) are sent as `{}`, so the server accepts the conversation. An
+/// assistant message with tool calls and no text has `"content": null` for OpenAI (as
+/// always) and `""` for other servers: llama-cpp-python refuses `null` and a missing
+/// `content`, llama-server a missing one, and all of them take `""`.
+fn wire_message(message: &Message, host: Host) -> Value {
     match message {
         Message::User { content } => json!({"role": "user", "content": content}),
         Message::Assistant { content, tool_calls } if tool_calls.is_empty() => {
@@ -243,7 +461,10 @@ fn wire_message(message: &Message) -> Value {
                     json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
                 })
                 .collect();
-            let content = if content.is_empty() { Value::Null } else { json!(content) };
+            let content = match host {
+                Host::OpenAi if content.is_empty() => Value::Null,
+                _ => json!(content),
+            };
             json!({"role": "assistant", "content": content, "tool_calls": calls})
         }
         Message::Tool { call_id, content, .. } => {
