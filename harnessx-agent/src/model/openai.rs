@@ -63,9 +63,12 @@ pub struct OpenAiModel {
     stream_usage: bool,
     /// What this server was found not to take; shared by clones, new with a new base URL.
     learned: Arc<Learned>,
-    on_warning: Option<Arc<dyn Fn(&str) + Send + Sync>>,
+    on_warning: Option<Notice>,
     required_fallback: Option<String>,
 }
+
+/// Where [`OpenAiModel::on_warning`] sends its lines.
+type Notice = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl fmt::Debug for OpenAiModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
