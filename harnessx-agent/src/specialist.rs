@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::model::Model;
-use crate::{Agent, AgentConfig};
+use crate::{Agent, AgentConfig, AgentError};
 use harnessx_core::PermissionManager;
 use harnessx_core::SerialQueue;
 use harnessx_core::ToolHandler;
@@ -121,7 +121,11 @@ impl SubAgent {
                     builder = builder.system_prompt(p.clone());
                 }
                 let agent = builder.build().map_err(|e| e.to_string())?;
-                let result = agent.run(task).await.map_err(|e| format!("the specialist failed: {e}"))?;
+                let result = agent.run(task).await.map_err(|e| match e {
+                    // The operator's text keeps the provider's whole answer; the model gets one line.
+                    AgentError::Model(e) => format!("the specialist failed: {}", e.for_model()),
+                    e => format!("the specialist failed: {e}"),
+                })?;
                 Ok(ToolOutput::text(result.output))
             }
         });

@@ -6,6 +6,8 @@
 //!   material under `test-support/fixtures/` (the one copy in the repository);
 //! - [`server`]: a loopback HTTP server that replays canned provider replies (whole or
 //!   in chunks) and records each request;
+//! - [`local`]: imitations of the OpenAI-compatible servers people run at home
+//!   (llama-cpp-python, `llama-server`, vLLM, Ollama), request by request;
 //! - [`bin`]: running a built binary in a folder and reading its output, JSON lines
 //!   included;
 //! - [`deep`]: hostile nesting (JSON text of every shape and depth, deep values);
@@ -18,6 +20,7 @@
 
 pub mod bin;
 pub mod deep;
+pub mod local;
 pub mod npm;
 pub mod process;
 pub mod python;

@@ -59,15 +59,27 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// A `POST` of a JSON body, as the server would record it.
+    pub fn post(path: &str, body: Value) -> Self {
+        let raw = body.to_string().into_bytes();
+        Self {
+            method: "POST".into(),
+            path: path.into(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body,
+            raw,
+        }
+    }
+
     /// The value of a header (lowercase `name`).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 }
 
-/// A loopback server answering requests with `replies` in order (then 500s). It runs on
-/// a thread of its own (with its own runtime), so sync and async tests use it alike; it
-/// stops when dropped.
+/// A loopback server answering requests with `replies` in order (then 500s), or each
+/// request by a function of it ([`Server::respond`]). It runs on a thread of its own
+/// (with its own runtime), so sync and async tests use it alike; it stops when dropped.
 pub struct Server {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
@@ -83,14 +95,45 @@ impl Drop for Server {
     }
 }
 
+/// Where a server's answers come from.
+#[derive(Clone)]
+enum Answers {
+    /// Canned replies, one per request, in order.
+    Queue(Arc<Mutex<VecDeque<Reply>>>),
+    /// A function of each request.
+    Handler(Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>),
+}
+
+impl Answers {
+    fn next(&self, request: &Recorded) -> Reply {
+        match self {
+            Self::Queue(replies) => replies
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front()
+                .unwrap_or_else(|| Reply::json(500, "{\"error\":\"no more replies\"}")),
+            Self::Handler(handler) => handler(request),
+        }
+    }
+}
+
 impl Server {
     /// Starts a server answering with `replies`, one per request, in order.
     pub fn start(replies: Vec<Reply>) -> Self {
+        Self::with_answers(Answers::Queue(Arc::new(Mutex::new(VecDeque::from(replies)))))
+    }
+
+    /// Starts a server answering each request with `handler(request)`: a server that
+    /// behaves by what it is sent (see [`local`](crate::local)).
+    pub fn respond(handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
+        Self::with_answers(Answers::Handler(Arc::new(handler)))
+    }
+
+    fn with_answers(answers: Answers) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
         listener.set_nonblocking(true).expect("a non-blocking listener");
         let url = format!("http://{}", listener.local_addr().expect("a local address"));
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
         let log = requests.clone();
         let (stop, stopped) = oneshot::channel();
         std::thread::spawn(move || {
@@ -103,9 +146,9 @@ impl Server {
                 let accept = async {
                     while let Ok((socket, _)) = listener.accept().await {
                         let log = log.clone();
-                        let replies = replies.clone();
+                        let answers = answers.clone();
                         tokio::spawn(async move {
-                            let _ = serve(socket, log, replies).await;
+                            let _ = serve(socket, log, answers).await;
                         });
                     }
                 };
@@ -132,7 +175,7 @@ impl Server {
 async fn serve(
     mut socket: TcpStream,
     log: Arc<Mutex<Vec<Recorded>>>,
-    replies: Arc<Mutex<VecDeque<Reply>>>,
+    answers: Answers,
 ) -> std::io::Result<()> {
     socket.set_nodelay(true)?;
     let mut buf = Vec::new();
@@ -168,12 +211,9 @@ async fn serve(
     }
     let raw = buf[head_end..].to_vec();
     let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    log.lock().unwrap_or_else(|e| e.into_inner()).push(Recorded { method, path, headers, body, raw });
-    let reply = replies
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .pop_front()
-        .unwrap_or_else(|| Reply::json(500, "{\"error\":\"no more replies\"}"));
+    let request = Recorded { method, path, headers, body, raw };
+    let reply = answers.next(&request);
+    log.lock().unwrap_or_else(|e| e.into_inner()).push(request);
     let mut head = format!(
         "HTTP/1.1 {} X\r\ncontent-type: {}\r\nconnection: close\r\n",
         reply.status, reply.content_type

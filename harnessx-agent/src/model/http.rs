@@ -58,19 +58,42 @@ pub(crate) async fn send(
     if status.is_success() {
         return Ok(response);
     }
-    let body = response.bytes().await.unwrap_or_default();
-    Err(status_error(status.as_u16(), &String::from_utf8_lossy(&body), provider))
+    let body = error_body(response).await;
+    Err(status_error(status.as_u16(), &body, provider))
+}
+
+/// The most of an error body that is read: an operator's error line is no place for
+/// more, and a server that answers an error with an endless body must not take the
+/// memory with it.
+pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The body of an error answer as text (invalid UTF-8 replaced), read up to
+/// [`MAX_ERROR_BODY`] bytes and marked when cut there. A body cut by the connection is
+/// what arrived of it.
+async fn error_body(mut response: reqwest::Response) -> String {
+    let mut bytes = Vec::new();
+    let mut cut = false;
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = MAX_ERROR_BODY - bytes.len();
+        if chunk.len() > room {
+            bytes.extend_from_slice(&chunk[..room]);
+            cut = true;
+            break;
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if cut {
+        text.push_str(&format!(" … (cut: only the first {MAX_ERROR_BODY} bytes were read)"));
+    }
+    text
 }
 
 /// The error for an HTTP error status and its body. 401/403 are [`ModelError::Auth`]
 /// with a hint about the key; everything else is [`ModelError::Http`] (retryable for
-/// 408, 429 and 5xx).
+/// 408, 429 and 5xx). The message is [`error_text`]: all the server said, on one line.
 pub(crate) fn status_error(status: u16, body: &str, provider: Provider) -> ModelError {
-    let message =
-        serde_json::from_str::<Value>(body).ok().and_then(|v| error_message(&v)).unwrap_or_else(|| {
-            let body = body.trim();
-            if body.is_empty() { "(empty body)".to_owned() } else { truncate(body, 500) }
-        });
+    let message = error_text(body);
     if status == 401 || status == 403 {
         return auth_error(status, &message, provider);
     }
@@ -84,26 +107,79 @@ fn auth_error(status: u16, message: &str, provider: Provider) -> ModelError {
     ))
 }
 
+/// An error body as one line for the operator, nothing of it cut: the provider's message
+/// (with its code or type) when the body is one of the usual shapes and says nothing
+/// more; the message followed by the whole body when the body says more (a `param`, a
+/// `failed_generation`, a request id); the whole body when there is no message, or an
+/// empty one, or the body is not JSON. Runs of whitespace (newlines included) become
+/// one space.
+pub(crate) fn error_text(body: &str) -> String {
+    let whole = || one_line(body);
+    let text = match serde_json::from_str::<Value>(body) {
+        Ok(value) => match error_message(&value) {
+            Some(message) if says_more(&value) => format!("{message} — {}", whole()),
+            Some(message) => message,
+            None => whole(),
+        },
+        Err(_) => whole(),
+    };
+    if text.is_empty() { "(empty body)".to_owned() } else { text }
+}
+
+/// `text` on one line: runs of whitespace become one space, ends trimmed.
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The fields [`error_message`] shows (or that only restate the status).
+const SHOWN: [&str; 5] = ["message", "type", "code", "object", "status_code"];
+
+/// Whether an error body holds more than its message, code and type: any other field
+/// with a value, beside the error or inside it.
+fn says_more(body: &Value) -> bool {
+    let more = |object: &serde_json::Map<String, Value>, skip: &str| {
+        object.iter().any(|(k, v)| {
+            let quiet = SHOWN.contains(&k.as_str())
+                || k == skip
+                || (k == "detail" && v.is_string())
+                || v.is_null()
+                || v.as_str() == Some("");
+            !quiet
+        })
+    };
+    let Some(object) = body.as_object() else { return false };
+    match body.get("error") {
+        Some(Value::Object(error)) => more(object, "error") || more(error, ""),
+        Some(Value::String(_)) => more(object, "error"),
+        _ => more(object, ""),
+    }
+}
+
 /// The message of an error body in any of the shapes servers use: `{"error":
-/// {"message"}}` (OpenAI, Anthropic), `{"error": "..."}` (Ollama), `{"message"}` (vLLM),
-/// `{"detail"}`.
+/// {"message"}}` (OpenAI, Anthropic, llama.cpp, llama-cpp-python, newer vLLM),
+/// `{"error": "..."}`, `{"message"}` (older vLLM), `{"detail": "..."}` (FastAPI), with the
+/// error's `code` or `type` after it. `None` when there is no message or it is empty.
 fn error_message(body: &Value) -> Option<String> {
     let error = body.get("error").unwrap_or(body);
     let text = match error {
         Value::String(s) => s.clone(),
         Value::Object(o) => {
             let message = o.get("message").or_else(|| o.get("detail")).and_then(Value::as_str)?;
+            let message = one_line(message);
+            if message.is_empty() {
+                return None;
+            }
             let kind = ["code", "type"]
                 .iter()
                 .find_map(|k| o.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()));
             match kind {
                 Some(kind) if !message.contains(kind) => format!("{message} ({kind})"),
-                _ => message.to_owned(),
+                _ => message,
             }
         }
         _ => return None,
     };
-    Some(truncate(&text, 1000))
+    Some(one_line(&text)).filter(|t| !t.is_empty())
 }
 
 pub(crate) fn truncate(text: &str, max: usize) -> String {
@@ -116,7 +192,7 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
 /// An error reported inside a response (an SSE `error` event, or `{"error": ...}` in a
 /// 200 body), mapped to the error its HTTP status or type would give.
 pub(crate) fn body_error(body: &Value, provider: Provider) -> ModelError {
-    let message = error_message(body).unwrap_or_else(|| truncate(&body.to_string(), 500));
+    let message = error_text(&body.to_string());
     let error = body.get("error").unwrap_or(body);
     let status = error.get("status_code").or_else(|| body.get("status_code")).and_then(Value::as_u64);
     let kind = error.get("type").and_then(Value::as_str).unwrap_or_default();
@@ -189,17 +265,54 @@ pub(crate) trait Decoder: Send + 'static {
     fn parse_full(&self, body: &Value) -> Result<ModelResponse, ModelError>;
 }
 
+/// Why a response could not be had: the error, or (only when the caller asked to hear
+/// of it) an empty event stream.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The provider refused the request, or its answer could not be used.
+    Model(ModelError),
+    /// HTTP 200 with an event stream that ended before its first event: a server that
+    /// failed after sending its headers (llama-cpp-python when it cannot stream a
+    /// request). Nothing was received, so the request can be sent again.
+    EmptyStream,
+}
+
+impl From<ModelError> for Failure {
+    fn from(e: ModelError) -> Self {
+        Self::Model(e)
+    }
+}
+
+impl Failure {
+    /// The error a caller that does not handle an empty stream sees for it: the one a
+    /// stream cut before its end gives.
+    pub(crate) fn into_model_error(self) -> ModelError {
+        match self {
+            Self::Model(e) => e,
+            Self::EmptyStream => {
+                ModelError::Transport("the response stream ended before the answer was complete".into())
+            }
+        }
+    }
+}
+
 struct Drive<D> {
     start: Option<reqwest::RequestBuilder>,
     body: Option<reqwest::Response>,
     parser: SseParser,
     decoder: Option<D>,
-    queue: VecDeque<Result<ModelEvent, ModelError>>,
+    queue: VecDeque<Result<ModelEvent, Failure>>,
     provider: Provider,
+    /// Whether an event stream that ends before its first event is [`Failure::EmptyStream`]
+    /// (else it goes to the decoder, as a stream cut early does).
+    report_empty: bool,
+    /// Whether the event stream had an event yet.
+    had_event: bool,
 }
 
 impl<D: Decoder> Drive<D> {
-    fn handle(&mut self, events: impl IntoIterator<Item = SseEvent>) {
+    fn handle(&mut self, events: Vec<SseEvent>) {
+        self.had_event |= !events.is_empty();
         let mut out = Vec::new();
         for event in events {
             let Some(decoder) = self.decoder.as_mut() else { return };
@@ -214,7 +327,7 @@ impl<D: Decoder> Drive<D> {
                 Err(e) => {
                     self.body = None;
                     self.decoder = None;
-                    self.queue.push_back(Err(e));
+                    self.queue.push_back(Err(e.into()));
                 }
             }
         }
@@ -222,11 +335,11 @@ impl<D: Decoder> Drive<D> {
 
     fn finish(&mut self, complete: bool) {
         if let Some(decoder) = self.decoder.take() {
-            self.queue.push_back(decoder.finish(complete).map(ModelEvent::Done));
+            self.queue.push_back(decoder.finish(complete).map(ModelEvent::Done).map_err(Failure::Model));
         }
     }
 
-    async fn next(&mut self) -> Option<Result<ModelEvent, ModelError>> {
+    async fn next(&mut self) -> Option<Result<ModelEvent, Failure>> {
         loop {
             if let Some(item) = self.queue.pop_front() {
                 return Some(item);
@@ -242,12 +355,12 @@ impl<D: Decoder> Drive<D> {
                             Ok(response) => {
                                 self.queue.extend(response_to_events(response).into_iter().map(Ok))
                             }
-                            Err(e) => self.queue.push_back(Err(e)),
+                            Err(e) => self.queue.push_back(Err(e.into())),
                         }
                     }
                     Err(e) => {
                         self.decoder = None;
-                        self.queue.push_back(Err(e));
+                        self.queue.push_back(Err(e.into()));
                     }
                 }
                 continue;
@@ -266,13 +379,16 @@ impl<D: Decoder> Drive<D> {
                         let data = e.data.trim();
                         data == "[DONE]" || serde_json::from_str::<serde::de::IgnoredAny>(data).is_ok()
                     });
-                    self.handle(tail);
+                    self.handle(tail.into_iter().collect());
+                    if self.report_empty && !self.had_event && self.decoder.take().is_some() {
+                        self.queue.push_back(Err(Failure::EmptyStream));
+                    }
                     self.finish(false);
                 }
                 Err(e) => {
                     self.body = None;
                     self.decoder = None;
-                    self.queue.push_back(Err(transport(&e)));
+                    self.queue.push_back(Err(transport(&e).into()));
                 }
             }
         }
@@ -286,9 +402,22 @@ pub(crate) fn drive<D: Decoder>(
     provider: Provider,
     decoder: D,
 ) -> BoxStream<'static, Result<ModelEvent, ModelError>> {
+    drive_events(request, provider, decoder, false)
+        .map(|item| item.map_err(Failure::into_model_error))
+        .boxed()
+}
+
+/// [`drive`], telling an event stream that ended before its first event
+/// ([`Failure::EmptyStream`], always the first and only item) when `report_empty`.
+pub(crate) fn drive_events<D: Decoder>(
+    request: Result<reqwest::RequestBuilder, ModelError>,
+    provider: Provider,
+    decoder: D,
+    report_empty: bool,
+) -> BoxStream<'static, Result<ModelEvent, Failure>> {
     let request = match request {
         Ok(request) => request,
-        Err(e) => return stream::once(async move { Err(e) }).boxed(),
+        Err(e) => return stream::once(async move { Err(Failure::Model(e)) }).boxed(),
     };
     let drive = Drive {
         start: Some(request),
@@ -297,6 +426,8 @@ pub(crate) fn drive<D: Decoder>(
         decoder: Some(decoder),
         queue: VecDeque::new(),
         provider,
+        report_empty,
+        had_event: false,
     };
     stream::unfold(drive, |mut drive| async move { drive.next().await.map(|item| (item, drive)) }).boxed()
 }
@@ -356,6 +487,51 @@ mod tests {
             status_error(400, r#"{"object":"error","message":"bad"}"#, P),
             ModelError::Http { status: 400, message: "bad".into() }
         );
+    }
+
+    #[test]
+    fn error_text_is_everything_the_server_said_on_one_line() {
+        // The usual shapes: the message and its code or type.
+        assert_eq!(
+            error_text(
+                r#"{"error":{"message":"Rate limit","type":"requests","code":"rate_limit_exceeded"}}"#
+            ),
+            "Rate limit (rate_limit_exceeded)"
+        );
+        assert_eq!(error_text(r#"{"error":"model 'x' not found"}"#), "model 'x' not found");
+        assert_eq!(
+            error_text(
+                r#"{"object":"error","message":"bad","type":"BadRequestError","param":null,"code":400}"#
+            ),
+            "bad (BadRequestError)"
+        );
+        assert_eq!(error_text(r#"{"detail":"Not Found"}"#), "Not Found");
+        // A multi-line message, uncut.
+        let long = format!(
+            "{{\"error\":{{\"message\":\"3 errors:\\n  {}\\n  b\\n\",\"type\":\"t\"}}}}",
+            "a".repeat(5000)
+        );
+        let text = error_text(&long);
+        assert!(
+            text.starts_with("3 errors: aaaa") && text.ends_with("a b (t)") && text.len() > 5000,
+            "{text}"
+        );
+        // An empty message, no message, another field, not JSON, nothing: the body too.
+        let empty = r#"{"error":{"message":"","type":"internal_server_error","param":null,"code":null}}"#;
+        assert_eq!(error_text(empty), empty);
+        assert_eq!(
+            error_text(r#"{"detail":[{"loc":["body"],"msg":"Field required"}]}"#),
+            r#"{"detail":[{"loc":["body"],"msg":"Field required"}]}"#
+        );
+        assert_eq!(
+            error_text(r#"{"error":{"message":"bad","param":"messages.[1].content"}}"#),
+            r#"bad — {"error":{"message":"bad","param":"messages.[1].content"}}"#
+        );
+        assert_eq!(error_text("<html>\n  <b>502</b>\r\n</html>"), "<html> <b>502</b> </html>");
+        assert_eq!(error_text(" \n "), "(empty body)");
+        // Nested past serde_json's limit: not JSON to it, shown as text.
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert_eq!(error_text(&deep), deep);
     }
 
     #[test]

@@ -86,7 +86,31 @@ pub enum ModelError {
     Other(String),
 }
 
+/// The most characters of a model error a model is shown ([`ModelError::for_model`]).
+pub const MAX_MODEL_ERROR_LINE: usize = 300;
+
 impl ModelError {
+    /// The error as a model reads it (a specialist's failure is its parent's tool
+    /// result): one line of at most [`MAX_MODEL_ERROR_LINE`] characters, cut with `…`.
+    /// The operator's text ([`Display`](fmt::Display)) keeps everything the server said.
+    ///
+    /// ```
+    /// use harnessx_agent::model::ModelError;
+    ///
+    /// let e = ModelError::Http { status: 500, message: format!("7 validation errors:\n{}", "x".repeat(5000)) };
+    /// let line = e.for_model();
+    /// assert!(line.starts_with("the model provider answered HTTP 500: 7 validation errors: xxx"));
+    /// assert!(!line.contains('\n') && line.chars().count() <= 301 && line.ends_with('…'));
+    /// assert!(e.to_string().len() > 5000);
+    /// ```
+    pub fn for_model(&self) -> String {
+        let line = self.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        match line.char_indices().nth(MAX_MODEL_ERROR_LINE) {
+            Some((at, _)) => format!("{}…", &line[..at]),
+            None => line,
+        }
+    }
+
     /// Whether repeating the request may succeed (429, 5xx, connection errors).
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -2,9 +2,10 @@
 //! llama.cpp's `llama-server`, Ollama, Groq, DeepSeek, ...).
 
 use std::fmt;
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use futures_util::stream::BoxStream;
+use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::{Map, Value, json};
 
 use crate::model::http::{self, Decoder, Provider, Step};
@@ -15,6 +16,10 @@ use crate::model::{
 };
 use harnessx_core::ToolCall;
 use harnessx_core::ToolSpec;
+
+mod compatible;
+
+use compatible::{Host, Learned};
 
 /// The default base URL.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -27,6 +32,15 @@ const PROVIDER: Provider = Provider { name: "OpenAI-compatible server", key_env:
 /// The key comes from [`api_key`](Self::api_key) or `OPENAI_API_KEY`, the base URL from
 /// [`base_url`](Self::base_url) or `OPENAI_BASE_URL`. A key is required only for the
 /// default base URL; local servers usually take none.
+///
+/// Whether the base URL is OpenAI's own API (`api.openai.com`) is decided when it is set.
+/// OpenAI gets its bodies exactly as its API documents them. Every other server gets the
+/// forms all of them accept where OpenAI takes either (`"content": ""` beside tool calls,
+/// `"tool_choice": "auto"` spelled out), and what the server turns out not to take is
+/// worked around for the rest of the model's life: a refused `"required"` is retried
+/// with the one tool named, and a stream that comes back empty is asked for again
+/// without streaming (see `docs/models.md`). Each such finding is said once, through
+/// [`on_warning`](Self::on_warning) and `tracing`.
 ///
 /// ```no_run
 /// use harnessx_agent::model::{Model, ModelRequest, Message, OpenAiModel};
@@ -43,19 +57,31 @@ const PROVIDER: Provider = Provider { name: "OpenAI-compatible server", key_env:
 pub struct OpenAiModel {
     model: String,
     base_url: String,
+    host: Host,
     api_key: Option<String>,
     strict: bool,
     stream_usage: bool,
+    /// What this server was found not to take; shared by clones, new with a new base URL.
+    learned: Arc<Learned>,
+    on_warning: Option<Notice>,
+    required_fallback: Option<String>,
 }
+
+/// Where [`OpenAiModel::on_warning`] sends its lines.
+type Notice = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl fmt::Debug for OpenAiModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiModel")
             .field("model", &self.model)
             .field("base_url", &self.base_url)
+            .field("host", &self.host)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("strict", &self.strict)
             .field("stream_usage", &self.stream_usage)
+            .field("learned", &self.learned)
+            .field("on_warning", &self.on_warning.as_ref().map(|_| "<set>"))
+            .field("required_fallback", &self.required_fallback)
             .finish()
     }
 }
@@ -64,22 +90,48 @@ impl OpenAiModel {
     /// A model by name (e.g. `gpt-4o`, `qwen3:8b`). Reads `OPENAI_API_KEY` and
     /// `OPENAI_BASE_URL` (default [`OPENAI_BASE_URL`]) from the environment.
     pub fn new(model: impl Into<String>) -> Self {
+        let base_url = http::trim_base(
+            &http::env_setting("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.to_owned()),
+        );
         Self {
             model: model.into(),
-            base_url: http::trim_base(
-                &http::env_setting("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.to_owned()),
-            ),
+            host: Host::of(&base_url),
+            base_url,
             api_key: http::env_setting("OPENAI_API_KEY"),
             strict: false,
             stream_usage: true,
+            learned: Arc::default(),
+            on_warning: None,
+            required_fallback: None,
         }
     }
 
     /// The API base URL, e.g. `http://localhost:8000/v1`; requests go to
     /// `{base_url}/chat/completions` (a URL that already ends in `/chat/completions` is
-    /// used as it is).
+    /// used as it is). Anything learned about the previous server is forgotten.
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = http::trim_base(&url.into());
+        self.host = Host::of(&self.base_url);
+        self.learned = Arc::default();
+        self
+    }
+
+    /// Where the one-line notices go when a server is found not to take something and
+    /// the model works around it for the rest of its life (an empty stream asked again
+    /// without streaming, a refused `"required"` replaced by the tool's name). They go to
+    /// `tracing` at WARN level in any case; the `harnessx` command prints them on stderr.
+    pub fn on_warning(mut self, notice: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_warning = Some(Arc::new(notice));
+        self
+    }
+
+    /// The tool to name in place of `"required"` when the server refuses it and the
+    /// request offers several tools, if this one is among them. With exactly one tool
+    /// that tool is named anyway; this is for the tools a harness adds beside the
+    /// user's own (the planning tools): the `harnessx` command sets it when its flags
+    /// loaded exactly one tool.
+    pub fn required_fallback(mut self, tool: impl Into<String>) -> Self {
+        self.required_fallback = Some(tool.into());
         self
     }
 
@@ -129,20 +181,25 @@ impl OpenAiModel {
         }
     }
 
-    /// The JSON body sent for `request`, streamed or not.
+    /// The JSON body sent for `request`, streamed or not (before any detour the server
+    /// was found to need).
     pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
+        self.body(request, &request.tool_choice, stream)
+    }
+
+    fn body(&self, request: &ModelRequest, tool_choice: &ToolChoice, stream: bool) -> Value {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
             messages.push(json!({"role": "system", "content": system}));
         }
-        messages.extend(request.messages.iter().map(wire_message));
+        messages.extend(request.messages.iter().map(|m| wire_message(m, self.host)));
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
         body.insert("messages".into(), Value::Array(messages));
         if !request.tools.is_empty() {
             body.insert("tools".into(), request.tools.iter().map(|t| self.wire_tool(t)).collect());
             // Only with tools: OpenAI refuses `tool_choice` without them.
-            if let Some(choice) = wire_tool_choice(&request.tool_choice) {
+            if let Some(choice) = wire_tool_choice(tool_choice, self.host) {
                 body.insert("tool_choice".into(), choice);
             }
             if let Some(parallel) = request.parallel_tool_calls {
@@ -164,7 +221,7 @@ impl OpenAiModel {
     }
 
     fn is_openai(&self) -> bool {
-        self.base_url.starts_with(OPENAI_BASE_URL)
+        self.host == Host::OpenAi
     }
 
     fn wire_tool(&self, tool: &ToolSpec) -> Value {
@@ -193,13 +250,32 @@ impl OpenAiModel {
         }
         Ok(request)
     }
+
+    /// One response, streamed or not: as it always was for OpenAI, through
+    /// [`negotiate`](Self::negotiate) for every other server.
+    fn respond<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        streaming: bool,
+    ) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
+        match self.host {
+            Host::OpenAi => {
+                let body = self.request_body(request, streaming);
+                http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())
+            }
+            Host::Compatible => stream::once(self.negotiate(request, streaming)).flatten().boxed(),
+        }
+    }
 }
 
-/// `tool_choice` on the wire; nothing for `Auto`, the API's default with tools, so
-/// requests that do not set it stay as they were.
-fn wire_tool_choice(choice: &ToolChoice) -> Option<Value> {
+/// `tool_choice` on the wire. `Auto` is OpenAI's default with tools, so OpenAI gets
+/// nothing for it (its requests stay as they were); other servers get `"auto"` spelled
+/// out: llama-cpp-python takes a missing `tool_choice` as `none` and leaves the tools out
+/// of the prompt, and for vLLM and llama-server the two are the same.
+fn wire_tool_choice(choice: &ToolChoice, host: Host) -> Option<Value> {
     Some(match choice {
-        ToolChoice::Auto => return None,
+        ToolChoice::Auto if host == Host::OpenAi => return None,
+        ToolChoice::Auto => json!("auto"),
         ToolChoice::Required => json!("required"),
         ToolChoice::None => json!("none"),
         ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
@@ -212,21 +288,22 @@ impl Model for OpenAiModel {
     }
 
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
-        let body = self.request_body(request, true);
-        http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())
+        self.respond(request, true)
     }
 
     /// One non-streaming request (`"stream": false`). A server that streams anyway is
     /// understood too.
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        let body = self.request_body(request, false);
-        Box::pin(collect_response(http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())))
+        Box::pin(collect_response(self.respond(request, false)))
     }
 }
 
 /// A message in the Chat Completions format. Arguments that are not a JSON object
-/// (garbled or cut off) are sent as `{}`, so the server accepts the conversation.
-fn wire_message(message: &Message) -> Value {
+/// (garbled or cut off) are sent as `{}`, so the server accepts the conversation. An
+/// assistant message with tool calls and no text has `"content": null` for OpenAI (as
+/// always) and `""` for other servers: llama-cpp-python refuses `null` and a missing
+/// `content`, llama-server a missing one, and all of them take `""`.
+fn wire_message(message: &Message, host: Host) -> Value {
     match message {
         Message::User { content } => json!({"role": "user", "content": content}),
         Message::Assistant { content, tool_calls } if tool_calls.is_empty() => {
@@ -243,7 +320,10 @@ fn wire_message(message: &Message) -> Value {
                     json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
                 })
                 .collect();
-            let content = if content.is_empty() { Value::Null } else { json!(content) };
+            let content = match host {
+                Host::OpenAi if content.is_empty() => Value::Null,
+                _ => json!(content),
+            };
             json!({"role": "assistant", "content": content, "tool_calls": calls})
         }
         Message::Tool { call_id, content, .. } => {

@@ -1,6 +1,9 @@
 //! The agent loop over the provider adapters and a loopback server: recorded parallel
 //! calls run, and their results go back in call order in the provider's format; a call
-//! cut off by the token limit never runs and the next request is still a valid one.
+//! cut off by the token limit never runs and the next request is still a valid one; a
+//! whole tool round trip through imitations of the servers people run at home
+//! (llama-cpp-python, llama-server, vLLM, Ollama), streamed and not, under every tool
+//! choice.
 
 use crate::common;
 
@@ -211,4 +214,134 @@ async fn anthropic_call_cut_off_by_max_tokens_never_runs_and_the_next_request_is
     let result = &messages[2]["content"][0];
     assert_eq!(result["tool_use_id"], "toolu_01EKqbqmZrGRXy18eN7m9kvY");
     assert_eq!(result["is_error"], true);
+}
+
+// ---- A tool round trip on the servers people run at home --------------------------------
+
+use harnessx_agent::model::ModelError;
+use harnessx_agent::model::Usage;
+use harnessx_agent::{AgentError, ToolChoice};
+use harnessx_test_support::local::Local;
+
+const SECRET: &str = "The secret word is plum.";
+
+fn read_note() -> ToolDefinition {
+    ToolDefinition::new(
+        "read_file",
+        "Read a file.",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        ToolHandler::from_async(|args, _| async move {
+            assert_eq!(args, json!({"path": "note.txt"}));
+            Ok(SECRET.into())
+        }),
+    )
+}
+
+fn local_agent(server: &Server, tool_choice: ToolChoice, stream: bool) -> Agent {
+    Agent::builder()
+        .model(OpenAiModel::new("local").base_url(format!("{}/v1", server.url)).without_api_key())
+        .tool(read_note())
+        .config(AgentConfig { tool_choice, stream, ..no_planning() })
+        .build()
+        .unwrap()
+}
+
+/// The run's outcome through `run_stream` (streamed model requests when `stream`).
+async fn run_local(agent: &Agent) -> Result<(String, u32, Usage), String> {
+    let events: Vec<AgentEvent> =
+        agent.run_stream("Read note.txt and tell me the secret word.").collect().await;
+    match events.last() {
+        Some(AgentEvent::RunEnd { output, turns, usage }) => Ok((output.clone(), *turns, *usage)),
+        Some(AgentEvent::Error { message }) => Err(message.clone()),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Each server, streamed and not, under auto, required and a named tool: the call runs,
+/// its result goes back (beside `"content": ""` and `"tool_choice": "auto"`), and the
+/// answer ends the run. On llama-cpp-python the detours (an empty stream, a refused
+/// `required`) are taken on the way; on servers that ignore a choice (Ollama all of them,
+/// llama-server a named one) the model chooses, and calls. Usage comes back where the
+/// server sends it.
+#[tokio::test]
+async fn a_tool_round_trip_completes_on_every_local_server() {
+    let named = ToolChoice::Tool("read_file".into());
+    for server_kind in [Local::LlamaCppPython, Local::LlamaServer, Local::Vllm, Local::Ollama] {
+        for stream in [true, false] {
+            for choice in [ToolChoice::Auto, ToolChoice::Required, named.clone()] {
+                let case = format!("{server_kind:?} stream={stream} {choice:?}");
+                let server = server_kind.start();
+                let agent = local_agent(&server, choice.clone(), stream);
+                let (output, turns, usage) =
+                    run_local(&agent).await.unwrap_or_else(|e| panic!("{case}: {e}"));
+                assert_eq!(
+                    (output.as_str(), turns),
+                    ("The note says: The secret word is plum.", 2),
+                    "{case}"
+                );
+                let bodies = server.bodies();
+                let last = bodies.last().unwrap();
+                let messages = last["messages"].as_array().unwrap();
+                assert_eq!(messages[1]["role"], "assistant", "{case}");
+                assert_eq!(messages[1]["content"], "", "{case}");
+                assert_eq!(
+                    messages[2],
+                    json!({"role": "tool", "tool_call_id": messages[1]["tool_calls"][0]["id"], "content": SECRET}),
+                    "{case}"
+                );
+                assert_eq!(last["tool_choice"], "auto", "{case}");
+                // Streams of llama-cpp-python carry no usage; everything else does.
+                let streamed_usage = !(server_kind == Local::LlamaCppPython && stream && choice == named);
+                if streamed_usage {
+                    assert!(usage.input_tokens > 0, "{case}: {usage:?}");
+                }
+                let detours = match (server_kind, stream, &choice) {
+                    // The empty stream, then the refused `required`; the tool named is the
+                    // third send, and the answer's request goes unstreamed at once.
+                    (Local::LlamaCppPython, true, ToolChoice::Required) => 2,
+                    // The empty stream only; the answer goes unstreamed at once.
+                    (Local::LlamaCppPython, true, ToolChoice::Auto) => 1,
+                    (Local::LlamaCppPython, false, ToolChoice::Required) => 1,
+                    // Named streams work, but the answer's request (auto) comes back empty.
+                    (Local::LlamaCppPython, true, ToolChoice::Tool(_)) => 1,
+                    _ => 0,
+                };
+                assert_eq!(bodies.len(), 2 + detours, "{case}: {bodies:#?}");
+            }
+        }
+    }
+}
+
+/// vLLM started without `--enable-auto-tool-choice` refuses `auto`, whether it is sent
+/// or defaulted for a request with tools: spelling it out changes nothing there. A run
+/// that forces a tool gets its call, then fails on the `auto` that follows, with the
+/// server's words.
+#[tokio::test]
+async fn vllm_without_auto_tool_choice_refuses_auto_sent_or_not() {
+    let refusal = "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set";
+    let body = |tool_choice: Option<&str>| {
+        let mut body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {"name": "read_file", "description": "", "parameters": {}}}]});
+        if let Some(choice) = tool_choice {
+            body["tool_choice"] = json!(choice);
+        }
+        Local::VllmWithoutAutoToolChoice.answer(&common::Recorded::post("/v1/chat/completions", body))
+    };
+    let (sent, defaulted) = (body(Some("auto")), body(None));
+    assert_eq!((sent.status, &sent.body), (defaulted.status, &defaulted.body));
+    assert_eq!(sent.status, 400);
+
+    for stream in [true, false] {
+        let server = Local::VllmWithoutAutoToolChoice.start();
+        let e = run_local(&local_agent(&server, ToolChoice::Required, stream)).await.unwrap_err();
+        assert!(
+            e.contains(&format!("the model provider answered HTTP 400: {refusal} (BadRequestError)")),
+            "{e}"
+        );
+        assert_eq!(server.bodies().len(), 2, "not retried: a 400");
+        let server = Local::VllmWithoutAutoToolChoice.start();
+        let agent = local_agent(&server, ToolChoice::Auto, stream);
+        let e = agent.run("hi").await.unwrap_err();
+        assert!(matches!(&e, AgentError::Model(ModelError::Http { status: 400, .. })), "{e:?}");
+    }
 }

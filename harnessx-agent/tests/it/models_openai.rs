@@ -375,6 +375,9 @@ async fn request_body_for_parallel_calls_and_results_is_exact() {
                     "required": ["city"]
                 }
             }}],
+            // Spelled out for every server but OpenAI (llama-cpp-python reads its absence
+            // as "none").
+            "tool_choice": "auto",
             "max_tokens": 100,
             "stream": true,
             "stream_options": {"include_usage": true}
@@ -382,7 +385,7 @@ async fn request_body_for_parallel_calls_and_results_is_exact() {
     );
     // Key order as sent, too.
     let keys: Vec<&str> = request.body.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["model", "messages", "tools", "max_tokens", "stream", "stream_options"]);
+    assert_eq!(keys, ["model", "messages", "tools", "tool_choice", "max_tokens", "stream", "stream_options"]);
 }
 
 #[tokio::test]
@@ -508,4 +511,514 @@ async fn deeply_nested_answers_and_arguments_end_in_an_error_or_the_answer() {
             );
         }
     }
+}
+
+// ---- OpenAI's own API, and the servers people run at home ------------------------------
+
+use std::sync::{Arc, Mutex};
+
+use harnessx_agent::ToolChoice;
+use harnessx_test_support::local::Local;
+
+fn read_file() -> ToolSpec {
+    ToolSpec {
+        name: "read_file".into(),
+        description: "Read a file.".into(),
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    }
+}
+
+/// A conversation after one tool call that came without text.
+fn after_a_call(tool_choice: ToolChoice) -> ModelRequest {
+    ModelRequest {
+        messages: vec![
+            Message::user("Read note.txt."),
+            Message::assistant("", vec![ToolCall::new("call_1", "read_file", r#"{"path": "note.txt"}"#)]),
+            Message::Tool {
+                call_id: "call_1".into(),
+                name: "read_file".into(),
+                content: "The secret word is plum.".into(),
+                is_error: false,
+            },
+        ],
+        tools: vec![read_file()],
+        tool_choice,
+        max_tokens: Some(64),
+        ..ModelRequest::default()
+    }
+}
+
+fn first_turn(tool_choice: ToolChoice, tools: Vec<ToolSpec>) -> ModelRequest {
+    ModelRequest {
+        messages: vec![Message::user("Read note.txt.")],
+        tools,
+        tool_choice,
+        ..ModelRequest::default()
+    }
+}
+
+/// A model of `server` whose warnings are collected.
+fn local_model(server: &Server) -> (OpenAiModel, Arc<Mutex<Vec<String>>>) {
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let log = warnings.clone();
+    let model = OpenAiModel::new("local")
+        .base_url(format!("{}/v1", server.url))
+        .without_api_key()
+        .on_warning(move |line| log.lock().unwrap().push(line.to_owned()));
+    (model, warnings)
+}
+
+/// Regression: what OpenAI itself is sent stays byte for byte what it was before other
+/// servers got their own forms (`"content": null` beside tool calls, no `tool_choice`
+/// for auto, `max_completion_tokens`).
+#[test]
+fn openai_own_bodies_are_pinned_byte_for_byte() {
+    let openai = OpenAiModel::new("gpt-4o").base_url("https://api.openai.com/v1").api_key("sk-test");
+    let tools = r#""tools":[{"type":"function","function":{"name":"read_file","description":"Read a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}}]"#;
+    let messages = r#""messages":[{"role":"user","content":"Read note.txt."},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"read_file","arguments":"{\"path\": \"note.txt\"}"}}]},{"role":"tool","tool_call_id":"call_1","content":"The secret word is plum."}]"#;
+    for (choice, wire_choice) in [
+        (ToolChoice::Auto, ""),
+        (ToolChoice::Required, r#","tool_choice":"required""#),
+        (
+            ToolChoice::Tool("read_file".into()),
+            r#","tool_choice":{"type":"function","function":{"name":"read_file"}}"#,
+        ),
+    ] {
+        let streamed = openai.request_body(&after_a_call(choice.clone()), true).to_string();
+        assert_eq!(
+            streamed,
+            format!(
+                r#"{{"model":"gpt-4o",{messages},{tools}{wire_choice},"max_completion_tokens":64,"stream":true,"stream_options":{{"include_usage":true}}}}"#
+            ),
+            "{choice:?}"
+        );
+        let whole = openai.request_body(&after_a_call(choice.clone()), false).to_string();
+        assert_eq!(
+            whole,
+            format!(r#"{{"model":"gpt-4o",{messages},{tools}{wire_choice},"max_completion_tokens":64}}"#),
+            "{choice:?}"
+        );
+    }
+}
+
+/// Every other server gets `""` beside tool calls and `"auto"` spelled out: the forms all
+/// of them take. Nothing else differs from OpenAI's body but the token limit's name.
+#[test]
+fn other_servers_get_empty_content_and_auto_spelled_out() {
+    let openai = OpenAiModel::new("m")
+        .base_url("https://api.openai.com/v1")
+        .request_body(&after_a_call(ToolChoice::Auto), true);
+    for base in ["http://127.0.0.1:8099/v1", "http://localhost:11434", "https://gateway.example/openai/v1"] {
+        let local = OpenAiModel::new("m").base_url(base).request_body(&after_a_call(ToolChoice::Auto), true);
+        assert_eq!(local["messages"][1]["content"], "", "{base}");
+        assert_eq!(local["tool_choice"], "auto", "{base}");
+        assert_eq!(local["max_tokens"], 64, "{base}");
+        let mut same = local.clone();
+        same["messages"][1]["content"] = Value::Null;
+        let object = same.as_object_mut().unwrap();
+        object.shift_remove("tool_choice");
+        object.shift_remove("max_tokens");
+        let mut openai = openai.clone();
+        openai.as_object_mut().unwrap().shift_remove("max_completion_tokens");
+        assert_eq!(same, openai, "{base}");
+    }
+    // Text beside the calls, or no tools at all: nothing changes.
+    let mut request = after_a_call(ToolChoice::Auto);
+    request.messages[1] = Message::assistant("Reading.", vec![ToolCall::new("call_1", "read_file", "{}")]);
+    request.tools.clear();
+    let local = OpenAiModel::new("m").base_url("http://127.0.0.1:1/v1").request_body(&request, false);
+    assert_eq!(local["messages"][1]["content"], "Reading.");
+    assert_eq!(local.get("tool_choice"), None);
+}
+
+/// The operator sees everything the server said, on one line; the model one short line.
+/// Bodies from every server, not JSON, huge, or not UTF-8: no panic, nothing lost that
+/// was read.
+#[tokio::test]
+async fn error_bodies_are_whole_on_one_line_for_the_operator_and_short_for_the_model() {
+    let llama_cpp_python = Local::LlamaCppPython.answer(&common::Recorded::post(
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]}]}),
+    ));
+    let llama_server = Local::LlamaServer.answer(&common::Recorded::post(
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": []}]}),
+    ));
+    let huge = format!("<html><body>{}</body></html>", "upstream timed out\n".repeat(60_000));
+    let mut not_utf8 = b"bad gateway \xff\xfe\xc3 from proxy".to_vec();
+    not_utf8.extend_from_slice("é".as_bytes());
+    let cases: Vec<(Reply, Vec<&str>)> = vec![
+        // Seven pydantic errors, each on its own line: all of them, in one line.
+        (
+            llama_cpp_python,
+            vec![
+                "7 validation errors: {'type': 'literal_error'",
+                "'msg': 'Input should be a valid string'",
+                "'name'), 'msg': 'Field required', 'input': None} (internal_server_error)",
+            ],
+        ),
+        // An empty message: the body itself says what there is to say.
+        (
+            Reply::json(
+                500,
+                r#"{"error":{"message":"","type":"internal_server_error","param":null,"code":null}}"#,
+            ),
+            vec![r#"{"error":{"message":"","type":"internal_server_error","param":null,"code":null}}"#],
+        ),
+        // llama-server quotes the messages, pretty-printed.
+        (
+            llama_server,
+            vec![
+                "Failed to parse messages: Expected 'content'",
+                r#"messages = [ { "role": "user", "content": "hi" }, { "role": "assistant", "tool_calls": [] } ] (server_error)"#,
+            ],
+        ),
+        // A field beyond message, type and code: the whole body after the message.
+        (
+            Reply::json(
+                400,
+                r#"{"error":{"message":"Invalid value for 'content'.","type":"invalid_request_error","param":"messages.[1].content","code":null}}"#,
+            ),
+            vec![
+                r#"Invalid value for 'content'. (invalid_request_error) — {"error":{"message":"Invalid value for 'content'.","type":"invalid_request_error","param":"messages.[1].content","code":null}}"#,
+            ],
+        ),
+        (
+            Reply::json(502, huge.clone()),
+            vec![
+                "<html><body>upstream timed out upstream timed out",
+                "(cut: only the first 65536 bytes were read)",
+            ],
+        ),
+        (Reply::json(502, not_utf8), vec!["bad gateway \u{fffd}\u{fffd}\u{fffd} from proxyé"]),
+        (Reply::json(503, ""), vec!["(empty body)"]),
+    ];
+    for (reply, wants) in cases {
+        let status = reply.status;
+        let server = Server::start(vec![reply]);
+        let e = model(&server).complete(&hello()).await.unwrap_err();
+        let ModelError::Http { status: got, message } = &e else { panic!("{e:?}") };
+        assert_eq!(*got, status);
+        assert!(!message.contains('\n') && !message.contains("  "), "{message}");
+        for want in wants {
+            assert!(message.contains(want), "{want:?} not in {message}");
+        }
+        assert!(message.len() <= 65_536 + 100, "{}", message.len());
+        let line = e.for_model();
+        assert!(!line.contains('\n') && line.chars().count() <= 301, "{line}");
+        assert!(line.starts_with(&format!("the model provider answered HTTP {status}: ")), "{line}");
+    }
+}
+
+/// Regression (issue 32): llama-cpp-python refuses `"required"` with HTTP 500 and an
+/// empty message. With one tool offered the request goes again with that tool named,
+/// which it takes; the next request names it at once, and the warning is said once.
+#[tokio::test]
+async fn a_refused_required_is_retried_with_the_one_tool_named_once_per_model() {
+    let server = Local::LlamaCppPython.start();
+    let (model, warnings) = local_model(&server);
+    let request = first_turn(ToolChoice::Required, vec![read_file()]);
+    let response = model.complete(&request).await.unwrap();
+    assert_eq!(response.tool_calls[0].name, "read_file");
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0]["tool_choice"], "required");
+    assert_eq!(bodies[1]["tool_choice"], json!({"type": "function", "function": {"name": "read_file"}}));
+    let warned = warnings.lock().unwrap().clone();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains("does not support tool_choice \"required\" (the model provider answered HTTP 500: {\"error\":{\"message\":\"\",\"type\":\"internal_server_error\"")
+            && warned[0].contains("naming the tool read_file in its place"),
+        "{}",
+        warned[0]
+    );
+
+    model.complete(&request).await.unwrap();
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 3, "no second refusal");
+    assert_eq!(bodies[2]["tool_choice"], json!({"type": "function", "function": {"name": "read_file"}}));
+    // A clone is the same server: it knows too. A new base URL starts over.
+    model.clone().complete(&request).await.unwrap();
+    assert_eq!(server.bodies().len(), 4);
+    assert_eq!(warnings.lock().unwrap().len(), 1);
+}
+
+/// With several tools there is no one to name: a one-line error that says so and what
+/// to do, not retried, and the next request fails the same way without being sent. A
+/// named fallback among them is used instead.
+#[tokio::test]
+async fn a_refused_required_among_several_tools_is_a_one_line_error_or_the_fallback() {
+    let mut todos = read_file();
+    todos.name = "write_todos".into();
+    let request = first_turn(ToolChoice::Required, vec![read_file(), todos]);
+    let server = Local::LlamaCppPython.start();
+    let (model, warnings) = local_model(&server);
+    for sent in [1, 1] {
+        let e = model.complete(&request).await.unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, ModelError::Protocol(_)) && !e.is_retryable(), "{e:?}");
+        assert!(!text.contains('\n'), "{text}");
+        assert!(
+            text.contains(&format!(
+                "the server at {}/v1 does not support tool_choice \"required\"",
+                server.url
+            )),
+            "{text}"
+        );
+        assert!(text.contains("with 2 tools offered (read_file, write_todos)"), "{text}");
+        assert!(text.contains("force one with --tool-choice NAME"), "{text}");
+        assert_eq!(server.bodies().len(), sent);
+    }
+    assert!(
+        model.complete(&request).await.unwrap_err().to_string().contains("it refused it earlier in this run")
+    );
+    assert!(warnings.lock().unwrap().is_empty());
+
+    let server = Local::LlamaCppPython.start();
+    let (model, warnings) = local_model(&server);
+    let model = model.required_fallback("read_file");
+    let response = model.complete(&request).await.unwrap();
+    assert_eq!(response.tool_calls[0].name, "read_file");
+    assert_eq!(
+        server.bodies()[1]["tool_choice"],
+        json!({"type": "function", "function": {"name": "read_file"}})
+    );
+    assert_eq!(warnings.lock().unwrap().len(), 1);
+    // A fallback that is not offered is no stand-in.
+    let server = Local::LlamaCppPython.start();
+    let model = local_model(&server).0.required_fallback("grep");
+    assert!(matches!(model.complete(&request).await, Err(ModelError::Protocol(_))));
+}
+
+/// Regression (issue 32): llama-cpp-python answers a stream with tools and `auto` with
+/// 200, SSE headers and an empty body. It is asked again without streaming, said once;
+/// later requests with tools go unstreamed at once, those without tools still stream.
+#[tokio::test]
+async fn an_empty_stream_is_asked_again_without_streaming_once_per_model() {
+    let server = Local::LlamaCppPython.start();
+    let (model, warnings) = local_model(&server);
+    let request = first_turn(ToolChoice::Auto, vec![read_file()]);
+    let (events, outcome) = collect(model.stream(&request)).await;
+    let response = outcome.unwrap();
+    assert_events_match(&events, &response);
+    assert_eq!(response.tool_calls[0].name, "read_file");
+    let bodies = server.bodies();
+    assert_eq!((bodies.len(), &bodies[0]["stream"], bodies[1].get("stream")), (2, &json!(true), None));
+    let warned = warnings.lock().unwrap().clone();
+    assert_eq!(warned.len(), 1);
+    assert!(
+        warned[0]
+            .contains("answered a streamed request with tools with an empty stream (HTTP 200, no events)"),
+        "{}",
+        warned[0]
+    );
+
+    let (_, outcome) = collect(model.stream(&after_a_call(ToolChoice::Auto))).await;
+    assert_eq!(outcome.unwrap().content, "The note says: The secret word is plum.");
+    assert_eq!(server.bodies().len(), 3);
+    assert_eq!(server.bodies()[2].get("stream"), None);
+    let (_, outcome) = collect(model.stream(&hello())).await;
+    outcome.unwrap();
+    assert_eq!(server.bodies()[3]["stream"], true, "without tools it streams");
+    assert_eq!(warnings.lock().unwrap().len(), 1);
+}
+
+/// Streamed, `required` and one tool on llama-cpp-python: an empty stream, then a 500
+/// without streaming, then the tool named: three sends the first time, one after.
+#[tokio::test]
+async fn a_streamed_required_takes_three_sends_once_then_one() {
+    let server = Local::LlamaCppPython.start();
+    let (model, warnings) = local_model(&server);
+    let request = first_turn(ToolChoice::Required, vec![read_file()]);
+    let (_, outcome) = collect(model.stream(&request)).await;
+    assert_eq!(outcome.unwrap().tool_calls[0].arguments, r#"{"path": "note.txt"}"#);
+    let sent: Vec<(Value, Value)> = server
+        .bodies()
+        .iter()
+        .map(|b| (b.get("stream").cloned().unwrap_or(Value::Null), b["tool_choice"].clone()))
+        .collect();
+    let named = json!({"type": "function", "function": {"name": "read_file"}});
+    assert_eq!(
+        sent,
+        [(json!(true), json!("required")), (Value::Null, json!("required")), (Value::Null, named.clone())]
+    );
+    assert_eq!(warnings.lock().unwrap().len(), 2);
+    collect(model.stream(&request)).await.1.unwrap();
+    assert_eq!(server.bodies().len(), 4);
+    assert_eq!((server.bodies()[3].get("stream"), &server.bodies()[3]["tool_choice"]), (None, &named));
+    assert_eq!(warnings.lock().unwrap().len(), 2);
+}
+
+/// A server that answers with an empty stream even when asked not to stream: the error a
+/// stream cut early gives (retryable), after two sends, never a loop.
+#[tokio::test]
+async fn a_server_that_is_always_empty_is_a_transport_error_after_two_sends() {
+    let server = Server::start(vec![Reply::sse(Vec::new(), Some(1)), Reply::sse(Vec::new(), None)]);
+    let (model, warnings) = local_model(&server);
+    let (_, outcome) = collect(model.stream(&first_turn(ToolChoice::Auto, vec![read_file()]))).await;
+    let e = outcome.unwrap_err();
+    assert!(
+        matches!(&e, ModelError::Transport(m) if m.contains("ended before the answer was complete")),
+        "{e:?}"
+    );
+    assert!(e.is_retryable());
+    assert_eq!(server.bodies().len(), 2);
+    assert_eq!(warnings.lock().unwrap().len(), 1);
+}
+
+/// Posts `body` to a loopback server as is: (status, content type, body text).
+async fn post_raw(server: &Server, body: Value) -> (u16, String, String) {
+    // reqwest is built without a crypto provider of its own (the adapter installs ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", server.url))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let kind =
+        response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    (status, kind, response.text().await.unwrap())
+}
+
+/// The loopback imitations answer the bodies issue 32 lists exactly as it says, and as
+/// the servers' code does (the rows of the compatibility table in `docs/models.md`): what
+/// each does with `content` beside tool calls, with `tool_choice`, with a stream with
+/// tools, and with usage.
+#[tokio::test]
+async fn the_local_server_imitations_answer_as_documented() {
+    let tools = json!([
+        {"type": "function", "function": {"name": "read_file", "description": "Read a file.", "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": "list_directory", "description": "List a folder.", "parameters": {"type": "object"}}}
+    ]);
+    let call = |content: Option<Value>| {
+        let mut m = json!({"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]});
+        if let Some(content) = content {
+            m["content"] = content;
+        }
+        json!({"model": "m", "tools": tools, "tool_choice": "auto", "messages": [
+            {"role": "user", "content": "Read it."}, m, {"role": "tool", "tool_call_id": "c1", "content": "plum"}]})
+    };
+    let first = |tool_choice: Option<Value>, stream: bool| {
+        let mut body =
+            json!({"model": "m", "tools": tools, "messages": [{"role": "user", "content": "Read it."}]});
+        if let Some(choice) = tool_choice {
+            body["tool_choice"] = choice;
+        }
+        if stream {
+            body["stream"] = json!(true);
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        body
+    };
+    let named = |name: &str| json!({"type": "function", "function": {"name": name}});
+    let error_of = |text: &str| serde_json::from_str::<Value>(text).unwrap()["error"].clone();
+
+    // llama-cpp-python 0.3.x, chatml-function-calling.
+    let server = Local::LlamaCppPython.start();
+    let (status, _, text) = post_raw(&server, call(Some(Value::Null))).await;
+    assert_eq!(status, 500);
+    let message = error_of(&text)["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with("7 validation errors:\n") && message.matches("\n  {").count() == 7,
+        "{message}"
+    );
+    assert!(message.contains("'loc': ('body', 'messages', 1, 'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid string'"), "{message}");
+    let (status, _, text) = post_raw(&server, call(None)).await;
+    assert_eq!(
+        (status, error_of(&text)["message"].as_str()),
+        (500, Some("'dict object' has no attribute 'content'"))
+    );
+    let (status, _, text) = post_raw(&server, call(Some(json!("")))).await;
+    assert_eq!(status, 200, "{text}");
+    let (status, _, text) = post_raw(&server, first(Some(json!("required")), false)).await;
+    assert_eq!(
+        (status, error_of(&text)),
+        (500, json!({"message": "", "type": "internal_server_error", "param": null, "code": null}))
+    );
+    for choice in ["auto", "required"] {
+        let (status, kind, text) = post_raw(&server, first(Some(json!(choice)), true)).await;
+        assert_eq!((status, kind.as_str(), text.as_str()), (200, "text/event-stream", ""), "{choice}");
+    }
+    // No `tool_choice`: the tools are not in the prompt, the model answers.
+    let (status, _, text) = post_raw(&server, first(None, false)).await;
+    assert_eq!(status, 200);
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["choices"][0]["message"]["content"], "Hello.");
+    let (status, _, text) = post_raw(&server, first(Some(named("list_directory")), true)).await;
+    assert!(
+        status == 200 && text.contains("\"name\":\"list_directory\"") && !text.contains("usage"),
+        "{text}"
+    );
+    let (status, _, text) = post_raw(&server, first(Some(named("list_directory")), false)).await;
+    assert!(
+        status == 200 && text.contains("\"tool_calls\":[{\"id\":\"call__0_list_directory_cmpl-1\""),
+        "{text}"
+    );
+
+    // llama-server --jinja.
+    let server = Local::LlamaServer.start();
+    let (status, _, text) = post_raw(&server, call(None)).await;
+    assert_eq!(status, 500);
+    assert!(
+        error_of(&text)["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Failed to parse messages: Expected 'content'"),
+        "{text}"
+    );
+    for content in [Value::Null, json!("")] {
+        assert_eq!(post_raw(&server, call(Some(content))).await.0, 200);
+    }
+    // A named function reads as auto: the model picks (here the first tool).
+    let (_, _, text) = post_raw(&server, first(Some(named("list_directory")), false)).await;
+    assert!(text.contains("\"name\":\"read_file\""), "{text}");
+    let (status, _, text) = post_raw(&server, first(Some(json!("any")), false)).await;
+    assert_eq!((status, error_of(&text)["message"].as_str()), (400, Some("Invalid tool_choice: any")));
+    let (_, _, text) = post_raw(&server, first(Some(json!("required")), true)).await;
+    assert!(text.contains("\"tool_calls\"") && text.contains("\"choices\":[],\"usage\""), "{text}");
+
+    // vLLM, with and without --enable-auto-tool-choice.
+    let server = Local::Vllm.start();
+    for content in [None, Some(Value::Null), Some(json!(""))] {
+        assert_eq!(post_raw(&server, call(content)).await.0, 200);
+    }
+    let (_, _, text) = post_raw(&server, first(None, true)).await;
+    assert!(text.contains("\"tool_calls\"") && text.contains("\"choices\":[],\"usage\""), "{text}");
+    let (_, _, text) = post_raw(&server, first(Some(named("list_directory")), false)).await;
+    assert!(text.contains("\"name\":\"list_directory\""), "{text}");
+    let server = Local::VllmWithoutAutoToolChoice.start();
+    for choice in [None, Some(json!("auto"))] {
+        let (status, _, text) = post_raw(&server, first(choice, false)).await;
+        assert_eq!(status, 400);
+        assert_eq!(
+            error_of(&text)["message"],
+            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"
+        );
+    }
+    assert_eq!(post_raw(&server, first(Some(json!("required")), false)).await.0, 200);
+
+    // Ollama /v1.
+    let server = Local::Ollama.start();
+    for content in [None, Some(Value::Null), Some(json!(""))] {
+        assert_eq!(post_raw(&server, call(content)).await.0, 200);
+    }
+    let (status, _, text) =
+        post_raw(&server, json!({"model": "m", "messages": [{"role": "user", "content": null}]})).await;
+    assert_eq!(
+        (status, error_of(&text)["message"].as_str()),
+        (400, Some("invalid message content type: <nil>"))
+    );
+    // `tool_choice` is not read: `none` and a named tool change nothing.
+    for choice in [json!("none"), named("list_directory")] {
+        let (_, _, text) = post_raw(&server, first(Some(choice), false)).await;
+        assert!(text.contains("\"name\":\"read_file\""), "{text}");
+    }
+    let (_, _, text) = post_raw(&server, first(None, true)).await;
+    assert!(
+        text.contains("\"arguments\":\"{\\\"path\\\": \\\"note.txt\\\"}\"") && text.contains("\"usage\""),
+        "{text}"
+    );
 }

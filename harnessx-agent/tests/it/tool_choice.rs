@@ -36,8 +36,10 @@ fn request(tool_choice: ToolChoice, parallel_tool_calls: Option<bool>) -> ModelR
     }
 }
 
+/// OpenAI's own API: `auto` goes as nothing (other servers get `"auto"`, see
+/// `other_servers_get_auto_spelled_out`).
 fn openai() -> OpenAiModel {
-    OpenAiModel::new("gpt-4o").base_url("http://localhost:1/v1").without_api_key()
+    OpenAiModel::new("gpt-4o").base_url("https://api.openai.com/v1").api_key("sk-test")
 }
 
 fn anthropic() -> AnthropicModel {
@@ -78,6 +80,24 @@ fn openai_bodies_for_every_mapping_are_exact() {
     for (choice, parallel, expected) in cases {
         let body = openai().request_body(&request(choice.clone(), parallel), false);
         assert_eq!(after_tools(&body), pairs(&expected), "{choice:?} {parallel:?}");
+    }
+}
+
+#[test]
+fn other_servers_get_auto_spelled_out() {
+    let local = OpenAiModel::new("qwen").base_url("http://localhost:1/v1").without_api_key();
+    for (choice, parallel) in [(ToolChoice::Auto, None), (ToolChoice::Auto, Some(false))] {
+        let body = local.request_body(&request(choice, parallel), false);
+        let mut expected = vec![("tool_choice", json!("auto"))];
+        expected.extend(parallel.map(|p| ("parallel_tool_calls", json!(p))));
+        assert_eq!(after_tools(&body), pairs(&expected), "{parallel:?}");
+    }
+    for choice in [ToolChoice::Required, ToolChoice::None, forced()] {
+        let body = local.request_body(&request(choice.clone(), None), false);
+        assert_eq!(
+            body["tool_choice"],
+            openai().request_body(&request(choice.clone(), None), false)["tool_choice"]
+        );
     }
 }
 
@@ -336,8 +356,8 @@ async fn a_loopback_server_gets_required_then_nothing_and_the_run_ends_with_an_a
     let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
     assert_eq!(bodies.len(), 2);
     assert_eq!(bodies[0]["tool_choice"], "required");
-    // After the call, `auto` is the API's default: nothing is sent.
-    assert_eq!(bodies[1].get("tool_choice"), None, "{}", bodies[1]);
+    // After the call, `auto`: spelled out for a server that is not OpenAI.
+    assert_eq!(bodies[1]["tool_choice"], "auto", "{}", bodies[1]);
     let tool = bodies[1]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
     assert_eq!(tool["content"], "found \"x\"");
 }
@@ -370,7 +390,7 @@ async fn recorded_streams_under_a_forced_choice_reset_after_the_call() {
         assert_eq!(result.turns, 2, "split {split:?}");
         let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
         assert_eq!(bodies[0]["tool_choice"], "required", "split {split:?}");
-        assert_eq!(bodies[1].get("tool_choice"), None, "split {split:?}: {}", bodies[1]);
+        assert_eq!(bodies[1]["tool_choice"], "auto", "split {split:?}: {}", bodies[1]);
 
         let server = Server::start(vec![
             Reply::sse(common::fixture("anthropic/messages_stream_text_then_tool_use.sse"), split),

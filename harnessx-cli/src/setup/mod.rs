@@ -259,41 +259,67 @@ fn mcp_error(e: McpError) -> CliError {
     }
 }
 
-fn model_for(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Model>, CliError> {
-    let (provider, name) = spec.split_once(':').unwrap_or((spec, ""));
-    let name = name.trim();
-    match provider {
-        "test" if name.is_empty() => {
-            if base_url.is_some() {
-                return Err(CliError::Usage("--base-url needs an openai: or anthropic: model".into()));
+/// The model a `--model` spec names, checked; made with [`ModelFlag::build`] once the
+/// tools are loaded.
+enum ModelFlag {
+    Test,
+    OpenAi(OpenAiModel),
+    Anthropic(AnthropicModel),
+}
+
+impl ModelFlag {
+    fn parse(spec: &str, base_url: Option<&str>) -> Result<Self, CliError> {
+        let (provider, name) = spec.split_once(':').unwrap_or((spec, ""));
+        let name = name.trim();
+        match provider {
+            "test" if name.is_empty() => {
+                if base_url.is_some() {
+                    return Err(CliError::Usage("--base-url needs an openai: or anthropic: model".into()));
+                }
+                errln!("{TEST_MODEL_NOTICE}");
+                Ok(Self::Test)
             }
-            errln!("{TEST_MODEL_NOTICE}");
-            Ok(Arc::new(TestModel::new()))
-        }
-        "openai" if !name.is_empty() => {
-            let mut model = OpenAiModel::new(name);
-            if let Some(url) = base_url {
-                model = model.base_url(url);
+            "openai" if !name.is_empty() => {
+                let mut model = OpenAiModel::new(name);
+                if let Some(url) = base_url {
+                    model = model.base_url(url);
+                }
+                // What the server turns out not to take (and how the run goes around
+                // it) is said once, on stderr.
+                Ok(Self::OpenAi(model.on_warning(|line| errln!("harnessx: warning: {line}"))))
             }
-            Ok(Arc::new(model))
-        }
-        "anthropic" if !name.is_empty() => {
-            let mut model = AnthropicModel::new(name);
-            if let Some(url) = base_url {
-                model = model.base_url(url);
+            "anthropic" if !name.is_empty() => {
+                let mut model = AnthropicModel::new(name);
+                if let Some(url) = base_url {
+                    model = model.base_url(url);
+                }
+                Ok(Self::Anthropic(model))
             }
-            Ok(Arc::new(model))
+            _ => Err(CliError::Usage(format!(
+                "unknown model \"{spec}\": use test, openai:MODEL or anthropic:MODEL (e.g. openai:gpt-4o)"
+            ))),
         }
-        _ => Err(CliError::Usage(format!(
-            "unknown model \"{spec}\": use test, openai:MODEL or anthropic:MODEL (e.g. openai:gpt-4o)"
-        ))),
+    }
+
+    /// The model. `only_tool` is the one tool the flags loaded, if they loaded exactly
+    /// one: an OpenAI-compatible server that refuses `--tool-choice required` gets it
+    /// named instead (the planning tools are offered beside it).
+    fn build(self, only_tool: Option<String>) -> Arc<dyn Model> {
+        match self {
+            Self::Test => Arc::new(TestModel::new()),
+            Self::OpenAi(model) => match only_tool {
+                Some(tool) => Arc::new(model.required_fallback(tool)),
+                None => Arc::new(model),
+            },
+            Self::Anthropic(model) => Arc::new(model),
+        }
     }
 }
 
 /// The agent the flags describe, all but its MCP servers: the model, the tools, the
 /// permissions, skills and knowledge. Starts nothing.
 fn agent_builder(args: &AgentArgs, stream: bool, approvals: Approvals) -> Result<AgentBuilder, CliError> {
-    let model = model_for(&args.model, args.base_url.as_deref())?;
+    let model = ModelFlag::parse(&args.model, args.base_url.as_deref())?;
     // File tools are contained under the current directory unless --base-path says where.
     let base_path = BasePath::contained(args.base_path.clone())?;
     let tools = Tools {
@@ -304,6 +330,13 @@ fn agent_builder(args: &AgentArgs, stream: bool, approvals: Approvals) -> Result
         web: &args.web,
     };
     let registry = tools.registry()?;
+    let only_tool = match registry.tool_names().as_slice() {
+        [only] if !args.mcp.given() && args.skills.is_empty() && args.knowledge.is_empty() => {
+            Some(only.clone())
+        }
+        _ => None,
+    };
+    let model = model.build(only_tool);
     let manager = permissions(&args.permissions, approvals);
     let mut builder =
         Agent::builder().model_arc(model).registry(registry).permissions(manager).config(AgentConfig {

@@ -1,12 +1,16 @@
 //! `harnessx run --tool-choice` against a loopback OpenAI-compatible server: `required`
-//! on the first request, nothing (the API's `auto`) after the tool call, and a final
-//! answer; bad values and unknown tools are one-line usage errors; `--help` shows the
-//! flags.
+//! on the first request, `auto` after the tool call, and a final answer; bad values and
+//! unknown tools are one-line usage errors; `--help` shows the flags. Against an
+//! imitation of llama-cpp-python (which refuses `required` and cannot stream with
+//! tools): the one tool the flags loaded is named instead, the empty stream is asked
+//! again unstreamed, each said once on stderr, and the run answers; with two tools, a
+//! one-line error that says what to do.
 
 use std::path::Path;
 use std::process::Output;
 
 use harnessx_test_support::bin::{Binary, json_lines, stderr, stdout};
+use harnessx_test_support::local::Local;
 use harnessx_test_support::server::{Reply, Server};
 use harnessx_test_support::sse::openai as sse;
 use serde_json::{Value, json};
@@ -58,7 +62,7 @@ fn required_goes_on_the_first_request_and_auto_after_the_tool_call() {
     assert_eq!(bodies.len(), 2);
     assert_eq!(bodies[0]["tool_choice"], "required");
     assert_eq!(bodies[0]["parallel_tool_calls"], false);
-    assert_eq!(bodies[1].get("tool_choice"), None, "auto is the API's default: {}", bodies[1]);
+    assert_eq!(bodies[1]["tool_choice"], "auto", "{}", bodies[1]);
     assert_eq!(bodies[1]["parallel_tool_calls"], false, "not a choice, so not reset");
     let tool: Vec<&Value> =
         bodies[1]["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
@@ -120,4 +124,118 @@ fn run_help_shows_the_flags() {
     assert!(help.contains("--tool-choice <auto|required|none|NAME>"), "{help}");
     assert!(help.contains("[default: auto]"), "{help}");
     assert!(help.contains("--parallel-tool-calls <true|false>"), "{help}");
+}
+
+/// Regression (issue 32): the README's advice for small local models, on
+/// llama-cpp-python. `required` is refused (HTTP 500), so `read_file`, the one tool the
+/// flags loaded (the planning tools come beside it), is named instead; a stream with
+/// tools comes back empty, so it is asked again unstreamed. Each is said once on stderr,
+/// and the run reads the note and answers, streamed and not.
+#[test]
+fn required_on_llama_cpp_python_names_the_one_tool_and_the_run_answers() {
+    for stream in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("note.txt"), "The secret word is plum.\n").unwrap();
+        let server = Local::LlamaCppPython.start();
+        let base = format!("{}/v1", server.url);
+        let mut args = vec![
+            "run",
+            "Read note.txt and tell me the secret word.",
+            "--model",
+            "openai:gemma",
+            "--base-url",
+            &base,
+            "--tools",
+            "read_file",
+            "--tool-choice",
+            "required",
+        ];
+        if !stream {
+            args.push("--no-stream");
+        }
+        let out = run(dir.path(), &args);
+        assert!(out.status.success(), "stream={stream}: {}", stderr(&out));
+        assert!(
+            stdout(&out).starts_with("The note says: ") && stdout(&out).contains("plum"),
+            "{}",
+            stdout(&out)
+        );
+        let err = stderr(&out);
+        let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("harnessx: warning: ")).collect();
+        let empty = format!(
+            "harnessx: warning: the server at {base} answered a streamed request with tools with an empty stream (HTTP 200, no events)"
+        );
+        let refused = format!(
+            "harnessx: warning: the server at {base} does not support tool_choice \"required\" (the model provider answered HTTP 500: {{\"error\":{{\"message\":\"\",\"type\":\"internal_server_error\",\"param\":null,\"code\":null}}}}); naming the tool read_file in its place from now on"
+        );
+        if stream {
+            assert_eq!(warnings.len(), 2, "{err}");
+            assert!(warnings[0].starts_with(&empty), "{err}");
+            assert_eq!(warnings[1], refused, "{err}");
+        } else {
+            assert_eq!(warnings, [refused.as_str()], "{err}");
+        }
+        let bodies = server.bodies();
+        let tools: Vec<&str> = bodies[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(tools, ["read_file", "write_todos", "read_todos"]);
+        let choices: Vec<&Value> = bodies.iter().map(|b| &b["tool_choice"]).collect();
+        let named = json!({"type": "function", "function": {"name": "read_file"}});
+        if stream {
+            assert_eq!(choices, [&json!("required"), &json!("required"), &named, &json!("auto")]);
+        } else {
+            assert_eq!(choices, [&json!("required"), &named, &json!("auto")]);
+        }
+        let last = bodies.last().unwrap();
+        assert_eq!(
+            last["messages"].as_array().unwrap().iter().filter(|m| m["content"] == "").count(),
+            1,
+            "{last}"
+        );
+    }
+}
+
+/// With two tools loaded there is no one to name in place of `required`: one line on
+/// stderr says the server does not support it and how to force a tool; exit status 1.
+#[test]
+fn required_on_llama_cpp_python_with_two_tools_is_a_one_line_error() {
+    let dir = workspace();
+    let server = Local::LlamaCppPython.start();
+    let base = format!("{}/v1", server.url);
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "Read my notes.",
+            "--model",
+            "openai:gemma",
+            "--base-url",
+            &base,
+            "--tools",
+            "read_file,list_directory",
+            "--tool-choice",
+            "required",
+            "--no-stream",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("does not support tool_choice \"required\" (it answered HTTP 500: "), "{err}");
+    assert!(
+        lines[0].contains("with 4 tools offered (read_file, list_directory, write_todos, read_todos)"),
+        "{err}"
+    );
+    assert!(
+        lines[0].ends_with(
+            "force one with --tool-choice NAME (ToolChoice::Tool), or let the model choose (auto)"
+        ),
+        "{err}"
+    );
+    assert_eq!(server.bodies().len(), 1, "not retried");
 }
