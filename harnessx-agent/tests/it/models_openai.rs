@@ -870,7 +870,7 @@ async fn a_server_that_is_always_empty_is_a_transport_error_after_two_sends() {
 /// Posts `body` to a loopback server as is: (status, content type, body text).
 async fn post_raw(server: &Server, body: Value) -> (u16, String, String) {
     // reqwest is built without a crypto provider of its own (the adapter installs ring).
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    harnessx_infra::tls::install_default_provider();
     let response = reqwest::Client::new()
         .post(format!("{}/v1/chat/completions", server.url))
         .header("content-type", "application/json")
