@@ -500,3 +500,83 @@ async fn a_journaled_decision_is_never_applied_to_other_arguments() {
         }
     }
 }
+
+// The fingerprint rule (docs/durable.md): a run is compared with the tools it started
+// with, whatever its tool list became while it ran; the new tools reach the model.
+#[tokio::test]
+async fn a_tool_registered_mid_run_reaches_the_model_and_a_resume_is_compared_with_the_start() {
+    use harnessx_agent::model::ModelError;
+    let fail_turn_two = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let seen: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+    let late = || {
+        ToolDefinition::new(
+            "late",
+            "Registered mid-run.",
+            json!({"type": "object", "properties": {}}),
+            ToolHandler::from_async(|_, _| async { Ok("late ran".into()) }),
+        )
+        .with_replay_policy(ReplayPolicy::Safe)
+    };
+    let build = |with_late: bool| {
+        let (fail, seen) = (fail_turn_two.clone(), seen.clone());
+        let model = FunctionModel::new(move |req| {
+            seen.lock().unwrap().push(req.tools.iter().map(|t| t.name.clone()).collect());
+            let turn = req.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
+            match turn {
+                0 => Ok(ModelResponse::tool_calls(vec![ToolCall::new("c1", "learn", "{}")])),
+                _ if fail.swap(false, Ordering::SeqCst) => {
+                    Err(ModelError::Other("the provider went away".into()))
+                }
+                1 => Ok(ModelResponse::tool_calls(vec![ToolCall::new("c2", "late", "{}")])),
+                _ => Ok(ModelResponse::text(format!("saw: {}", tool_contents(req)))),
+            }
+        });
+        let agent = Agent::builder()
+            .model(model)
+            .config(AgentConfig { planning: false, ..AgentConfig::default() })
+            .build()
+            .unwrap();
+        let registry = agent.tools().downgrade();
+        agent
+            .tools()
+            .register_tool(
+                ToolDefinition::new(
+                    "learn",
+                    "Learn a tool.",
+                    json!({"type": "object", "properties": {}}),
+                    ToolHandler::from_async(move |_, _| {
+                        let (registry, late) = (registry.clone(), late());
+                        async move {
+                            if let Some(r) = registry.upgrade()
+                                && !r.contains("late")
+                            {
+                                r.register_tool(late).unwrap();
+                            }
+                            Ok("learned".into())
+                        }
+                    }),
+                )
+                .with_replay_policy(ReplayPolicy::Safe),
+            )
+            .unwrap();
+        if with_late {
+            agent.tools().register_tool(late()).unwrap();
+        }
+        agent
+    };
+    let journal = MemoryJournal::new();
+    let first = AgentRuntime::new(build(false), Arc::new(journal.clone()));
+    let err = first.start("t1", "go").await.unwrap_err().to_string();
+    assert!(err.contains("the provider went away"), "{err}");
+    let tools = seen.lock().unwrap().clone();
+    assert_eq!(tools, [vec!["learn".to_owned()], vec!["learn".to_owned(), "late".to_owned()]], "refreshed");
+
+    // A process whose agent has `late` from the start differs from the run's start.
+    let err = AgentRuntime::new(build(true), Arc::new(journal.clone())).resume("t1").await.unwrap_err();
+    assert!(matches!(err, DurableError::Mismatch { .. }), "{err}");
+    // One with the run's starting tools resumes it; `learn` is replayed, not run again,
+    // so `late` is unknown there and the model reads why.
+    let done = AgentRuntime::new(build(false), Arc::new(journal)).resume("t1").await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed, "{done:?}");
+    assert!(done.output.starts_with("saw: learned | Unknown tool \"late\""), "{}", done.output);
+}
