@@ -32,11 +32,11 @@ pub enum AgentError {
     /// file and line).
     #[error(transparent)]
     Knowledge(#[from] KnowledgeError),
-    /// [`AgentConfig::tool_choice`] forces a tool that is not registered: the run fails
+    /// [`AgentConfig::tool_choice`](crate::AgentConfig::tool_choice) forces a tool that is not registered: the run fails
     /// before its first request.
     #[error("{}", unknown_tool_choice(.name, .registered))]
     UnknownToolChoice {
-        /// The name in [`ToolChoice::Tool`].
+        /// The name in [`ToolChoice::Tool`](crate::ToolChoice::Tool).
         name: String,
         /// The registered tools, in registration order.
         registered: Vec<String>,
@@ -45,7 +45,7 @@ pub enum AgentError {
     #[cfg(feature = "mcp")]
     #[error(transparent)]
     Mcp(#[from] harnessx_mcp::McpError),
-    /// [`AgentBuilder::build`] was called with MCP servers, which connect asynchronously.
+    /// [`AgentBuilder::build`](crate::AgentBuilder::build) was called with MCP servers, which connect asynchronously.
     #[cfg(feature = "mcp")]
     #[error(
         "MCP servers connect asynchronously: build the agent with `.connect().await` instead of `.build()`"
