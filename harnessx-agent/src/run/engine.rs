@@ -92,8 +92,10 @@ pub async fn drive<S: Steps>(
                 ..RunState::default()
             });
         }
-        let named: Vec<String> = calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect();
-        steps.note(format_args!("turn {turn}: calls {}", named.join(", ")));
+        if steps.keeps_notes() {
+            let named: Vec<String> = calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect();
+            steps.note(format_args!("turn {turn}: calls {}", named.join(", ")));
+        }
         request.messages.push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
 
         let mut batch = registry.plan_batch(&calls);
@@ -143,9 +145,11 @@ pub async fn drive<S: Steps>(
             }
             steps.resumed().await?;
         }
-        for (call, result) in calls.iter().zip(&results) {
-            let how = if result.is_error { "failed" } else { "answered" };
-            steps.note(format_args!("turn {turn}: {} ({}) {how}", call.name, call.id));
+        if steps.keeps_notes() {
+            for (call, result) in calls.iter().zip(&results) {
+                let how = if result.is_error { "failed" } else { "answered" };
+                steps.note(format_args!("turn {turn}: {} ({}) {how}", call.name, call.id));
+            }
         }
         request.messages.extend(results.iter().map(Message::tool));
         agent.after_tool_calls(&mut request);
@@ -217,30 +221,39 @@ async fn plan<S: Steps>(
             steps.record(turn, &result);
             continue;
         }
-        let tool = batch.tool(index).unwrap_or(&call.name).to_owned();
         let policy = batch.replay_policy(index).unwrap_or_default();
         if let Some(run_id) = &run_id {
             batch.set_idempotency_key(index, recovery::idempotency_key(run_id, &call.id));
         }
         if steps.recorded(&call.id) == Recorded::Started {
-            match recovery::recover(policy, Unknown::Interrupted, &call.id, &tool, &call.arguments) {
+            let tool = batch.tool(index).unwrap_or(&call.name);
+            match recovery::recover(policy, Unknown::Interrupted, &call.id, tool, &call.arguments) {
                 Recovery::RunAgain => batch.authorize(index),
                 Recovery::Ask(need) => needs.push(need),
             }
             continue;
         }
-        let arguments = batch.arguments(index).cloned().unwrap_or_default();
-        let request = AuthRequest {
-            tool: &tool,
-            permission: batch.permission(index),
-            call_id: &call.id,
-            arguments: &arguments,
+        // The rules first, on borrowed values: an ALLOW (the common case) allocates
+        // nothing.
+        let mut decided = {
+            let request = AuthRequest {
+                tool: batch.tool(index).unwrap_or(&call.name),
+                permission: batch.permission(index),
+                call_id: &call.id,
+                arguments: batch.arguments(index).unwrap_or(&serde_json::Value::Null),
+            };
+            permissions.rules(request)
         };
-        let mut decided = permissions.rules(request);
+        if let Authorization::Allow = decided {
+            batch.authorize(index);
+            continue;
+        }
+        let tool = batch.tool(index).unwrap_or(&call.name).to_owned();
         if let Authorization::Wait { question } = decided {
             decided = if let Some(decision) = steps.recorded_decision(&call.id, &call.arguments) {
                 permissions.apply(&tool, decision)
             } else if permissions.can_decide() {
+                let arguments = batch.arguments(index).cloned().unwrap_or_default();
                 let ask = ApprovalRequest { tool_name: tool.clone(), call_id: call.id.clone(), arguments };
                 match steps.decide(permissions, ask, &call.arguments).await? {
                     Some(decision) => permissions.apply(&tool, decision),

@@ -141,6 +141,12 @@ pub trait Steps: Send {
     /// Records the final answer.
     fn finish(&mut self, output: &str) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
+    /// Whether the backend keeps its own log of steps ([`note`](Self::note)); the loop
+    /// builds the lines only then.
+    fn keeps_notes(&self) -> bool {
+        false
+    }
+
     /// Hands a step to the backend's own event log (the Restate run keeps one in its
     /// state); the stream of [`AgentEvent`](crate::AgentEvent)s is the loop's.
     fn note(&mut self, _line: std::fmt::Arguments<'_>) {}

@@ -21,6 +21,8 @@ type DedupeSlot = Arc<OnceCell<Invoked>>;
 #[derive(Default)]
 pub struct RunContext {
     permissions: Option<PermissionManager>,
+    /// Another authorizer than the manager (the manager itself is used without one, so
+    /// a context costs no allocation for it).
     authorizer: Option<Arc<dyn Authorizer>>,
     events: Option<Arc<dyn ToolEventSink>>,
     dedupe: Mutex<HashMap<(Arc<str>, String), DedupeSlot>>,
@@ -44,7 +46,6 @@ impl RunContext {
 
     /// Uses a permission manager: its rules, approval callback and store decide.
     pub fn with_permissions(mut self, permissions: PermissionManager) -> Self {
-        self.authorizer = Some(Arc::new(permissions.clone()));
         self.permissions = Some(permissions);
         self
     }
@@ -57,12 +58,13 @@ impl RunContext {
         self
     }
 
-    /// The authorizer calls are put to: the one given, else the rule with no manager
-    /// (omitted permissions ALLOW; explicit ASK and DENY denied).
+    /// The authorizer calls are put to: the one given, else the manager, else the rule
+    /// with no manager (omitted permissions ALLOW; explicit ASK and DENY denied).
     pub fn authorizer(&self) -> &dyn Authorizer {
-        match &self.authorizer {
-            Some(a) => &**a,
-            None => &NoManager,
+        match (&self.authorizer, &self.permissions) {
+            (Some(a), _) => &**a,
+            (None, Some(manager)) => manager,
+            (None, None) => &NoManager,
         }
     }
 

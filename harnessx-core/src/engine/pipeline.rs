@@ -414,8 +414,9 @@ pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &R
     let mut outcomes: Vec<Option<CallOutcome>> = (0..calls.len()).map(|_| None).collect();
     let mut concurrent = Vec::new();
     // Serial calls by index (taken as their turn comes), and the schedule's slots.
+    // (Both stay empty, allocating nothing, for a batch without serial calls.)
     let mut serial: Vec<Option<(Run, ReadyCall)>> = Vec::new();
-    let mut slots = vec![Slot::Settled; calls.len()];
+    let mut slots: Vec<Slot> = Vec::new();
     for (index, item) in items.into_iter().enumerate() {
         let PlanItem { prepared, authorized, idempotency_key, replayed } = item;
         // Each call's span is a child of the caller's span (current here and in
@@ -437,6 +438,7 @@ pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &R
                     concurrent.push(run_indexed(run, ready, &calls[index], ctx, hooks).instrument(span));
                 } else {
                     serial.resize_with(calls.len(), || None);
+                    slots.resize(calls.len(), Slot::Settled);
                     slots[index] = Slot::Serial;
                     serial[index] = Some((run, ready));
                 }

@@ -369,6 +369,10 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         Ok(())
     }
 
+    fn keeps_notes(&self) -> bool {
+        true
+    }
+
     fn note(&mut self, line: std::fmt::Arguments<'_>) {
         self.events.push(line.to_string());
         self.dirty = true;
