@@ -1,8 +1,7 @@
-//! harnessx: safe, fast and predictable tools for LLM agents.
-//!
-//! This facade re-exports [`harnessx_core`] (the tool layer), the `#[tool]` / `#[toolbox]`
-//! macros, the built-in bundles as [`builtin`] and, with the default feature `agent`, the
-//! agent loop as [`agent`] and its models as [`model`]; see the guide in `docs/`.
+#![doc = include_str!("../README.md")]
+// This facade re-exports `harnessx_core` (the tool layer), the `#[tool]` / `#[toolbox]`
+// macros, the built-in bundles as `builtin` and, with the default feature `agent`, the
+// agent loop as `agent` and its models as `model`; the guide is `guide`, from `docs/`.
 #![forbid(unsafe_code)]
 
 /// The agent loop: `harnessx::agent::Agent`, `AgentConfig`, events, specialists (feature `agent`).

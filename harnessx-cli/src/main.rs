@@ -1,12 +1,11 @@
-//! The `harnessx` command: run an agent, list, inspect and call tools.
-//!
-//! Exit status: 0 for a result, 1 for an error result (or a failed run), 2 for a usage
-//! error, 3 when a durable run stopped to wait for input ([`report::NEEDS_INPUT`]), 74
-//! when the output cannot be written ([`error::EX_IOERR`]).
-//!
-//! The commands ([`cmd`]) are put together from the one set-up of tools and agents
-//! ([`setup`]), the one place durable runs live behind ([`backend`]), and the one run
-//! report ([`report`]).
+#![doc = include_str!("../README.md")]
+// Exit status: 0 for a result, 1 for an error result (or a failed run), 2 for a usage
+// error, 3 when a durable run stopped to wait for input (`report::NEEDS_INPUT`), 74 when
+// the output cannot be written (`error::EX_IOERR`).
+//
+// The commands (`cmd`) are put together from the one set-up of tools and agents
+// (`setup`), the one place durable runs live behind (`backend`), and the one run report
+// (`report`).
 
 #[macro_use]
 mod output;

@@ -1,7 +1,4 @@
-//! Durable agent runs: every step journaled before it is acted on, recovery after a
-//! crash that never repeats a `manual` tool, approvals that outlive the process.
-//!
-//! See `docs/durable.md`.
+#![doc = include_str!("../README.md")]
 
 pub mod journal;
 pub mod memory;

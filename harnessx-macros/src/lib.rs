@@ -1,9 +1,4 @@
-//! The `#[tool]` and `#[toolbox]` attribute macros of harnessx.
-//!
-//! Use them through the `harnessx` facade (`harnessx::tool`, `harnessx::toolbox`); the
-//! guide is `docs/tools.md`. Layers: `attr` (what the user wrote, darling), `doc`
-//! (doc-comment parsing), `ty` (types to schema expressions), `model` (the resolved,
-//! checked tool) and `expand` (tokens only).
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
