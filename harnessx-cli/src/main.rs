@@ -12,6 +12,7 @@ mod output;
 
 mod backend;
 mod cmd;
+mod config;
 mod error;
 mod report;
 mod setup;
@@ -22,9 +23,10 @@ mod trace;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::cmd::{durable, mcp, run, runs, tools, worker};
+use crate::cmd::{chat, config as config_cmd, durable, mcp, run, runs, tools, worker};
 use crate::error::CliError;
 
 const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a failed run, a journal error); 2 usage error; 3 a durable run waits for input (`harnessx approve` or `harnessx answer`, then `harnessx resume`); 74 the output cannot be written.";
@@ -53,6 +55,13 @@ enum Command {
     /// Run an agent on a prompt (with --durable FILE: journaled, resumable).
     #[command(after_help = EXIT_STATUS)]
     Run(run::RunArgs),
+    /// Talk to an agent: each line you type is a prompt that continues the conversation.
+    ///
+    /// The conversation is journaled (--durable FILE), so it survives a crash and goes on
+    /// later with --session ID. Ctrl-C stops the current turn; Ctrl-D (or Ctrl-C at the
+    /// prompt) ends the session. The agent flags and configuration files apply as for `run`.
+    #[command(after_help = EXIT_STATUS)]
+    Chat(chat::ChatArgs),
     /// Continue a durable run from its journal (after a pause, a crash or a failure).
     ///
     /// Give the same --tools, --model and other agent flags as the run, from the same
@@ -85,11 +94,26 @@ enum Command {
         #[command(subcommand)]
         command: runs::RunsCommand,
     },
+    /// Show the configuration: harnessx.toml (in this folder or above) and
+    /// ~/.config/harnessx/config.toml, merged under the command line.
+    Config {
+        #[command(subcommand)]
+        command: config_cmd::ConfigCommand,
+    },
 }
 
 fn main() -> ExitCode {
     harnessx::builtin::link();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    // The configuration files, under the command line, for the commands that build an agent.
+    let applied = match configure(&mut cli.command, &matches) {
+        Ok(applied) => applied,
+        Err(e) => return exit(e),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -110,6 +134,10 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Tools { command } => tools::run(command).await,
             Command::Run(args) => run::run(args).await,
+            Command::Chat(args) => chat::chat(args).await,
+            Command::Config { command: config_cmd::ConfigCommand::Show(args) } => {
+                config_cmd::show(&args, &applied.unwrap_or_default())
+            }
             Command::Resume(args) => durable::resume(args).await,
             Command::Approve(args) => durable::approve(args).await,
             Command::Answer(args) => durable::answer(args).await,
@@ -125,6 +153,28 @@ fn main() -> ExitCode {
     // client keeps stdin open) would hold a plain drop of the runtime forever.
     runtime.shutdown_timeout(std::time::Duration::from_millis(250));
     outcome.unwrap_or_else(exit)
+}
+
+/// Merges the configuration files into the agent flags of `command` (`run`, `chat`,
+/// `resume` of a journal's run, `worker`, `config show`); other commands read no file.
+/// Returns what was merged, from where.
+fn configure(command: &mut Command, matches: &ArgMatches) -> Result<Option<config::Applied>, CliError> {
+    let (agent, sub) = match (command, matches.subcommand()) {
+        (Command::Run(args), Some((_, sub))) => (&mut args.agent, sub),
+        (Command::Chat(args), Some((_, sub))) => (&mut args.agent, sub),
+        (Command::Resume(args), Some((_, sub))) if !args.place.is_cluster() => (&mut args.agent, sub),
+        (Command::Worker(args), Some((_, sub))) => (&mut args.agent, sub),
+        (Command::Config { command: config_cmd::ConfigCommand::Show(args) }, Some((_, config))) => {
+            match config.subcommand() {
+                Some((_, sub)) => (&mut args.agent, sub),
+                None => return Ok(None),
+            }
+        }
+        _ => return Ok(None),
+    };
+    let files = config::load()?;
+    let given = |id: &str| sub.value_source(id) == Some(ValueSource::CommandLine);
+    config::apply(agent, &files, &given).map(Some)
 }
 
 /// Says why the command could not give a result, on standard error, and gives the exit

@@ -112,6 +112,14 @@ pub enum Entry {
         /// The error.
         error: String,
     },
+    /// The run is the next turn of a conversation: it goes on from the messages of run
+    /// `run_id` (completed), which may itself continue another
+    /// ([`AgentRuntime::continue_conversation`](crate::AgentRuntime::continue_conversation)).
+    /// Journaled first, before any other entry of the run.
+    Continues {
+        /// The run whose conversation this one continues.
+        run_id: String,
+    },
 }
 
 /// An entry with its position in the run (1, 2, ...).

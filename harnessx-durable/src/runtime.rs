@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tracing::Instrument;
 
-use harnessx_agent::model::{ModelRequest, ModelResponse};
+use harnessx_agent::model::{Message, ModelRequest, ModelResponse};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{
     Agent, AgentError, Events, Executed, NeedsInput, NeedsInputKind, Recorded, Recovery, RunResult, RunState,
@@ -61,6 +61,10 @@ pub enum DurableError {
     /// `restate`): the run is as the cluster last recorded it.
     #[error("{0}")]
     Cluster(String),
+    /// A conversation cannot go on from this run: it is not completed, or its chain of
+    /// earlier turns is broken.
+    #[error("{0}")]
+    Conversation(String),
 }
 
 /// Where a run stands, as [`AgentRuntime::status`] reports it: the journal's header and
@@ -201,10 +205,51 @@ impl AgentRuntime {
         self.drive(run_id, Some(events)).await
     }
 
+    /// Starts run `run_id` as the next turn of a conversation: the model sees the
+    /// messages of run `previous` (completed; it may itself continue an earlier one)
+    /// followed by `prompt`. The link is journaled first, so a crash, a `resume` or a
+    /// later [`transcript`](Self::transcript) rebuilds the same conversation from the
+    /// journal alone, replaying the earlier turns without asking the model or running a
+    /// tool. `events` as for [`start_with_events`](Self::start_with_events).
+    pub async fn continue_conversation(
+        &self,
+        run_id: &str,
+        previous: &str,
+        prompt: &str,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        let (run, _) = self.load(previous)?;
+        if run.status != RunStatus::Completed {
+            return Err(DurableError::Conversation(format!(
+                "run {previous:?} is {}: a conversation goes on from a completed turn",
+                run.status.as_str()
+            )));
+        }
+        self.start_run(run_id, prompt, Some(previous), events).await
+    }
+
+    /// The messages of run `run_id` (completed) from the first turn of its conversation
+    /// on: the prompts, the model's answers and calls, the calls' results. Rebuilt by
+    /// replaying the journal (nothing is asked or run); the same conversation a
+    /// [`continue_conversation`](Self::continue_conversation) after it goes on from.
+    pub async fn transcript(&self, run_id: &str) -> Result<Vec<Message>, DurableError> {
+        self.conversation_through(Some(run_id.to_owned())).await
+    }
+
     async fn start_inner(
         &self,
         run_id: &str,
         prompt: &str,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        self.start_run(run_id, prompt, None, events).await
+    }
+
+    async fn start_run(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        previous: Option<&str>,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
         // A tool choice that names no registered tool journals nothing.
@@ -221,7 +266,48 @@ impl AgentRuntime {
             updated_at_ms: now,
             output: None,
         })?;
+        if let Some(previous) = previous {
+            self.journal.append(run_id, &[Entry::Continues { run_id: previous.to_owned() }], None)?;
+        }
         self.drive(run_id, events).await
+    }
+
+    /// The messages of the conversation that run `last` ends (none for `None`): each run
+    /// of its chain replayed from the journal, oldest first.
+    async fn conversation_through(&self, mut last: Option<String>) -> Result<Vec<Message>, DurableError> {
+        let mut chain = Vec::new();
+        let mut seen = HashSet::new();
+        while let Some(run_id) = last {
+            if !seen.insert(run_id.clone()) {
+                return Err(DurableError::Conversation(format!(
+                    "run {run_id:?} continues its own conversation: the journal is damaged"
+                )));
+            }
+            let (run, entries) = self.load(&run_id)?;
+            if run.status != RunStatus::Completed {
+                return Err(DurableError::Conversation(format!(
+                    "run {run_id:?} is {}: a conversation goes on from a completed turn",
+                    run.status.as_str()
+                )));
+            }
+            last = continues(&entries);
+            chain.push((run, entries));
+        }
+        let mut history = Vec::new();
+        for (run, entries) in chain.into_iter().rev() {
+            let mut steps = JournalSteps::read_only(&run.run_id, self.journal.clone(), &entries);
+            let permissions = self.agent.permissions().session();
+            let start = Start { history, prompt: run.prompt.clone() };
+            let state = harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, None).await?;
+            if !state.is_completed() {
+                return Err(DurableError::Conversation(format!(
+                    "run {:?} does not replay to its answer with this agent",
+                    run.run_id
+                )));
+            }
+            history = state.messages;
+        }
+        Ok(history)
     }
 
     /// Continues a run from its journal: after a crash, after `approve`/`answer`, or
@@ -360,13 +446,15 @@ impl AgentRuntime {
         for tool in &replay.session_grants {
             permissions.grant_session(tool.clone());
         }
+        let history = self.conversation_through(replay.continues.clone()).await?;
         let mut steps = JournalSteps {
             run_id: run.run_id.clone(),
             journal: self.journal.clone(),
             replay,
             pending: Vec::new(),
+            read_only: false,
         };
-        let start = Start { history: Vec::new(), prompt: run.prompt.clone() };
+        let start = Start { history, prompt: run.prompt.clone() };
         harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
     }
 }
@@ -379,6 +467,7 @@ fn durable_error_type(error: &DurableError) -> &'static str {
         DurableError::NotAwaited { .. } => "not_awaited",
         DurableError::Completed(_) => "completed",
         DurableError::Cluster(_) => "cluster",
+        DurableError::Conversation(_) => "conversation",
         DurableError::Agent(e) => spans::agent_error_type(e),
     }
 }
@@ -425,6 +514,16 @@ struct Replay {
     session_grants: Vec<String>,
     answers: HashMap<String, String>,
     paused: Vec<NeedsInput>,
+    /// The run whose conversation this one continues.
+    continues: Option<String>,
+}
+
+/// The run a run's journal says it continues.
+fn continues(entries: &[JournalEntry]) -> Option<String> {
+    entries.iter().find_map(|e| match &e.entry {
+        Entry::Continues { run_id } => Some(run_id.clone()),
+        _ => None,
+    })
 }
 
 impl Replay {
@@ -453,6 +552,7 @@ impl Replay {
                 Entry::Paused { needs_input } => {
                     s.paused = serde_json::from_value(needs_input.clone()).unwrap_or_default();
                 }
+                Entry::Continues { run_id } => s.continues = Some(run_id.clone()),
                 Entry::Final { .. } | Entry::Failed { .. } => {}
             }
         }
@@ -468,14 +568,39 @@ struct JournalSteps {
     replay: Replay,
     /// Entries that go with the next commit (results the loop settled).
     pending: Vec<Entry>,
+    /// Replaying a completed run for its messages: everything must come from the
+    /// journal; nothing is written, asked or run.
+    read_only: bool,
 }
 
 impl JournalSteps {
+    fn read_only(run_id: &str, journal: Arc<dyn JournalStore>, entries: &[JournalEntry]) -> Self {
+        Self {
+            run_id: run_id.to_owned(),
+            journal,
+            replay: Replay::new(entries),
+            pending: Vec::new(),
+            read_only: true,
+        }
+    }
+
+    /// The error of a replay that would have to do something live.
+    fn not_journaled(&self, what: &str) -> DurableError {
+        DurableError::Conversation(format!(
+            "run {:?} does not replay from its journal ({what} is not journaled)",
+            self.run_id
+        ))
+    }
+
     fn commit(
         &mut self,
         mut entries: Vec<Entry>,
         status: Option<(RunStatus, Option<String>)>,
     ) -> Result<(), DurableError> {
+        if self.read_only {
+            self.pending.clear();
+            return Ok(());
+        }
         let mut all = std::mem::take(&mut self.pending);
         all.append(&mut entries);
         if all.is_empty() && status.is_none() {
@@ -512,6 +637,9 @@ impl Steps for JournalSteps {
             }
             return Ok(response);
         }
+        if self.read_only {
+            return Err(self.not_journaled(&format!("the model response of turn {turn}")));
+        }
         let response = agent.request_turn(request, events, turn).await?;
         // Committed as it arrives, before anything is asked or run: a crash after this
         // never asks the model for this turn again.
@@ -546,6 +674,9 @@ impl Steps for JournalSteps {
         request: ApprovalRequest,
         arguments: &str,
     ) -> Result<Option<ApprovalDecision>, DurableError> {
+        if self.read_only {
+            return Err(self.not_journaled(&format!("a decision on call {:?}", request.call_id)));
+        }
         let Some(decision) = permissions.decision(&request).await else { return Ok(None) };
         let entry = Entry::Approval {
             call_id: request.call_id.clone(),
@@ -570,6 +701,11 @@ impl Steps for JournalSteps {
         ctx: &RunContext,
     ) -> Result<Vec<Executed>, DurableError> {
         let calls: Vec<ToolCall> = (0..batch.len()).map(|i| batch.call(i).clone()).collect();
+        if self.read_only
+            && let Some(i) = (0..calls.len()).find(|&i| batch.result(i).is_none())
+        {
+            return Err(self.not_journaled(&format!("the result of call {:?}", calls[i].id)));
+        }
         let mut starts: Vec<Entry> = Vec::new();
         // Starts of serial calls queued behind another: committed when their turn comes.
         let mut deferred_starts: HashMap<usize, Entry> = HashMap::new();
@@ -661,6 +797,9 @@ impl Steps for JournalSteps {
     }
 
     async fn pause(&mut self, _turn: u32, needs: &[NeedsInput]) -> Result<bool, DurableError> {
+        if self.read_only {
+            return Err(self.not_journaled("an answer it waited for"));
+        }
         let entry = Entry::Paused { needs_input: serde_json::to_value(needs).expect("serialises") };
         self.commit(vec![entry], Some((RunStatus::NeedsInput, None)))?;
         Ok(false)

@@ -404,6 +404,7 @@ fn kind(entry: &Entry) -> &'static str {
         Entry::Answer { .. } => "answer",
         Entry::Final { .. } => "final",
         Entry::Failed { .. } => "failed",
+        Entry::Continues { .. } => "continues",
     }
 }
 
@@ -476,6 +477,7 @@ mod tests {
             Entry::Answer { call_id: "c".into(), text: "yes".into() },
             Entry::Final { output: "o".into() },
             Entry::Failed { error: "e".into() },
+            Entry::Continues { run_id: "r0".into() },
         ];
         for entry in &all {
             assert_eq!(serde_json::to_value(entry).unwrap()["kind"], kind(entry), "{entry:?}");

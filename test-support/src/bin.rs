@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// The provider keys removed from every run unless a test sets them, so a developer's
-/// own keys never reach a test.
+/// own keys never reach a test (nor, through `XDG_CONFIG_HOME`, their configuration).
 const PROVIDER_KEYS: [&str; 2] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 
 /// A binary to run in a working folder, with an empty standard input unless given one.
@@ -39,6 +39,10 @@ impl Binary {
         for key in PROVIDER_KEYS {
             command.env_remove(key);
         }
+        // No developer's own configuration file (`~/.config/harnessx/config.toml`) or
+        // conversations reach a test, unless the test points these somewhere itself.
+        let nowhere = std::env::temp_dir().join("harnessx-tests-no-user-folder");
+        command.env("XDG_CONFIG_HOME", &nowhere).env("XDG_STATE_HOME", &nowhere);
         for (k, v) in &self.env {
             command.env(k, v);
         }

@@ -10,6 +10,8 @@ use crate::model::{
 };
 use harnessx_core::ToolCall;
 
+mod explore;
+
 /// A deterministic model for tests and first runs.
 ///
 /// First turn (no tool result since the last user message): it calls each offered tool
@@ -23,16 +25,34 @@ use harnessx_core::ToolCall;
 /// [`ToolChoice::None`] it calls nothing, under [`ToolChoice::Tool`] only that tool
 /// (whatever [`call_tools`](Self::call_tools) says); `Auto` and `Required` change
 /// nothing, since it always calls on a first turn.
+///
+/// [`exploring`](Self::exploring) makes another one: the `harnessx` command's default
+/// model, which explores a folder the way a person would.
 #[derive(Debug, Clone, Default)]
 pub struct TestModel {
     call_tools: Option<Vec<String>>,
     final_text: Option<String>,
+    exploring: bool,
 }
 
 impl TestModel {
     /// Calls every offered tool.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The test model of the `harnessx` command: given the filesystem tools and a prompt
+    /// such as `What is in this folder?`, it lists the folder (`list_directory` on `.`),
+    /// globs and greps for the words of the prompt (`**/*WORD*`; `WORD|WORD`, ignoring
+    /// case, files only), then reads the file the listing found (a README first). Any
+    /// other tool it is given it calls once, as [`new`](Self::new) does. Its answer
+    /// begins by saying that it is the offline test model, names the prompt before this
+    /// one when the conversation has several, and shows the first lines of each result.
+    ///
+    /// Like [`new`](Self::new) it follows the request's tool choice, and decides from the
+    /// messages since the last user message alone, so a replay gives the same calls.
+    pub fn exploring() -> Self {
+        Self { exploring: true, ..Self::default() }
     }
 
     /// Calls only these tools (those that are offered), in this order.
@@ -52,6 +72,9 @@ impl TestModel {
     }
 
     fn respond(&self, request: &ModelRequest) -> ModelResponse {
+        if self.exploring {
+            return explore::respond(request);
+        }
         let since_user: Vec<&Message> =
             request.messages.iter().rev().take_while(|m| !matches!(m, Message::User { .. })).collect();
         let results: Vec<&Message> =

@@ -33,6 +33,12 @@ pub(crate) struct Place {
 }
 
 impl Place {
+    /// Whether the run lives on a Restate cluster (whose workers have their own agent
+    /// flags: configuration files do not apply).
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.restate.is_some()
+    }
+
     /// The backend, for a command that asks no agent anything (`approve`, `answer`,
     /// `runs`). A journal must exist.
     pub(crate) fn open(&self) -> Result<Box<dyn Backend>, CliError> {

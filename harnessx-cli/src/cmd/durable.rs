@@ -20,12 +20,12 @@ pub(crate) struct ResumeArgs {
     /// The run's id (`harnessx runs list` shows them).
     run_id: String,
     #[command(flatten)]
-    place: Place,
+    pub(crate) place: Place,
     /// Print one JSON object: run_id, status, output, needs_input.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    agent: AgentArgs,
+    pub(crate) agent: AgentArgs,
 }
 
 /// A decision as a flag value.

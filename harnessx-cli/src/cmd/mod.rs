@@ -2,6 +2,8 @@
 //! its flags and puts together [`setup`](crate::setup), [`backend`](crate::backend) and
 //! [`report`](crate::report).
 
+pub(crate) mod chat;
+pub(crate) mod config;
 pub(crate) mod durable;
 pub(crate) mod mcp;
 pub(crate) mod run;

@@ -24,7 +24,7 @@ pub(crate) struct RunArgs {
     /// What to ask the agent.
     prompt: String,
     #[command(flatten)]
-    agent: AgentArgs,
+    pub(crate) agent: AgentArgs,
     /// Print one JSON event per line instead of text (with --durable: one JSON object
     /// with run_id, status, output and needs_input).
     #[arg(long)]
@@ -81,7 +81,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     let agent = build_agent(&args.agent, !args.no_stream, approvals).await?;
     let mut events = agent.run_stream(args.prompt);
-    let mut shown = Shown { json: args.json, ..Shown::default() };
+    let mut shown = Shown::new(args.json);
     let mut written = Ok(());
     while let Some(event) = events.next().await {
         written = shown.event(event);
@@ -119,20 +119,32 @@ async fn durable(
 /// What a direct run shows as its events arrive: the answer on stdout as it streams
 /// (`--json`: every event, one per line), progress lines on stderr.
 #[derive(Debug, Default)]
-struct Shown {
+pub(crate) struct Shown {
     json: bool,
     stdout: Stdout,
     progress: Progress,
     /// Text of this model response is on stdout already.
     printed_text: bool,
     /// The run ended with an error.
-    failed: bool,
+    pub(crate) failed: bool,
 }
 
 impl Shown {
+    /// Shows events as text, or (`json`) as JSON lines.
+    pub(crate) fn new(json: bool) -> Self {
+        Self { json, ..Self::default() }
+    }
+
+    /// Prints the progress lines held back, and starts the next run afresh.
+    pub(crate) fn flush(&mut self) {
+        self.progress.flush();
+        self.printed_text = false;
+        self.failed = false;
+    }
+
     /// Shows one event. A write error on stdout other than a reader that went away ends
     /// the run ([`CliError::Output`], exit status 74).
-    fn event(&mut self, event: AgentEvent) -> Result<(), CliError> {
+    pub(crate) fn event(&mut self, event: AgentEvent) -> Result<(), CliError> {
         if matches!(event, AgentEvent::Error { .. }) {
             self.failed = true;
         }

@@ -144,6 +144,7 @@ fn summary(entry: &Entry) -> (&'static str, String) {
         Entry::Answer { call_id, text } => ("answer", format!("{call_id}: {}", one_line(text, 80))),
         Entry::Final { output } => ("final", one_line(output, 80)),
         Entry::Failed { error } => ("failed", one_line(error, 80)),
+        Entry::Continues { run_id } => ("continues", format!("the conversation of run {run_id}")),
     }
 }
 

@@ -33,7 +33,7 @@ pub(crate) struct WorkerArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    agent: AgentArgs,
+    pub(crate) agent: AgentArgs,
 }
 
 /// `harnessx worker`: serves the agent the flags make until SIGINT or SIGTERM.

@@ -96,6 +96,10 @@ pub(crate) struct PermissionArgs {
     /// Deny this tool (an override; repeatable).
     #[arg(long = "deny", value_name = "NAME")]
     pub(crate) deny: Vec<String>,
+    /// Tools that ask first (an override), from a configuration file's `[permissions]
+    /// ask` list; no flag.
+    #[arg(skip)]
+    pub(crate) ask: Vec<String>,
 }
 
 /// Tools from MCP servers (`run`, `resume`, `worker`, `tools list`, `tools call`).
@@ -115,22 +119,27 @@ pub(crate) struct McpArgs {
     /// call more careful (`destructiveHint`) apply, as MCP says of untrusted servers.
     #[arg(long = "mcp-trust")]
     pub(crate) mcp_trust: bool,
+    /// Servers from a configuration file's `[mcp_servers]` (or `[mcpServers]`) table, by
+    /// name; no flag (`--mcp` and `--mcp-http` replace them).
+    #[arg(skip)]
+    pub(crate) configured: Vec<(String, McpServer)>,
 }
 
 impl McpArgs {
     /// Whether any server is given.
     pub(crate) fn given(&self) -> bool {
-        !self.mcp.is_empty() || !self.mcp_http.is_empty()
+        !self.mcp.is_empty() || !self.mcp_http.is_empty() || !self.configured.is_empty()
     }
 
-    /// The servers, in the order given (stdio ones first). Nothing is started.
+    /// The servers, in the order given (stdio ones first; a configuration file's first,
+    /// by name). Nothing is started.
     pub(crate) fn servers(&self) -> Result<Vec<McpServer>, CliError> {
         if self.mcp_trust && !self.given() {
             return Err(CliError::Usage(
                 "--mcp-trust applies to the servers of --mcp and --mcp-http, and none is given".into(),
             ));
         }
-        let mut servers = Vec::new();
+        let mut servers: Vec<McpServer> = self.configured.iter().map(|(_, server)| server.clone()).collect();
         for line in &self.mcp {
             let words = shlex::split(line).ok_or_else(|| {
                 CliError::Usage(format!("--mcp {line:?}: unbalanced quotes or a trailing backslash"))
@@ -200,6 +209,12 @@ pub(crate) struct AgentArgs {
     /// run re-reads only the concept files that changed.
     #[arg(long, value_name = "FILE", requires = "knowledge")]
     pub(crate) knowledge_index: Option<PathBuf>,
+    /// The system prompt.
+    #[arg(long, value_name = "TEXT", conflicts_with = "system_file")]
+    pub(crate) system: Option<String>,
+    /// The system prompt, read from this file (UTF-8, at most 1 MiB).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) system_file: Option<PathBuf>,
     /// Approve every tool call that would otherwise ask.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
@@ -255,6 +270,12 @@ impl AgentArgs {
         }
         if let Some(file) = &self.knowledge_index {
             flag("--knowledge-index", Some(file.display().to_string()));
+        }
+        if let Some(text) = &self.system {
+            flag("--system", Some(text.clone()));
+        }
+        if let Some(file) = &self.system_file {
+            flag("--system-file", Some(file.display().to_string()));
         }
         if self.yes {
             flag("--yes", None);
@@ -345,6 +366,8 @@ mod tests {
             "concepts",
             "--knowledge-index",
             "index.db",
+            "--system-file",
+            "prompt.md",
             "--yes",
             "--sandbox",
             "bubblewrap",
@@ -366,7 +389,8 @@ mod tests {
             "http://127.0.0.1:1/mcp",
             "--mcp-trust",
         ];
-        for flags in [&every[..], &[], &["--tools", "write_file"], &["--tool-choice", "required"]] {
+        let system: &[&str] = &["--system", "Be brief.\nAnswer in French."];
+        for flags in [&every[..], &[], &["--tools", "write_file"], &["--tool-choice", "required"], system] {
             let args = parse(flags);
             let again = args.to_flags();
             let again: Vec<&str> = again.iter().map(String::as_str).collect();

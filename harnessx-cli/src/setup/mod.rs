@@ -22,7 +22,7 @@ use crate::terminal;
 
 /// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
 /// answers for a real model's.
-pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls each tool once and reports what came back. Pick a real model with --model openai:MODEL or --model anthropic:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
+pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls the tools the way a person exploring this folder would (list it, glob and grep for the words of the prompt, read a file it found) and reports what came back. Pick a real model with --model openai:MODEL or --model anthropic:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
 
 /// Where the file tools are contained.
 #[derive(Debug, Clone)]
@@ -215,6 +215,9 @@ pub(crate) fn permissions(args: &PermissionArgs, approvals: Approvals) -> Permis
     for name in &args.allow {
         manager = manager.with_override(name.clone(), PermissionLevel::Allow);
     }
+    for name in &args.ask {
+        manager = manager.with_override(name.clone(), PermissionLevel::Ask);
+    }
     for name in &args.deny {
         manager = manager.with_override(name.clone(), PermissionLevel::Deny);
     }
@@ -306,7 +309,7 @@ impl ModelFlag {
     /// named instead (the planning tools are offered beside it).
     fn build(self, only_tool: Option<String>) -> Arc<dyn Model> {
         match self {
-            Self::Test => Arc::new(TestModel::new()),
+            Self::Test => Arc::new(TestModel::exploring()),
             Self::OpenAi(model) => match only_tool {
                 Some(tool) => Arc::new(model.required_fallback(tool)),
                 None => Arc::new(model),
@@ -346,6 +349,9 @@ fn agent_builder(args: &AgentArgs, stream: bool, approvals: Approvals) -> Result
             parallel_tool_calls: args.parallel_tool_calls,
             ..AgentConfig::default()
         });
+    if let Some(prompt) = system_prompt(args)? {
+        builder = builder.system_prompt(prompt);
+    }
     for dir in &args.skills {
         builder = builder.skills(skill_source(dir, &tools.base_path));
     }
@@ -416,6 +422,23 @@ pub(crate) fn expectation(args: &AgentArgs) -> Result<Option<WorkerConfig>, CliE
     }
     agent.check_tool_choice().map_err(CliError::usage)?;
     Ok(Some(WorkerConfig::of(&agent)))
+}
+
+/// The system prompt `--system TEXT` or `--system-file FILE` gives (or a configuration
+/// file's `system` / `system_file`, which arrive as those flags). A file is read each
+/// time the agent is built, so `resume` and every worker read it again: the journal's
+/// fingerprint covers the prompt, and a run resumed with another one is refused.
+fn system_prompt(args: &AgentArgs) -> Result<Option<String>, CliError> {
+    match (&args.system, &args.system_file) {
+        (Some(text), _) => Ok(Some(text.clone())),
+        (None, Some(file)) => crate::config::file::read_capped(file)
+            .map(Some)
+            .map_err(|e| match e {
+                CliError::Usage(m) => CliError::Usage(format!("--system-file {m}")),
+                other => other,
+            }),
+        (None, None) => Ok(None),
+    }
 }
 
 /// The skills under `dir`, their files listed to the model by the path the file tools

@@ -1,0 +1,565 @@
+//! Configuration files: `harnessx.toml` in the project (the first one found from the
+//! working directory upward) and the user's `config.toml` (`$XDG_CONFIG_HOME/harnessx/`,
+//! else `~/.config/harnessx/`). They set what the agent flags set (`run`, `chat`,
+//! `resume`, `worker`, `config show`), with this precedence: a flag on the command line,
+//! then the project's file, then the user's, then the flag's default. A setting is taken
+//! whole from one place: `--tools` replaces a file's `tools`, and a project's
+//! `[permissions] allow` replaces the user's. MCP servers are merged by name across the
+//! files (the project's server of a name replaces the user's), and `--mcp` or `--mcp-http`
+//! on the command line replace them all.
+//!
+//! [`apply`] writes the merged settings into the command's [`AgentArgs`], so the rest of
+//! the command sees one set of flags, and reports where each came from ([`Applied`], what
+//! `harnessx config show` prints).
+
+pub(crate) mod file;
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use harnessx::agent::ToolChoice;
+use harnessx::mcp::McpServer;
+use serde_json::{Value, json};
+use toml::Spanned;
+
+use self::file::{FileConfig, LevelName, Loaded, PermissionsTable, SandboxName, ServerEntry};
+use crate::error::CliError;
+use crate::setup::flags::{AgentArgs, Level, SandboxKind};
+
+/// The project file's name.
+pub(crate) const PROJECT_FILE: &str = "harnessx.toml";
+
+/// Where a setting's value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The command line.
+    Flag,
+    /// A file, as `FILE:LINE`.
+    File(String),
+    /// Nobody set it.
+    Default,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Flag => f.write_str("command line"),
+            Self::File(place) => f.write_str(place),
+            Self::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// One merged setting: its key (as a file spells it), its value, where it came from.
+#[derive(Debug, Clone)]
+pub(crate) struct Setting {
+    pub(crate) key: &'static str,
+    pub(crate) value: Value,
+    pub(crate) source: Source,
+}
+
+/// What [`apply`] did: the files it read (project first) and every setting.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    pub(crate) files: Vec<(PathBuf, &'static str)>,
+    pub(crate) settings: Vec<Setting>,
+}
+
+/// The configuration files that apply here, highest precedence first: the project's,
+/// then the user's. Missing files are skipped; a file that exists and cannot be read or
+/// parsed is an error naming it.
+pub(crate) fn load() -> Result<Vec<(Loaded, &'static str)>, CliError> {
+    let mut files = Vec::new();
+    if let Some(path) = std::env::current_dir().ok().as_deref().and_then(project_file) {
+        files.push((Loaded::read(&path)?, "project"));
+    }
+    if let Some(path) = user_file() {
+        let same = files.first().is_some_and(|(project, _)| same_file(&project.path, &path));
+        if path.exists() && !same {
+            files.push((Loaded::read(&path)?, "user"));
+        }
+    }
+    Ok(files)
+}
+
+/// The first `harnessx.toml` in `start` or a folder above it.
+pub(crate) fn project_file(start: &Path) -> Option<PathBuf> {
+    start.ancestors().map(|dir| dir.join(PROJECT_FILE)).find(|path| path.exists())
+}
+
+/// `$XDG_CONFIG_HOME/harnessx/config.toml` (an absolute `XDG_CONFIG_HOME` only, as the
+/// XDG spec says), else `$HOME/.config/harnessx/config.toml`; none without either.
+pub(crate) fn user_file() -> Option<PathBuf> {
+    let absolute = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|p| p.is_absolute());
+    let base = absolute("XDG_CONFIG_HOME").or_else(|| absolute("HOME").map(|home| home.join(".config")))?;
+    Some(base.join("harnessx").join("config.toml"))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+}
+
+/// Merges the files `files` (highest precedence first) under the command line into
+/// `args`. `given(id)`: whether the flag whose clap id is `id` (its field name) was on
+/// the command line.
+pub(crate) fn apply(
+    args: &mut AgentArgs,
+    files: &[(Loaded, &'static str)],
+    given: &dyn Fn(&str) -> bool,
+) -> Result<Applied, CliError> {
+    let mut settings = Vec::new();
+    let mut note = |key: &'static str, value: Value, source: Source| settings.push(Setting { key, value, source });
+    let layers: Vec<&Loaded> = files.iter().map(|(loaded, _)| loaded).collect();
+
+    // Each plain setting: the flag, else the first file that sets it, else the default.
+    macro_rules! setting {
+        ($key:literal, $id:literal, $field:ident, |$file:ident, $v:ident| $set:expr, $shown:expr) => {{
+            let source = if given($id) {
+                Source::Flag
+            } else if let Some(($file, spanned)) = first(&layers, |c| c.$field.as_ref()) {
+                let $v = spanned.get_ref();
+                let span = spanned.span();
+                #[allow(clippy::redundant_closure_call)] // (a block that may fail, per key)
+                (|| -> Result<(), CliError> {
+                    $set;
+                    Ok(())
+                })()
+                .map_err(|e| match e {
+                    CliError::Usage(m) => $file.error(span.clone(), m),
+                    other => other,
+                })?;
+                Source::File($file.place(span))
+            } else {
+                Source::Default
+            };
+            note($key, $shown, source);
+        }};
+    }
+
+    setting!("model", "model", model, |_f, v| args.model = v.clone(), json!(args.model));
+    setting!("base_url", "base_url", base_url, |_f, v| args.base_url = Some(v.clone()), json!(args.base_url));
+    setting!(
+        "tools",
+        "tools",
+        tools,
+        |_f, v| args.tools = v.clone(),
+        if args.tools.is_empty() { json!(["filesystem"]) } else { json!(args.tools) }
+    );
+    setting!(
+        "base_path",
+        "base_path",
+        base_path,
+        |f, v| args.base_path = Some(f.resolve(v)),
+        json!(args.base_path.as_ref().map_or_else(|| ".".into(), |p| p.display().to_string()))
+    );
+    setting!(
+        "max_turns",
+        "max_turns",
+        max_turns,
+        |_f, v| args.max_turns = *v,
+        json!(args.max_turns)
+    );
+    setting!(
+        "tool_choice",
+        "tool_choice",
+        tool_choice,
+        |_f, v| args.tool_choice = ToolChoice::from_str(v).map_err(CliError::usage)?,
+        json!(args.tool_choice.to_string())
+    );
+    setting!(
+        "parallel_tool_calls",
+        "parallel_tool_calls",
+        parallel_tool_calls,
+        |_f, v| args.parallel_tool_calls = Some(*v),
+        json!(args.parallel_tool_calls)
+    );
+    setting!(
+        "sandbox",
+        "sandbox",
+        sandbox,
+        |_f, v| args.sandbox.sandbox = Some(match v {
+            SandboxName::Local => SandboxKind::Local,
+            SandboxName::Bubblewrap => SandboxKind::Bubblewrap,
+        }),
+        json!(args.sandbox.sandbox.map_or_else(|| "local".into(), crate::setup::flags::value_name))
+    );
+    setting!(
+        "sandbox_network",
+        "sandbox_network",
+        sandbox_network,
+        |_f, v| args.sandbox.sandbox_network = *v,
+        json!(args.sandbox.sandbox_network)
+    );
+    setting!(
+        "web_allow_private",
+        "web_allow_private",
+        web_allow_private,
+        |_f, v| args.web.web_allow_private = *v,
+        json!(args.web.web_allow_private)
+    );
+    setting!("web_allow", "web_allow", web_allow, |_f, v| args.web.web_allow = v.clone(), json!(args.web.web_allow));
+    setting!(
+        "skills",
+        "skills",
+        skills,
+        |f, v| args.skills = v.iter().map(|p| f.resolve(p)).collect(),
+        json!(paths(&args.skills))
+    );
+    setting!(
+        "knowledge",
+        "knowledge",
+        knowledge,
+        |f, v| args.knowledge = v.iter().map(|p| f.resolve(p)).collect(),
+        json!(paths(&args.knowledge))
+    );
+    setting!(
+        "knowledge_index",
+        "knowledge_index",
+        knowledge_index,
+        |f, v| args.knowledge_index = Some(f.resolve(v)),
+        json!(args.knowledge_index.as_ref().map(|p| p.display().to_string()))
+    );
+    setting!("mcp_trust", "mcp_trust", mcp_trust, |_f, v| args.mcp.mcp_trust = *v, json!(args.mcp.mcp_trust));
+
+    // The system prompt: `system` or `system_file`, one setting.
+    let source = if given("system") || given("system_file") {
+        Source::Flag
+    } else if let Some(file) = layers.iter().find(|l| l.config.system.is_some() || l.config.system_file.is_some()) {
+        match (&file.config.system, &file.config.system_file) {
+            (Some(_), Some(path)) => {
+                return Err(file.error(path.span(), "give `system` or `system_file`, not both"));
+            }
+            (Some(text), None) => {
+                args.system = Some(text.get_ref().clone());
+                Source::File(file.place(text.span()))
+            }
+            (None, Some(path)) => {
+                args.system_file = Some(file.resolve(path.get_ref()));
+                Source::File(file.place(path.span()))
+            }
+            (None, None) => unreachable!("found above"),
+        }
+    } else {
+        Source::Default
+    };
+    let shown = match (&args.system, &args.system_file) {
+        (Some(text), _) => json!(text),
+        (None, Some(path)) => json!({ "file": path.display().to_string() }),
+        (None, None) => Value::Null,
+    };
+    note("system", shown, source);
+
+    // [permissions]: each of its keys on its own.
+    let permissions: Vec<(&Loaded, &PermissionsTable)> =
+        layers.iter().filter_map(|l| l.config.permissions.as_ref().map(|p| (*l, p))).collect();
+    let source = if given("default_permission") {
+        Source::Flag
+    } else if let Some((file, level)) = permissions.iter().find_map(|(f, p)| p.default.as_ref().map(|d| (*f, d))) {
+        args.permissions.default_permission = Some(match level.get_ref() {
+            LevelName::Allow => Level::Allow,
+            LevelName::Ask => Level::Ask,
+            LevelName::Deny => Level::Deny,
+        });
+        Source::File(file.place(level.span()))
+    } else {
+        Source::Default
+    };
+    let level = args.permissions.default_permission.map_or_else(|| "allow".into(), crate::setup::flags::value_name);
+    note("permissions.default", json!(level), source);
+    type List = Option<Spanned<Vec<Spanned<String>>>>;
+    let lists: [(&'static str, &'static str, fn(&PermissionsTable) -> &List); 3] = [
+        ("permissions.allow", "allow", |p| &p.allow),
+        ("permissions.ask", "ask", |p| &p.ask),
+        ("permissions.deny", "deny", |p| &p.deny),
+    ];
+    for (key, id, get) in lists {
+        let target = match id {
+            "allow" => &mut args.permissions.allow,
+            "ask" => &mut args.permissions.ask,
+            _ => &mut args.permissions.deny,
+        };
+        let source = if id != "ask" && given(id) {
+            Source::Flag
+        } else if let Some((file, rules)) = permissions.iter().find_map(|(f, p)| get(p).as_ref().map(|r| (*f, r))) {
+            *target = tool_names_of_rules(file, rules.get_ref())?;
+            Source::File(file.place(rules.span()))
+        } else {
+            Source::Default
+        };
+        note(key, json!(target), source);
+    }
+
+    // MCP servers, merged by name; the command line's replace them.
+    let mut shown = serde_json::Map::new();
+    let mut places: Vec<String> = Vec::new();
+    if given("mcp") || given("mcp_http") {
+        for line in &args.mcp.mcp {
+            shown.insert(line.clone(), json!({ "command_line": line, "from": Source::Flag.to_string() }));
+        }
+        for url in &args.mcp.mcp_http {
+            shown.insert(url.clone(), json!({ "url": url, "from": Source::Flag.to_string() }));
+        }
+    } else {
+        let mut by_name: std::collections::BTreeMap<String, (McpServer, Value)> = Default::default();
+        // Lowest precedence first, so a project's server replaces the user's.
+        for file in layers.iter().rev() {
+            let Some(servers) = &file.config.mcp_servers else { continue };
+            for (name, entry) in servers.get_ref() {
+                let server = server_of(file, name, entry)?;
+                let mut described = describe(entry.get_ref());
+                described["from"] = json!(file.place(entry.span()));
+                if !places.contains(&file.path.display().to_string()) {
+                    places.push(file.path.display().to_string());
+                }
+                by_name.insert(name.clone(), (server, described));
+            }
+        }
+        for (name, (server, described)) in by_name {
+            shown.insert(name.clone(), described);
+            args.mcp.configured.push((name, server));
+        }
+    }
+    let source = if given("mcp") || given("mcp_http") {
+        Source::Flag
+    } else if places.is_empty() {
+        Source::Default
+    } else {
+        // Each server says its own line.
+        Source::File(places.join(", "))
+    };
+    note("mcp_servers", Value::Object(shown), source);
+
+    Ok(Applied { files: files.iter().map(|(l, scope)| (l.path.clone(), *scope)).collect(), settings })
+}
+
+/// The first layer whose file sets a key.
+fn first<'a, T>(
+    layers: &[&'a Loaded],
+    get: impl Fn(&'a FileConfig) -> Option<&'a Spanned<T>>,
+) -> Option<(&'a Loaded, &'a Spanned<T>)> {
+    layers.iter().find_map(|l| get(&l.config).map(|v| (*l, v)))
+}
+
+fn paths(list: &[PathBuf]) -> Vec<String> {
+    list.iter().map(|p| p.display().to_string()).collect()
+}
+
+/// The tool names of a `[permissions]` list. A rule is a tool's name (`read_file`), which
+/// applies to every call of that tool, as `--allow NAME` and `--deny NAME` do. A rule on
+/// arguments (`run_bash(git *)`) is refused here: rules on arguments are the approvals
+/// feature's (`--permissions FILE`), and this is the one place they will be connected.
+fn tool_names_of_rules(file: &Loaded, rules: &[Spanned<String>]) -> Result<Vec<String>, CliError> {
+    let mut names = Vec::new();
+    for rule in rules {
+        let text = rule.get_ref().trim();
+        let plain = !text.is_empty() && text.chars().all(|c| c.is_alphanumeric() || "_-.:".contains(c));
+        if !plain {
+            return Err(file.error(
+                rule.span(),
+                format!(
+                    "permission rule {text:?}: only tool names are understood here (`read_file`); rules on arguments such as `run_bash(git *)` need the approvals feature"
+                ),
+            ));
+        }
+        names.push(text.to_owned());
+    }
+    Ok(names)
+}
+
+/// An MCP server entry as a server to connect to, checked.
+fn server_of(file: &Loaded, name: &str, entry: &Spanned<ServerEntry>) -> Result<McpServer, CliError> {
+    let e = entry.get_ref();
+    let fail = |m: String| Err(file.error(entry.span(), format!("MCP server {name:?}: {m}")));
+    let kind = e.kind.as_deref().map(str::to_ascii_lowercase);
+    match (kind.as_deref(), &e.command, &e.url) {
+        (Some("sse"), ..) => fail(
+            "the SSE transport is not supported; give the server's streamable HTTP `url` (type \"http\")".into(),
+        ),
+        (None | Some("stdio"), Some(command), None) => {
+            if !e.headers.is_empty() {
+                return fail("`headers` apply to a `url` server, not a `command` one".into());
+            }
+            if command.trim().is_empty() {
+                return fail("`command` is empty".into());
+            }
+            let env: Vec<(String, String)> = e.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            Ok(McpServer::stdio(command.clone(), e.args.clone(), env))
+        }
+        (None | Some("http" | "streamable-http" | "streamable_http" | "streamablehttp"), None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return fail(format!("url {url:?}: give an http:// or https:// URL"));
+            }
+            if !e.args.is_empty() || !e.env.is_empty() {
+                return fail("`args` and `env` apply to a `command` server, not a `url` one".into());
+            }
+            let headers: Vec<(String, String)> = e.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            Ok(McpServer::http(url.clone(), headers))
+        }
+        (_, Some(_), Some(_)) => fail("give `command` or `url`, not both".into()),
+        (_, None, None) => fail("give `command` (a program to start) or `url` (a streamable HTTP server)".into()),
+        (Some(other), ..) => fail(format!(
+            "type {other:?} does not fit this entry: use \"stdio\" with `command`, \"http\" with `url`"
+        )),
+    }
+}
+
+/// How `config show` describes a server: its command or URL, the names (never the
+/// values) of its environment and headers, which may hold secrets.
+fn describe(e: &ServerEntry) -> Value {
+    let mut out = serde_json::Map::new();
+    if let Some(command) = &e.command {
+        out.insert("command".into(), json!(command));
+        out.insert("args".into(), json!(e.args));
+    }
+    if let Some(url) = &e.url {
+        out.insert("url".into(), json!(url));
+    }
+    if !e.env.is_empty() {
+        out.insert("env".into(), json!(e.env.keys().collect::<Vec<_>>()));
+    }
+    if !e.headers.is_empty() {
+        out.insert("headers".into(), json!(e.headers.keys().collect::<Vec<_>>()));
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        agent: AgentArgs,
+    }
+
+    fn loaded(path: &str, text: &str) -> (Loaded, &'static str) {
+        (Loaded::parse(Path::new(path), text.to_owned()).unwrap(), "test")
+    }
+
+    fn merged(flags: &[&str], files: &[(Loaded, &'static str)]) -> Result<(AgentArgs, Applied), String> {
+        let matches = <Flags as clap::CommandFactory>::command()
+            .try_get_matches_from(std::iter::once("harnessx").chain(flags.iter().copied()))
+            .unwrap();
+        let mut args = <Flags as clap::FromArgMatches>::from_arg_matches(&matches).unwrap().agent;
+        let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        match apply(&mut args, files, &given) {
+            Ok(applied) => Ok((args, applied)),
+            Err(CliError::Usage(m)) => Err(m),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    fn source<'a>(applied: &'a Applied, key: &str) -> &'a Source {
+        &applied.settings.iter().find(|s| s.key == key).unwrap().source
+    }
+
+    #[test]
+    fn flags_beat_the_project_which_beats_the_user() {
+        let project = loaded("/w/harnessx.toml", "model = \"openai:project\"\n\nmax_turns = 7\n");
+        let user = loaded("/h/config.toml", "model = \"openai:user\"\nmax_turns = 9\nbase_url = \"http://u\"\n");
+        let files = [project, user];
+        let (args, applied) = merged(&[], &files).unwrap();
+        assert_eq!(args.model, "openai:project");
+        assert_eq!(args.max_turns, 7);
+        assert_eq!(args.base_url.as_deref(), Some("http://u"));
+        assert_eq!(source(&applied, "model"), &Source::File("/w/harnessx.toml:1".into()));
+        assert_eq!(source(&applied, "max_turns"), &Source::File("/w/harnessx.toml:3".into()));
+        assert_eq!(source(&applied, "base_url"), &Source::File("/h/config.toml:3".into()));
+        assert_eq!(source(&applied, "tools"), &Source::Default);
+
+        let (args, applied) = merged(&["--model", "anthropic:flag", "--max-turns", "50"], &files).unwrap();
+        assert_eq!(args.model, "anthropic:flag");
+        // A flag given with its default value is still the command line's word.
+        assert_eq!(args.max_turns, 50);
+        assert_eq!(source(&applied, "max_turns"), &Source::Flag);
+    }
+
+    #[test]
+    fn paths_in_a_file_are_relative_to_its_folder() {
+        let files = [loaded("/w/sub/harnessx.toml", "system_file = \"prompt.md\"\nbase_path = \"..\"\nskills = [\"/abs\"]\n")];
+        let (args, _) = merged(&[], &files).unwrap();
+        assert_eq!(args.system_file.as_deref(), Some(Path::new("/w/sub/prompt.md")));
+        assert_eq!(args.base_path.as_deref(), Some(Path::new("/w/sub/..")));
+        assert_eq!(args.skills, [PathBuf::from("/abs")]);
+    }
+
+    #[test]
+    fn permission_lists_take_names_and_refuse_argument_rules_with_a_line() {
+        let files = [loaded(
+            "/w/harnessx.toml",
+            "[permissions]\ndefault = \"ask\"\nallow = [\"read_file\", \"grep\"]\nask = [\"run_bash\"]\ndeny = [\"delete\"]\n",
+        )];
+        let (args, _) = merged(&["--deny", "write_file"], &files).unwrap();
+        assert_eq!(args.permissions.allow, ["read_file", "grep"]);
+        assert_eq!(args.permissions.ask, ["run_bash"]);
+        assert_eq!(args.permissions.deny, ["write_file"], "the flag replaces the list");
+        assert!(matches!(args.permissions.default_permission, Some(Level::Ask)));
+
+        let files = [loaded("/w/harnessx.toml", "[permissions]\nallow = [\n  \"read_file\",\n  \"run_bash(git *)\",\n]\n")];
+        let e = merged(&[], &files).unwrap_err();
+        assert!(e.starts_with("/w/harnessx.toml:4: "), "{e}");
+        assert!(e.contains("approvals"), "{e}");
+    }
+
+    #[test]
+    fn claude_desktop_servers_are_taken_and_merged_by_name() {
+        let user = loaded(
+            "/h/config.toml",
+            "[mcpServers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"files\"]\nenv = { TOKEN = \"secret\" }\n\n[mcpServers.web]\nurl = \"https://example.com/mcp\"\n",
+        );
+        let project = loaded("/w/harnessx.toml", "[mcp_servers.files]\ncommand = \"./files-server\"\n");
+        let files = [project, user];
+        let (args, applied) = merged(&[], &files).unwrap();
+        let names: Vec<&str> = args.mcp.configured.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["files", "web"]);
+        let shown = &applied.settings.iter().find(|s| s.key == "mcp_servers").unwrap().value;
+        assert_eq!(shown["files"]["command"], "./files-server", "{shown}");
+        assert_eq!(shown["files"]["from"], "/w/harnessx.toml:2", "{shown}");
+        assert_eq!(shown["web"]["url"], "https://example.com/mcp");
+        assert!(!shown.to_string().contains("secret"), "values of env are not shown: {shown}");
+        // The command line's servers replace the files'.
+        let (args, _) = merged(&["--mcp-http", "http://127.0.0.1:1/mcp"], &files).unwrap();
+        assert!(args.mcp.configured.is_empty());
+    }
+
+    #[test]
+    fn a_bad_server_entry_names_its_line() {
+        for (text, words) in [
+            ("[mcpServers.x]\nargs = []\n", "give `command`"),
+            ("[mcpServers.x]\ncommand = \"a\"\nurl = \"http://b\"\n", "not both"),
+            ("[mcpServers.x]\ntype = \"sse\"\nurl = \"http://b\"\n", "SSE"),
+            ("[mcpServers.x]\nurl = \"ftp://b\"\n", "http://"),
+        ] {
+            let e = merged(&[], &[loaded("/w/harnessx.toml", text)]).unwrap_err();
+            assert!(e.starts_with("/w/harnessx.toml:"), "{text:?}: {e}");
+            assert!(e.contains(words), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn system_and_system_file_together_are_an_error() {
+        let e = merged(&[], &[loaded("/w/harnessx.toml", "system = \"a\"\nsystem_file = \"b\"\n")]).unwrap_err();
+        assert!(e.starts_with("/w/harnessx.toml:2: "), "{e}");
+        let (args, applied) = merged(&["--system", "flag"], &[loaded("/w/harnessx.toml", "system = \"file\"\n")]).unwrap();
+        assert_eq!(args.system.as_deref(), Some("flag"));
+        assert_eq!(source(&applied, "system"), &Source::Flag);
+    }
+
+    #[test]
+    fn a_bad_tool_choice_in_a_file_names_its_line() {
+        let e = merged(&[], &[loaded("/w/harnessx.toml", "\ntool_choice = \"\"\n")]).unwrap_err();
+        assert!(e.starts_with("/w/harnessx.toml:2: "), "{e}");
+    }
+
+    #[test]
+    fn the_project_file_is_found_upward() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("a/b/c");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(dir.path().join("a/harnessx.toml"), "").unwrap();
+        assert_eq!(project_file(&deep), Some(dir.path().join("a/harnessx.toml")));
+    }
+}
