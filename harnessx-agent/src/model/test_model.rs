@@ -45,9 +45,11 @@ impl TestModel {
     /// such as `What is in this folder?`, it lists the folder (`list_directory` on `.`),
     /// globs and greps for the words of the prompt (`**/*WORD*`; `WORD|WORD`, ignoring
     /// case, files only), then reads the file the listing found (a README first). Any
-    /// other tool it is given it calls once, as [`new`](Self::new) does. Its answer
-    /// begins by saying that it is the offline test model, names the prompt before this
-    /// one when the conversation has several, and shows the first lines of each result.
+    /// other tool it is given (but the agent's planning tools) it calls once, as
+    /// [`new`](Self::new) does. Its answer shows the first lines of each result (`Ran N
+    /// tool calls:` and one `- NAME: FIRST LINE` each, as `new` answers), names the prompt
+    /// before this one when the conversation has several, and ends by saying plainly that
+    /// it is the offline test model.
     ///
     /// Like [`new`](Self::new) it follows the request's tool choice, and decides from the
     /// messages since the last user message alone, so a replay gives the same calls.

@@ -32,8 +32,11 @@ pub(crate) struct ShowArgs {
 pub(crate) fn show(args: &ShowArgs, applied: &Applied) -> Result<ExitCode, CliError> {
     let mut stdout = Stdout::default();
     if args.json {
-        let files: Vec<_> =
-            applied.files.iter().map(|(path, scope)| json!({"path": path.display().to_string(), "scope": scope})).collect();
+        let files: Vec<_> = applied
+            .files
+            .iter()
+            .map(|(path, scope)| json!({"path": path.display().to_string(), "scope": scope}))
+            .collect();
         let mut settings = serde_json::Map::new();
         for s in &applied.settings {
             settings.insert(s.key.to_owned(), json!({"value": s.value, "from": s.source.to_string()}));
@@ -46,7 +49,8 @@ pub(crate) fn show(args: &ShowArgs, applied: &Applied) -> Result<ExitCode, CliEr
         stdout.write(format_args!(
             "# no configuration file: none named {} here or above, none at {}\n",
             crate::config::PROJECT_FILE,
-            crate::config::user_file().map_or_else(|| "$HOME/.config/harnessx/config.toml".into(), |p| p.display().to_string())
+            crate::config::user_file()
+                .map_or_else(|| "$HOME/.config/harnessx/config.toml".into(), |p| p.display().to_string())
         ))?;
     }
     for (path, scope) in &applied.files {

@@ -149,7 +149,8 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// The text of `path`, refused when it is larger than [`MAX_FILE_BYTES`], not UTF-8,
 /// or cannot be read.
 pub(crate) fn read_capped(path: &Path) -> Result<String, CliError> {
-    let cannot = |e: &dyn std::fmt::Display| CliError::Usage(format!("{}: cannot be read: {e}", path.display()));
+    let cannot =
+        |e: &dyn std::fmt::Display| CliError::Usage(format!("{}: cannot be read: {e}", path.display()));
     let file = std::fs::File::open(path).map_err(|e| cannot(&e))?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| cannot(&e))?;
@@ -160,8 +161,9 @@ pub(crate) fn read_capped(path: &Path) -> Result<String, CliError> {
             MAX_FILE_BYTES / 1024
         )));
     }
-    String::from_utf8(bytes)
-        .map_err(|e| CliError::Usage(format!("{}: not UTF-8 text (byte {})", path.display(), e.utf8_error().valid_up_to())))
+    String::from_utf8(bytes).map_err(|e| {
+        CliError::Usage(format!("{}: not UTF-8 text (byte {})", path.display(), e.utf8_error().valid_up_to()))
+    })
 }
 
 #[cfg(test)]
@@ -196,7 +198,7 @@ mod tests {
             ("sandbox = \"docker\"\n", 1),
             ("[permissions]\ndefault = \"maybe\"\n", 2),
             ("[[[", 1),
-            ("a = 1\na = 2\n", 1),
+            ("model = \"a\"\nmodel = \"b\"\n", 2),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.starts_with(&format!("/p/harnessx.toml:{line}: ")), "{text:?}: {e}");

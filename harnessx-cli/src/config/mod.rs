@@ -108,7 +108,8 @@ pub(crate) fn apply(
     given: &dyn Fn(&str) -> bool,
 ) -> Result<Applied, CliError> {
     let mut settings = Vec::new();
-    let mut note = |key: &'static str, value: Value, source: Source| settings.push(Setting { key, value, source });
+    let mut note =
+        |key: &'static str, value: Value, source: Source| settings.push(Setting { key, value, source });
     let layers: Vec<&Loaded> = files.iter().map(|(loaded, _)| loaded).collect();
 
     // Each plain setting: the flag, else the first file that sets it, else the default.
@@ -152,13 +153,7 @@ pub(crate) fn apply(
         |f, v| args.base_path = Some(f.resolve(v)),
         json!(args.base_path.as_ref().map_or_else(|| ".".into(), |p| p.display().to_string()))
     );
-    setting!(
-        "max_turns",
-        "max_turns",
-        max_turns,
-        |_f, v| args.max_turns = *v,
-        json!(args.max_turns)
-    );
+    setting!("max_turns", "max_turns", max_turns, |_f, v| args.max_turns = *v, json!(args.max_turns));
     setting!(
         "tool_choice",
         "tool_choice",
@@ -197,7 +192,13 @@ pub(crate) fn apply(
         |_f, v| args.web.web_allow_private = *v,
         json!(args.web.web_allow_private)
     );
-    setting!("web_allow", "web_allow", web_allow, |_f, v| args.web.web_allow = v.clone(), json!(args.web.web_allow));
+    setting!(
+        "web_allow",
+        "web_allow",
+        web_allow,
+        |_f, v| args.web.web_allow = v.clone(),
+        json!(args.web.web_allow)
+    );
     setting!(
         "skills",
         "skills",
@@ -224,7 +225,9 @@ pub(crate) fn apply(
     // The system prompt: `system` or `system_file`, one setting.
     let source = if given("system") || given("system_file") {
         Source::Flag
-    } else if let Some(file) = layers.iter().find(|l| l.config.system.is_some() || l.config.system_file.is_some()) {
+    } else if let Some(file) =
+        layers.iter().find(|l| l.config.system.is_some() || l.config.system_file.is_some())
+    {
         match (&file.config.system, &file.config.system_file) {
             (Some(_), Some(path)) => {
                 return Err(file.error(path.span(), "give `system` or `system_file`, not both"));
@@ -254,7 +257,9 @@ pub(crate) fn apply(
         layers.iter().filter_map(|l| l.config.permissions.as_ref().map(|p| (*l, p))).collect();
     let source = if given("default_permission") {
         Source::Flag
-    } else if let Some((file, level)) = permissions.iter().find_map(|(f, p)| p.default.as_ref().map(|d| (*f, d))) {
+    } else if let Some((file, level)) =
+        permissions.iter().find_map(|(f, p)| p.default.as_ref().map(|d| (*f, d)))
+    {
         args.permissions.default_permission = Some(match level.get_ref() {
             LevelName::Allow => Level::Allow,
             LevelName::Ask => Level::Ask,
@@ -264,7 +269,8 @@ pub(crate) fn apply(
     } else {
         Source::Default
     };
-    let level = args.permissions.default_permission.map_or_else(|| "allow".into(), crate::setup::flags::value_name);
+    let level =
+        args.permissions.default_permission.map_or_else(|| "allow".into(), crate::setup::flags::value_name);
     note("permissions.default", json!(level), source);
     type List = Option<Spanned<Vec<Spanned<String>>>>;
     let lists: [(&'static str, &'static str, fn(&PermissionsTable) -> &List); 3] = [
@@ -280,7 +286,9 @@ pub(crate) fn apply(
         };
         let source = if id != "ask" && given(id) {
             Source::Flag
-        } else if let Some((file, rules)) = permissions.iter().find_map(|(f, p)| get(p).as_ref().map(|r| (*f, r))) {
+        } else if let Some((file, rules)) =
+            permissions.iter().find_map(|(f, p)| get(p).as_ref().map(|r| (*f, r)))
+        {
             *target = tool_names_of_rules(file, rules.get_ref())?;
             Source::File(file.place(rules.span()))
         } else {
@@ -373,7 +381,8 @@ fn server_of(file: &Loaded, name: &str, entry: &Spanned<ServerEntry>) -> Result<
     let kind = e.kind.as_deref().map(str::to_ascii_lowercase);
     match (kind.as_deref(), &e.command, &e.url) {
         (Some("sse"), ..) => fail(
-            "the SSE transport is not supported; give the server's streamable HTTP `url` (type \"http\")".into(),
+            "the SSE transport is not supported; give the server's streamable HTTP `url` (type \"http\")"
+                .into(),
         ),
         (None | Some("stdio"), Some(command), None) => {
             if !e.headers.is_empty() {
@@ -392,11 +401,14 @@ fn server_of(file: &Loaded, name: &str, entry: &Spanned<ServerEntry>) -> Result<
             if !e.args.is_empty() || !e.env.is_empty() {
                 return fail("`args` and `env` apply to a `command` server, not a `url` one".into());
             }
-            let headers: Vec<(String, String)> = e.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let headers: Vec<(String, String)> =
+                e.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
             Ok(McpServer::http(url.clone(), headers))
         }
         (_, Some(_), Some(_)) => fail("give `command` or `url`, not both".into()),
-        (_, None, None) => fail("give `command` (a program to start) or `url` (a streamable HTTP server)".into()),
+        (_, None, None) => {
+            fail("give `command` (a program to start) or `url` (a streamable HTTP server)".into())
+        }
         (Some(other), ..) => fail(format!(
             "type {other:?} does not fit this entry: use \"stdio\" with `command`, \"http\" with `url`"
         )),
@@ -459,7 +471,8 @@ mod tests {
     #[test]
     fn flags_beat_the_project_which_beats_the_user() {
         let project = loaded("/w/harnessx.toml", "model = \"openai:project\"\n\nmax_turns = 7\n");
-        let user = loaded("/h/config.toml", "model = \"openai:user\"\nmax_turns = 9\nbase_url = \"http://u\"\n");
+        let user =
+            loaded("/h/config.toml", "model = \"openai:user\"\nmax_turns = 9\nbase_url = \"http://u\"\n");
         let files = [project, user];
         let (args, applied) = merged(&[], &files).unwrap();
         assert_eq!(args.model, "openai:project");
@@ -479,7 +492,10 @@ mod tests {
 
     #[test]
     fn paths_in_a_file_are_relative_to_its_folder() {
-        let files = [loaded("/w/sub/harnessx.toml", "system_file = \"prompt.md\"\nbase_path = \"..\"\nskills = [\"/abs\"]\n")];
+        let files = [loaded(
+            "/w/sub/harnessx.toml",
+            "system_file = \"prompt.md\"\nbase_path = \"..\"\nskills = [\"/abs\"]\n",
+        )];
         let (args, _) = merged(&[], &files).unwrap();
         assert_eq!(args.system_file.as_deref(), Some(Path::new("/w/sub/prompt.md")));
         assert_eq!(args.base_path.as_deref(), Some(Path::new("/w/sub/..")));
@@ -498,7 +514,10 @@ mod tests {
         assert_eq!(args.permissions.deny, ["write_file"], "the flag replaces the list");
         assert!(matches!(args.permissions.default_permission, Some(Level::Ask)));
 
-        let files = [loaded("/w/harnessx.toml", "[permissions]\nallow = [\n  \"read_file\",\n  \"run_bash(git *)\",\n]\n")];
+        let files = [loaded(
+            "/w/harnessx.toml",
+            "[permissions]\nallow = [\n  \"read_file\",\n  \"run_bash(git *)\",\n]\n",
+        )];
         let e = merged(&[], &files).unwrap_err();
         assert!(e.starts_with("/w/harnessx.toml:4: "), "{e}");
         assert!(e.contains("approvals"), "{e}");
@@ -517,7 +536,7 @@ mod tests {
         assert_eq!(names, ["files", "web"]);
         let shown = &applied.settings.iter().find(|s| s.key == "mcp_servers").unwrap().value;
         assert_eq!(shown["files"]["command"], "./files-server", "{shown}");
-        assert_eq!(shown["files"]["from"], "/w/harnessx.toml:2", "{shown}");
+        assert_eq!(shown["files"]["from"], "/w/harnessx.toml:1", "the table's line: {shown}");
         assert_eq!(shown["web"]["url"], "https://example.com/mcp");
         assert!(!shown.to_string().contains("secret"), "values of env are not shown: {shown}");
         // The command line's servers replace the files'.
@@ -541,9 +560,11 @@ mod tests {
 
     #[test]
     fn system_and_system_file_together_are_an_error() {
-        let e = merged(&[], &[loaded("/w/harnessx.toml", "system = \"a\"\nsystem_file = \"b\"\n")]).unwrap_err();
+        let e =
+            merged(&[], &[loaded("/w/harnessx.toml", "system = \"a\"\nsystem_file = \"b\"\n")]).unwrap_err();
         assert!(e.starts_with("/w/harnessx.toml:2: "), "{e}");
-        let (args, applied) = merged(&["--system", "flag"], &[loaded("/w/harnessx.toml", "system = \"file\"\n")]).unwrap();
+        let (args, applied) =
+            merged(&["--system", "flag"], &[loaded("/w/harnessx.toml", "system = \"file\"\n")]).unwrap();
         assert_eq!(args.system.as_deref(), Some("flag"));
         assert_eq!(source(&applied, "system"), &Source::Flag);
     }

@@ -431,12 +431,10 @@ pub(crate) fn expectation(args: &AgentArgs) -> Result<Option<WorkerConfig>, CliE
 fn system_prompt(args: &AgentArgs) -> Result<Option<String>, CliError> {
     match (&args.system, &args.system_file) {
         (Some(text), _) => Ok(Some(text.clone())),
-        (None, Some(file)) => crate::config::file::read_capped(file)
-            .map(Some)
-            .map_err(|e| match e {
-                CliError::Usage(m) => CliError::Usage(format!("--system-file {m}")),
-                other => other,
-            }),
+        (None, Some(file)) => crate::config::file::read_capped(file).map(Some).map_err(|e| match e {
+            CliError::Usage(m) => CliError::Usage(format!("--system-file {m}")),
+            other => other,
+        }),
         (None, None) => Ok(None),
     }
 }

@@ -372,3 +372,39 @@ fn tools_call_with_arguments_a_million_levels_deep_ends_quickly_in_little_memory
     let out = binary().run_with_input(dir.path(), &args, input.as_bytes());
     assert!(stdout(&out).contains("invalid arguments for write_file: content: "), "{}", stdout(&out));
 }
+
+/// The README's first command: the test model explores the folder as a person would
+/// (list it, glob and grep for the prompt's words, read the file it found) instead of
+/// probing with a fragment of the prompt (`glob: No files match "a"`), and says it is
+/// the offline test model.
+#[test]
+fn the_readme_s_first_command_explores_the_folder_like_a_person() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("README.md"), "# A folder\nIt holds notes.\n").unwrap();
+    let prompt = "What is in this folder?";
+    let out =
+        harnessx(dir.path(), &["run", prompt, "--tools", "list_directory,read_file,grep,glob", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events = events(&out);
+    let calls: Vec<(String, Value)> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_start")
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_owned(),
+                serde_json::from_str(e["arguments"].as_str().unwrap()).unwrap(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = calls.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["list_directory", "glob", "grep", "read_file"], "{calls:?}");
+    assert_eq!(calls[0].1["path"], ".");
+    assert_eq!(calls[1].1["pattern"], "**/*folder*", "a word of the prompt, not a fragment");
+    assert_eq!(calls[2].1["pattern"], "folder");
+    assert_eq!(calls[3].1["path"], "README.md", "a file the listing found");
+    let answer = events.last().unwrap()["output"].as_str().unwrap().to_owned();
+    assert!(answer.contains("# A folder"), "{answer}");
+    assert!(answer.contains("list_directory: README.md"), "{answer}");
+    assert!(answer.contains("offline test model, not a language model"), "{answer}");
+    assert!(!answer.contains("\"a\""), "{answer}");
+}

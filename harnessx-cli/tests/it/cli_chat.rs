@@ -167,7 +167,9 @@ fn chat_two_turns_continue_one_conversation() {
     term.type_line("Tell me about the parsers.");
     let second = term.answer();
     assert!(
-        second.contains("This conversation has 2 prompts so far; the one before this was: \"What is in this folder?\""),
+        second.contains(
+            "This conversation has 2 prompts so far; the one before this was: \"What is in this folder?\""
+        ),
         "the second turn continues the first: {second}"
     );
     term.ctrl(b'd');
@@ -187,7 +189,10 @@ fn ctrl_c_in_a_tool_call_stops_the_turn_and_not_the_session() {
     let marker = dir.path().join("ran-once");
     std::fs::write(
         bin.join("a"),
-        format!("#!/bin/sh\nif [ -e '{0}' ]; then echo quick; else touch '{0}'; exec sleep 300; fi\n", marker.display()),
+        format!(
+            "#!/bin/sh\nif [ -e '{0}' ]; then echo quick; else touch '{0}'; exec sleep 300; fi\n",
+            marker.display()
+        ),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -211,7 +216,10 @@ fn ctrl_c_in_a_tool_call_stops_the_turn_and_not_the_session() {
     term.type_line("Now the quick one.");
     let next = term.answer();
     assert!(next.contains("quick"), "{next}");
-    assert!(!next.contains("This conversation has"), "the stopped turn is not part of the conversation: {next}");
+    assert!(
+        !next.contains("This conversation has"),
+        "the stopped turn is not part of the conversation: {next}"
+    );
     term.ctrl(b'd');
     assert!(term.wait().success(), "{}", term.screen());
     // The stopped turn is marked in the journal, not left looking like a crash.
@@ -250,7 +258,9 @@ fn a_conversation_goes_on_after_its_process_was_killed() {
     term.type_line("And then?");
     let answer = term.answer();
     assert!(
-        answer.contains("This conversation has 2 prompts so far; the one before this was: \"What is in this folder?\""),
+        answer.contains(
+            "This conversation has 2 prompts so far; the one before this was: \"What is in this folder?\""
+        ),
         "{answer}"
     );
     term.ctrl(b'd');
@@ -271,10 +281,8 @@ fn chat_reads_prompts_from_a_pipe_too() {
         b"What is in this folder?\n\nSecond question?\n",
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let ends: Vec<serde_json::Value> = harnessx_test_support::bin::json_lines(&out)
-        .into_iter()
-        .filter(|e| e["type"] == "run_end")
-        .collect();
+    let ends: Vec<serde_json::Value> =
+        harnessx_test_support::bin::json_lines(&out).into_iter().filter(|e| e["type"] == "run_end").collect();
     assert_eq!(ends.len(), 2, "two turns, the empty line skipped");
     assert!(ends[1]["output"].as_str().unwrap().contains("2 prompts so far"), "{ends:?}");
 }

@@ -70,10 +70,17 @@ fn flags_override_the_project_file_which_overrides_the_user_file() {
     let project = place.root.path().join("project/harnessx.toml");
     let user = place.root.path().join("xdg/harnessx/config.toml");
     assert_eq!(setting(&shown, "max_turns"), (&json!(7), format!("{}:2", project.display()).as_str()));
-    assert_eq!(setting(&shown, "tools"), (&json!(["read_file", "grep"]), format!("{}:3", project.display()).as_str()));
-    assert_eq!(setting(&shown, "model"), (&json!("openai:from-user"), format!("{}:2", user.display()).as_str()));
+    assert_eq!(
+        setting(&shown, "tools"),
+        (&json!(["read_file", "grep"]), format!("{}:3", project.display()).as_str())
+    );
+    assert_eq!(
+        setting(&shown, "model"),
+        (&json!("openai:from-user"), format!("{}:2", user.display()).as_str())
+    );
     assert_eq!(setting(&shown, "tool_choice"), (&json!("auto"), "default"));
-    let files: Vec<&str> = shown["files"].as_array().unwrap().iter().map(|f| f["scope"].as_str().unwrap()).collect();
+    let files: Vec<&str> =
+        shown["files"].as_array().unwrap().iter().map(|f| f["scope"].as_str().unwrap()).collect();
     assert_eq!(files, ["project", "user"]);
 
     let shown = place.show(&["--max-turns", "3", "--model", "test"]);
@@ -95,8 +102,11 @@ fn run_uses_the_configured_tools_and_limits() {
     let out = place.harnessx(&["run", "What is in this folder?", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let events = json_lines(&out);
-    let names: Vec<&str> =
-        events.iter().filter(|e| e["type"] == "tool_call_start").map(|e| e["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_start")
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["list_directory"]);
     // The flag wins over the file.
     let out = place.harnessx(&["run", "What is in this folder?", "--json", "--max-turns", "5"]);
@@ -236,7 +246,11 @@ fn system_prompt_from_a_flag_a_file_or_the_configuration() {
 
     let out = place.harnessx(&["run", "hi", "--system-file", "missing.md"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--system-file") && stderr(&out).contains("missing.md"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--system-file") && stderr(&out).contains("missing.md"),
+        "{}",
+        stderr(&out)
+    );
     let out = place.harnessx(&["run", "hi", "--system", "a", "--system-file", "prompt.md"]);
     assert_eq!(out.status.code(), Some(2), "the two flags conflict");
 }
@@ -246,7 +260,8 @@ fn a_durable_run_keeps_its_system_prompt_across_resume() {
     let place = Place::new();
     let dir = place.work();
     let run = |extra: &[&str]| {
-        let mut args = vec!["run", "Write it.", "--tools", "write_file", "--durable", "runs.db", "--run-id", "s"];
+        let mut args =
+            vec!["run", "Write it.", "--tools", "write_file", "--durable", "runs.db", "--run-id", "s"];
         args.extend_from_slice(extra);
         place.harnessx(&args)
     };
@@ -258,10 +273,28 @@ fn a_durable_run_keeps_its_system_prompt_across_resume() {
     let approve = place.harnessx(&["approve", "s", "test_0_0", "--durable", "runs.db"]);
     assert_eq!(approve.status.code(), Some(0), "{}", stderr(&approve));
     // Another system prompt is another agent: refused.
-    let other = place.harnessx(&["resume", "s", "--durable", "runs.db", "--tools", "write_file", "--system", "Be quick."]);
+    let other = place.harnessx(&[
+        "resume",
+        "s",
+        "--durable",
+        "runs.db",
+        "--tools",
+        "write_file",
+        "--system",
+        "Be quick.",
+    ]);
     assert_eq!(other.status.code(), Some(1), "{}", stderr(&other));
     assert!(stderr(&other).contains("system prompt"), "{}", stderr(&other));
-    let same = place.harnessx(&["resume", "s", "--durable", "runs.db", "--tools", "write_file", "--system", "Be careful."]);
+    let same = place.harnessx(&[
+        "resume",
+        "s",
+        "--durable",
+        "runs.db",
+        "--tools",
+        "write_file",
+        "--system",
+        "Be careful.",
+    ]);
     assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
     assert!(dir.join("a").exists());
 }

@@ -21,8 +21,8 @@ use harnessx_core::ToolCall;
 
 use super::example_value;
 
-/// How the answer begins: nobody should mistake it for a language model's.
-pub(super) const INTRO: &str = "This is harnessx's offline test model, not a language model: it called the tools the way a person exploring this folder might, and here is what came back.";
+/// How the answer ends: nobody should mistake it for a language model's.
+pub(super) const INTRO: &str = "This answer is from harnessx's offline test model, not a language model: it called the tools the way a person exploring this folder might, and listed what came back.";
 
 /// The agent's planning tools, which it leaves alone: a person exploring a folder makes
 /// no plan of it.
@@ -61,7 +61,9 @@ pub(super) fn respond(request: &ModelRequest) -> ModelResponse {
     let results: Vec<(&str, &str, bool)> = since_user
         .iter()
         .filter_map(|m| match m {
-            Message::Tool { name, content, is_error, .. } => Some((name.as_str(), content.as_str(), *is_error)),
+            Message::Tool { name, content, is_error, .. } => {
+                Some((name.as_str(), content.as_str(), *is_error))
+            }
             _ => None,
         })
         .collect();
@@ -82,12 +84,12 @@ pub(super) fn respond(request: &ModelRequest) -> ModelResponse {
                 json!({"pattern": words.join("|"), "ignore_case": true, "output_mode": "files_with_matches"}),
             ));
         }
-        if offered(READ) && !offered(LIST) {
-            calls.push((READ.to_owned(), json!({"path": "README.md"})));
-        }
         for tool in &request.tools {
             let name = tool.name.as_str();
-            if [LIST, READ, GLOB, GREP].contains(&name) || PLANNING.contains(&name) || !allowed(request, name) {
+            // `read_file` waits for a file the listing found; with no listing to find one,
+            // it is called the generic way.
+            let own_way = [LIST, GLOB, GREP].contains(&name) || (name == READ && offered(LIST));
+            if own_way || PLANNING.contains(&name) || !allowed(request, name) {
                 continue;
             }
             calls.push((tool.name.clone(), example_value(&tool.input_schema)));
@@ -149,10 +151,32 @@ pub(super) fn first_file(listing: &str) -> Option<String> {
     readme.or(files.first()).map(|name| (*name).to_owned())
 }
 
-/// The answer: who is speaking, the conversation so far when there is one, and each
-/// result's first lines.
+/// The answer: each result's first lines (the first beside the tool's name, as
+/// [`TestModel::new`](super::TestModel::new) answers), the conversation so far when there
+/// is one, and who is speaking.
 fn answer(request: &ModelRequest, results: &[(&str, &str, bool)]) -> String {
-    let mut text = INTRO.to_owned();
+    let mut text = String::new();
+    if results.is_empty() {
+        text.push_str("No tool was given (or allowed), so there was nothing to call.");
+    } else {
+        let calls = results.len();
+        text.push_str(&format!("Ran {calls} tool call{}:", if calls == 1 { "" } else { "s" }));
+    }
+    for (name, content, is_error) in results {
+        let error = if *is_error { " (error)" } else { "" };
+        let lines: Vec<&str> = content.lines().filter(|l| !l.trim().is_empty()).collect();
+        let short = |line: &str| line.chars().take(160).collect::<String>();
+        text.push_str(&format!(
+            "\n- {name}{error}: {}",
+            lines.first().map(|l| short(l.trim_start())).unwrap_or_default()
+        ));
+        for line in lines.iter().skip(1).take(SHOWN_LINES - 1) {
+            text.push_str(&format!("\n    {}", short(line)));
+        }
+        if lines.len() > SHOWN_LINES {
+            text.push_str(&format!("\n    … {} more lines", lines.len() - SHOWN_LINES));
+        }
+    }
     let prompts: Vec<&str> = request
         .messages
         .iter()
@@ -168,24 +192,8 @@ fn answer(request: &ModelRequest, results: &[(&str, &str, bool)]) -> String {
             prompts.len()
         ));
     }
-    if results.is_empty() {
-        text.push_str("\nNo tool was given (or allowed), so there was nothing to call.");
-        return text;
-    }
-    let calls = results.len();
-    text.push_str(&format!("\nRan {calls} tool call{}:", if calls == 1 { "" } else { "s" }));
-    for (name, content, is_error) in results {
-        let error = if *is_error { " (error)" } else { "" };
-        text.push_str(&format!("\n- {name}{error}:"));
-        let lines: Vec<&str> = content.lines().filter(|l| !l.trim().is_empty()).collect();
-        for line in lines.iter().take(SHOWN_LINES) {
-            let short: String = line.chars().take(160).collect();
-            text.push_str(&format!("\n    {short}"));
-        }
-        if lines.len() > SHOWN_LINES {
-            text.push_str(&format!("\n    … {} more lines", lines.len() - SHOWN_LINES));
-        }
-    }
+    text.push('\n');
+    text.push_str(INTRO);
     text
 }
 
@@ -203,7 +211,10 @@ mod tests {
 
     #[test]
     fn the_first_file_is_a_readme_or_the_first_listed() {
-        assert_eq!(first_file("src/\nCargo.toml  (1.2 KiB)\nREADME.md  (40 B)\n").as_deref(), Some("README.md"));
+        assert_eq!(
+            first_file("src/\nCargo.toml  (1.2 KiB)\nREADME.md  (40 B)\n").as_deref(),
+            Some("README.md")
+        );
         assert_eq!(first_file("src/\nmain.rs  (12 B)\n").as_deref(), Some("main.rs"));
         assert_eq!(first_file("src/\nlink  [symlink]\n"), None);
         assert_eq!(first_file("\"./x\" is empty."), None);
