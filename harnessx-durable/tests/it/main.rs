@@ -7,6 +7,7 @@
 //! need a process. In an ordinary run those child tests do nothing.
 
 mod common;
+mod conversation;
 mod crash_matrix;
 mod durable_spans;
 mod journal_stores;
