@@ -59,3 +59,6 @@ pub mod observability {}
 
 #[doc = include_str!("../docs/performance.md")]
 pub mod performance {}
+
+#[doc = include_str!("../docs/cli.md")]
+pub mod cli {}

@@ -272,13 +272,9 @@ pub(crate) fn apply(
     let level =
         args.permissions.default_permission.map_or_else(|| "allow".into(), crate::setup::flags::value_name);
     note("permissions.default", json!(level), source);
-    type List = Option<Spanned<Vec<Spanned<String>>>>;
-    let lists: [(&'static str, &'static str, fn(&PermissionsTable) -> &List); 3] = [
-        ("permissions.allow", "allow", |p| &p.allow),
-        ("permissions.ask", "ask", |p| &p.ask),
-        ("permissions.deny", "deny", |p| &p.deny),
-    ];
-    for (key, id, get) in lists {
+    for (key, id) in
+        [("permissions.allow", "allow"), ("permissions.ask", "ask"), ("permissions.deny", "deny")]
+    {
         let target = match id {
             "allow" => &mut args.permissions.allow,
             "ask" => &mut args.permissions.ask,
@@ -287,7 +283,7 @@ pub(crate) fn apply(
         let source = if id != "ask" && given(id) {
             Source::Flag
         } else if let Some((file, rules)) =
-            permissions.iter().find_map(|(f, p)| get(p).as_ref().map(|r| (*f, r)))
+            permissions.iter().find_map(|(f, p)| rules_of(p, id).map(|r| (*f, r)))
         {
             *target = tool_names_of_rules(file, rules.get_ref())?;
             Source::File(file.place(rules.span()))
@@ -338,6 +334,15 @@ pub(crate) fn apply(
     note("mcp_servers", Value::Object(shown), source);
 
     Ok(Applied { files: files.iter().map(|(l, scope)| (l.path.clone(), *scope)).collect(), settings })
+}
+
+/// The `[permissions]` list `id` (`allow`, `ask` or `deny`).
+fn rules_of<'a>(table: &'a PermissionsTable, id: &str) -> Option<&'a Spanned<Vec<Spanned<String>>>> {
+    match id {
+        "allow" => table.allow.as_ref(),
+        "ask" => table.ask.as_ref(),
+        _ => table.deny.as_ref(),
+    }
 }
 
 /// The first layer whose file sets a key.
