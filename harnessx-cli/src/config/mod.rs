@@ -143,8 +143,13 @@ pub(crate) fn apply(
         "tools",
         "tools",
         tools,
-        |_f, v| args.tools = v.clone(),
-        if args.tools.is_empty() { json!(["filesystem"]) } else { json!(args.tools) }
+        // `tools = []` is no built-in tool, as `--tools ''` is.
+        |_f, v| args.tools = if v.is_empty() { vec![String::new()] } else { v.clone() },
+        match args.tools.as_slice() {
+            [] => json!(["filesystem"]),
+            [only] if only.trim().is_empty() => json!([]),
+            tools => json!(tools),
+        }
     );
     setting!(
         "base_path",
@@ -487,6 +492,10 @@ mod tests {
         assert_eq!(source(&applied, "max_turns"), &Source::File("/w/harnessx.toml:3".into()));
         assert_eq!(source(&applied, "base_url"), &Source::File("/h/config.toml:3".into()));
         assert_eq!(source(&applied, "tools"), &Source::Default);
+        // An empty list is no tools, not the default.
+        let (args, applied) = merged(&[], &[loaded("/w/harnessx.toml", "tools = []\n")]).unwrap();
+        assert_eq!(args.tools, [""]);
+        assert_eq!(applied.settings.iter().find(|s| s.key == "tools").unwrap().value, json!([]));
 
         let (args, applied) = merged(&["--model", "anthropic:flag", "--max-turns", "50"], &files).unwrap();
         assert_eq!(args.model, "anthropic:flag");
