@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use clap::Args;
 use harnessx::agent::{AgentEvent, RunStatus};
@@ -132,14 +133,18 @@ async fn turn(
     shown: &mut Shown,
     sigint: &mut Signal,
 ) -> Result<Option<RunStatus>, CliError> {
-    let mut run = std::pin::pin!(run);
-    let outcome = loop {
-        tokio::select! {
-            biased;
-            Some(event) = events.recv() => shown.event(event)?,
-            _ = sigint.recv() => break None,
-            outcome = &mut run => break Some(outcome),
+    let outcome = {
+        let mut run = std::pin::pin!(run);
+        loop {
+            tokio::select! {
+                biased;
+                Some(event) = events.recv() => shown.event(event)?,
+                _ = sigint.recv() => break None,
+                outcome = &mut run => break Some(outcome),
+            }
         }
+        // A stopped run is dropped here, before anything waits for the terminal: a
+        // question it was asking lets go of it.
     };
     while let Ok(event) = events.try_recv() {
         shown.event(event)?;
@@ -176,21 +181,20 @@ async fn waiting(runtime: &AgentRuntime, run_id: &str, path: &std::path::Path) -
 }
 
 /// The next prompt: a line of standard input (asked for with `> ` on a terminal), or
-/// `None` at its end.
+/// `None` at its end. Read through [`terminal::next_line`], which approval questions read
+/// too; the read stops when this future is dropped (Ctrl-C at the prompt).
 async fn read_prompt() -> Option<String> {
     let ask = terminal::interactive();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let _cancel = terminal::CancelOnDrop(cancelled.clone());
     tokio::task::spawn_blocking(move || {
-        use std::io::{BufRead, Write};
+        use std::io::Write;
         if ask {
             let mut stderr = std::io::stderr();
             let _ = write!(stderr, "> ");
             let _ = stderr.flush();
         }
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
-        }
+        terminal::next_line(&cancelled)
     })
     .await
     .ok()

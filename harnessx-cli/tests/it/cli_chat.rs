@@ -286,3 +286,26 @@ fn chat_reads_prompts_from_a_pipe_too() {
     assert_eq!(ends.len(), 2, "two turns, the empty line skipped");
     assert!(ends[1]["output"].as_str().unwrap().contains("2 prompts so far"), "{ends:?}");
 }
+
+/// Ctrl-C while the terminal asks to approve a call stops the turn, and the question
+/// takes no line of what is typed next: the next line is the next prompt.
+#[test]
+fn ctrl_c_at_an_approval_question_leaves_the_next_line_to_the_prompt() {
+    let dir = workspace();
+    let chat = ["chat", "--durable", "chat.db", "--tools", "write_file"];
+    let Some(mut term) = Terminal::start(dir.path(), None, &chat) else { return };
+    term.expect("Ctrl-D ends");
+    term.type_line("Write something.");
+    term.expect("Allow write_file");
+    term.ctrl(b'c');
+    term.expect("goes on from the answer before it");
+    term.type_line("Write it again.");
+    // A new turn asks again: the line was a prompt, not an answer to the old question.
+    term.expect("Allow write_file");
+    term.type_line("n");
+    let answer = term.answer();
+    assert!(answer.contains("write_file (error): Permission denied"), "{answer}");
+    assert!(!dir.path().join("a").exists());
+    term.ctrl(b'd');
+    assert!(term.wait().success(), "{}", term.screen());
+}
