@@ -131,3 +131,40 @@ impl Authorizer for NoManager {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::{PermissionLevel, PermissionManager};
+
+    // The decision every allowed call takes on its way through the engine allocates
+    // nothing: a tool without a permission of its own under the manager's default, a
+    // tool's own ALLOW, and an override that allows.
+    #[test]
+    fn an_allow_decision_allocates_nothing() {
+        let manager = PermissionManager::default().with_override("grep", PermissionLevel::Allow);
+        let arguments = serde_json::json!({"pattern": "x"});
+        let requests = [
+            AuthRequest { tool: "add", permission: None, call_id: "c1", arguments: &arguments },
+            AuthRequest {
+                tool: "add",
+                permission: Some(PermissionLevel::Allow),
+                call_id: "c1",
+                arguments: &arguments,
+            },
+            AuthRequest {
+                tool: "grep",
+                permission: Some(PermissionLevel::Ask),
+                call_id: "c1",
+                arguments: &arguments,
+            },
+        ];
+        for request in requests {
+            let mut decided = None;
+            let info =
+                allocation_counter::measure(|| decided = Some(Authorizer::authorize(&manager, request)));
+            assert!(matches!(decided, Some(Decision::Now(Authorization::Allow))), "{request:?}: {decided:?}");
+            assert_eq!(info.count_total, 0, "{request:?}: {info:?}");
+        }
+    }
+}
