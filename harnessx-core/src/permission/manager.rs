@@ -49,10 +49,10 @@ struct Inner {
     default: PermissionLevel,
     overrides: RwLock<HashMap<String, PermissionLevel>>,
     grants: RwLock<HashSet<String>>,
-    /// Rules on names and arguments; `has_rules` says whether there are any, so a manager
-    /// without rules takes no lock for them.
-    rules: RwLock<Arc<PermissionRules>>,
-    has_rules: AtomicBool,
+    /// Rules on names and arguments: shared with the managers
+    /// [`fork_with_store`](PermissionManager::fork_with_store) makes (rules are
+    /// configuration; a rule added during a run holds in it).
+    rules: Arc<RuleCell>,
     approver: RwLock<Option<Arc<dyn ApprovalHandler>>>,
     store: RwLock<Option<Arc<dyn ApprovalStore>>>,
     /// The manager a [`session`](PermissionManager::session) belongs to: its overrides,
@@ -66,7 +66,7 @@ impl fmt::Debug for PermissionManager {
             .field("default", &self.inner.default)
             .field("overrides", &*read(&self.inner.overrides))
             .field("grants", &*read(&self.inner.grants))
-            .field("rules", &*read(&self.inner.rules))
+            .field("rules", &*read(&self.inner.rules.rules))
             .field("approver", &read(&self.inner.approver).is_some())
             .field("store", &read(&self.inner.store).is_some())
             .finish()
@@ -78,6 +78,14 @@ impl Default for PermissionManager {
     fn default() -> Self {
         Self::new(PermissionLevel::Allow)
     }
+}
+
+/// The rules of a manager; `has` says whether there are any, so a manager without
+/// rules takes no lock for them.
+#[derive(Default)]
+struct RuleCell {
+    rules: RwLock<Arc<PermissionRules>>,
+    has: AtomicBool,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -96,8 +104,7 @@ impl PermissionManager {
                 default,
                 overrides: RwLock::default(),
                 grants: RwLock::default(),
-                rules: RwLock::default(),
-                has_rules: AtomicBool::new(false),
+                rules: Arc::default(),
                 approver: RwLock::new(None),
                 store: RwLock::new(None),
                 parent: None,
@@ -116,8 +123,7 @@ impl PermissionManager {
                 default: self.inner.default,
                 overrides: RwLock::default(),
                 grants: RwLock::default(),
-                rules: RwLock::default(),
-                has_rules: AtomicBool::new(false),
+                rules: Arc::default(),
                 approver: RwLock::new(None),
                 store: RwLock::new(None),
                 parent: Some(self.clone()),
@@ -170,8 +176,7 @@ impl PermissionManager {
                 default: self.inner.default,
                 overrides: RwLock::new(read(&self.inner.overrides).clone()),
                 grants: RwLock::new(read(&self.inner.grants).clone()),
-                rules: RwLock::new(Arc::new(self.all_rules())),
-                has_rules: AtomicBool::new(self.has_rules()),
+                rules: self.own_or_inherited_rules(),
                 approver: RwLock::new(self.approver()),
                 store: RwLock::new(Some(store)),
                 parent: None,
@@ -198,11 +203,23 @@ impl PermissionManager {
 
     /// Adds rules; a session's rules add to its manager's.
     pub fn add_rules(&self, rules: &PermissionRules) {
-        let mut own = write(&self.inner.rules);
+        let cell = &self.inner.rules;
+        let mut own = write(&cell.rules);
         let mut merged = (**own).clone();
         merged.extend(rules);
-        self.inner.has_rules.store(!merged.is_empty(), Ordering::Release);
+        cell.has.store(!merged.is_empty(), Ordering::Release);
         *own = Arc::new(merged);
+    }
+
+    /// The rule cell a fork shares: this manager's, or (for a session) a new one holding
+    /// the rules in force.
+    fn own_or_inherited_rules(&self) -> Arc<RuleCell> {
+        if self.inner.parent.is_none() {
+            return self.inner.rules.clone();
+        }
+        let all = self.all_rules();
+        let has = AtomicBool::new(!all.is_empty());
+        Arc::new(RuleCell { rules: RwLock::new(Arc::new(all)), has })
     }
 
     /// Adds one rule to the `level` list (the terminal's "always" adds an allow rule).
@@ -214,7 +231,7 @@ impl PermissionManager {
 
     /// Whether this manager (or the one a session belongs to) has any rules.
     pub fn has_rules(&self) -> bool {
-        self.inner.has_rules.load(Ordering::Acquire)
+        self.inner.rules.has.load(Ordering::Acquire)
             || self.inner.parent.as_ref().is_some_and(|p| p.has_rules())
     }
 
@@ -224,8 +241,8 @@ impl PermissionManager {
             Some(parent) => parent.all_rules(),
             None => PermissionRules::new(),
         };
-        if self.inner.has_rules.load(Ordering::Acquire) {
-            let own = read(&self.inner.rules).clone();
+        if self.inner.rules.has.load(Ordering::Acquire) {
+            let own = read(&self.inner.rules.rules).clone();
             let mut mine = (*own).clone();
             mine.extend(&all);
             all = mine;
@@ -236,8 +253,8 @@ impl PermissionManager {
     /// What the rules say of a call: deny, ask or allow, or `None` when none matches.
     /// Free (no lock, no allocation) for a manager without rules.
     pub fn rule_level(&self, tool: &str, arguments: &Value) -> Option<PermissionLevel> {
-        let own = if self.inner.has_rules.load(Ordering::Acquire) {
-            read(&self.inner.rules).decide(tool, arguments)
+        let own = if self.inner.rules.has.load(Ordering::Acquire) {
+            read(&self.inner.rules.rules).decide(tool, arguments)
         } else {
             None
         };

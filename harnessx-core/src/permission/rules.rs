@@ -165,7 +165,7 @@ impl Rule {
                         .compile_matcher();
                     Pattern::Argument { name: name.to_owned(), is_path, matcher }
                 }
-                None => Pattern::Command(command_pattern(inner).map_err(|why| malformed(why))?),
+                None => Pattern::Command(command_pattern(inner).map_err(malformed)?),
             },
         };
         Ok(Self { text: trimmed.to_owned(), tool: tool.to_owned(), pattern })

@@ -447,7 +447,7 @@ async fn unanswered(ctx: &SharedWorkflowContext<'_>) -> Result<Vec<NeedsInput>, 
         let resolved = match n.kind {
             NeedsInputKind::Approval => match ctx.peek_promise::<Json<ApprovalDecision>>(&key).await? {
                 Some(Json(decision)) => {
-                    if decision == ApprovalDecision::ApproveForSession {
+                    if decision.grants_session() {
                         granted.insert(n.tool.clone());
                     }
                     true
