@@ -11,7 +11,10 @@ use serde_json::{Value, json};
 
 fn harnessx(dir: &Path, args: &[&str]) -> Output {
     // No user rules file from the machine running the tests.
-    Binary::new(env!("CARGO_BIN_EXE_harnessx")).env("XDG_CONFIG_HOME", dir.join("no-config")).run(dir, args)
+    let config = dir.join("no-config");
+    Binary::new(env!("CARGO_BIN_EXE_harnessx"))
+        .env("XDG_CONFIG_HOME", config.to_str().unwrap())
+        .run(dir, args)
 }
 
 /// `tools call run_bash` with ASK as the default (so only an allow rule lets it run: no

@@ -360,9 +360,17 @@ impl Walker<'_, '_> {
             return;
         }
         self.out.opaque = true;
-        // Read it as a double-quoted word, which expands the same substitutions.
-        let quoted = format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""));
-        self.word(&quoted, depth);
+        if depth >= MAX_DEPTH {
+            return self.unreadable();
+        }
+        match substitutions(text) {
+            Some(scripts) => {
+                for script in scripts {
+                    self.script(script, depth + 1);
+                }
+            }
+            None => self.unreadable(),
+        }
     }
 
     /// The word with quotes removed; substitutions in it make the script opaque and
@@ -416,6 +424,45 @@ impl Walker<'_, '_> {
     }
 }
 
+/// The scripts of the `$(..)`, `<(..)`, `>(..)` and backtick substitutions in `text`,
+/// found by counting parentheses (quote-blind: a parenthesis in quotes inside a
+/// substitution may cut it short, which only makes a rule see less of it and the script
+/// opaque anyway). `None` when one is not closed.
+fn substitutions(text: &str) -> Option<Vec<&str>> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'$' | b'<' | b'>' if bytes.get(i + 1) == Some(&b'(') => {
+                let start = i + 2;
+                let mut open = 1usize;
+                let mut j = start;
+                while j < bytes.len() && open > 0 {
+                    match bytes[j] {
+                        b'(' => open += 1,
+                        b')' => open -= 1,
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                if open > 0 {
+                    return None;
+                }
+                found.push(text.get(start..j - 1)?);
+                i = j;
+            }
+            b'`' => {
+                let end = text[i + 1..].find('`')? + i + 1;
+                found.push(text.get(i + 1..end)?);
+                i = end + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    Some(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,7 +481,13 @@ mod tests {
 
     #[test]
     fn substitutions_are_opaque_and_read() {
-        for script in ["echo $(rm -rf x)", "echo `rm -rf x`", "cat <(rm -rf x)", "echo \"$(rm -rf x)\""] {
+        for script in [
+            "echo $(rm -rf x)",
+            "echo `rm -rf x`",
+            "cat <(rm -rf x)",
+            "echo \"$(rm -rf x)\"",
+            "echo ${x:-$(rm -rf x)}",
+        ] {
             let (cmds, opaque) = texts(script);
             assert!(opaque, "{script}");
             assert!(cmds.iter().any(|c| c == "rm -rf x"), "{script}: {cmds:?}");
