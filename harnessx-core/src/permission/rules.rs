@@ -470,18 +470,18 @@ impl PermissionRules {
     /// will get.
     pub fn decide(&self, tool: &str, arguments: &Value) -> Option<PermissionLevel> {
         let rules = self.tools.get(tool)?;
-        let mut script: Option<Script> = None;
-        if self.any(&rules.deny, arguments, &mut script) {
+        let mut seen = Seen::default();
+        if self.any(&rules.deny, arguments, &mut seen) {
             return Some(PermissionLevel::Deny);
         }
-        if self.any(&rules.ask, arguments, &mut script) {
+        if self.any(&rules.ask, arguments, &mut seen) {
             return Some(PermissionLevel::Ask);
         }
         let mut commands = false;
         for rule in &rules.allow {
             match &rule.pattern {
                 Pattern::Any => return Some(PermissionLevel::Allow),
-                Pattern::Argument { .. } if self.argument_matches(rule, arguments) => {
+                Pattern::Argument { .. } if self.argument_matches(rule, arguments, &mut seen) => {
                     return Some(PermissionLevel::Allow);
                 }
                 Pattern::Argument { .. } => {}
@@ -489,7 +489,7 @@ impl PermissionRules {
             }
         }
         if commands {
-            let s = self.script(arguments, &mut script);
+            let s = self.script(arguments, &mut seen.script);
             let every = !s.opaque
                 && s.commands.iter().all(|c| {
                     rules
@@ -505,12 +505,12 @@ impl PermissionRules {
     }
 
     /// Whether any rule of a deny or ask list matches.
-    fn any(&self, list: &[Rule], arguments: &Value, script: &mut Option<Script>) -> bool {
+    fn any<'v>(&self, list: &[Rule], arguments: &'v Value, seen: &mut Seen<'v>) -> bool {
         list.iter().any(|rule| match &rule.pattern {
             Pattern::Any => true,
-            Pattern::Argument { .. } => self.argument_matches(rule, arguments),
+            Pattern::Argument { .. } => self.argument_matches(rule, arguments, seen),
             Pattern::Command(p) => {
-                let s = self.script(arguments, script);
+                let s = self.script(arguments, &mut seen.script);
                 s.unreadable || s.commands.iter().any(|c| deny_view(c, p))
             }
         })
@@ -524,15 +524,37 @@ impl PermissionRules {
         })
     }
 
-    fn argument_matches(&self, rule: &Rule, arguments: &Value) -> bool {
+    fn argument_matches<'v>(&self, rule: &Rule, arguments: &'v Value, seen: &mut Seen<'v>) -> bool {
         let Pattern::Argument { name, is_path, matcher } = &rule.pattern else { return false };
         let Some(value) = arguments.get(name.as_str()).and_then(Value::as_str) else { return false };
-        if *is_path {
-            matcher.is_match(&*path::normalize(value, self.base_path.as_deref()))
-        } else {
-            matcher.is_match(value)
+        if !*is_path {
+            return matcher.is_match(value);
         }
+        // Normalised once per call and argument, however many rules look at it.
+        let at = match seen.paths.iter().position(|(n, _)| *n == name.as_str()) {
+            Some(at) => at,
+            None => {
+                seen.paths.push((
+                    arguments_key(arguments, name),
+                    path::normalize(value, self.base_path.as_deref()),
+                ));
+                seen.paths.len() - 1
+            }
+        };
+        matcher.is_match(&*seen.paths[at].1)
     }
+}
+
+/// What one call's matching has worked out so far: its script, its normalised paths.
+#[derive(Default)]
+struct Seen<'v> {
+    script: Option<Script>,
+    paths: Vec<(&'v str, std::borrow::Cow<'v, str>)>,
+}
+
+/// The key of `arguments` named `name`, borrowed from the arguments.
+fn arguments_key<'v>(arguments: &'v Value, name: &str) -> &'v str {
+    arguments.as_object().and_then(|o| o.get_key_value(name)).map_or("", |(k, _)| k.as_str())
 }
 
 /// A deny or ask rule looks at a command from its name on, and past wrappers

@@ -88,6 +88,11 @@ impl Script {
     /// checked against it; `None`: only relative paths that stay below the working
     /// directory count as inside).
     pub fn parse(script: &str, workspace: Option<&std::path::Path>) -> Self {
+        if script.len() <= MAX_SCRIPT_BYTES
+            && let Some(commands) = plain_list(script)
+        {
+            return Script { commands, opaque: false, unreadable: false };
+        }
         let mut out = Script::default();
         Walker { out: &mut out, workspace }.script(script, 0);
         if out.unreadable {
@@ -106,6 +111,94 @@ fn options() -> ParserOptions {
     // Plain bash, as `bash -c` runs it: extglob on (as brush's default), tilde expansion.
     ParserOptions::default()
 }
+
+/// Words a shell reads as syntax at the start of a command.
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "select",
+    "function", "time", "coproc", "in", "[[", "]]",
+];
+
+/// The commands of a script that is only plain words and control operators (`;`, `&`,
+/// `&&`, `|`, `||`, `|&`, newlines): no quotes, expansions, redirections, groups,
+/// comments, assignments or reserved words. Bash splits such a script exactly there, so
+/// the parser is not needed (the common case, read in a fraction of the time). `None`:
+/// parse it.
+fn plain_list(script: &str) -> Option<Vec<SimpleCmd>> {
+    let plain = script.bytes().all(|b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b' ' | b'\t'
+                    | b'\n'
+                    | b'-'
+                    | b'_'
+                    | b'.'
+                    | b'/'
+                    | b':'
+                    | b','
+                    | b'+'
+                    | b'%'
+                    | b'@'
+                    | b'^'
+                    | b'='
+                    | b'*'
+                    | b'?'
+                    | b'['
+                    | b']'
+                    | b';'
+                    | b'&'
+                    | b'|'
+            )
+    });
+    if !plain {
+        return None;
+    }
+    let mut commands = Vec::new();
+    let mut rest = script;
+    let mut before: Option<&str> = None;
+    loop {
+        let end = rest.find([';', '&', '|', '\n']).unwrap_or(rest.len());
+        let words: Vec<String> = rest[..end].split_ascii_whitespace().map(str::to_owned).collect();
+        // The operator after this command: a newline alone, or a run of `;&|`.
+        let op_len = match rest[end..].chars().next() {
+            None => 0,
+            Some('\n') => 1,
+            Some(_) => rest[end..].find(|c: char| !matches!(c, ';' | '&' | '|')).unwrap_or(rest.len() - end),
+        };
+        let op = &rest[end..end + op_len];
+        if !matches!(op, "" | "\n" | ";" | "&" | "&&" | "|" | "||" | "|&") {
+            return None;
+        }
+        match words.first() {
+            // Nothing between two operators: only blank lines and a trailing `;` or `&`
+            // are that simple; the parser says what the rest is.
+            None if matches!(before, None | Some("\n" | ";" | "&")) && matches!(op, "" | "\n") => {}
+            None => return None,
+            Some(first) => {
+                let program = first.rsplit('/').next().unwrap_or(first);
+                if first.contains('=')
+                    || RESERVED.contains(&first.as_str())
+                    || STRING_RUNNERS.contains(&program)
+                {
+                    return None;
+                }
+                if words.iter().any(|w| STRING_RUNNERS.contains(&w.rsplit('/').next().unwrap_or(w))) {
+                    // `sudo bash -c ..`, `env eval ..`: read by the parser and the walk.
+                    return None;
+                }
+                commands.push(SimpleCmd { words, name: 0 });
+            }
+        }
+        if op.is_empty() {
+            return Some(commands);
+        }
+        before = Some(op);
+        rest = &rest[end + op_len..];
+    }
+}
+
+/// Programs that run a string as a script (`eval ..`, `bash -c ..`).
+const STRING_RUNNERS: &[&str] = &["eval", "bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
 
 /// A cheap, quote-blind count of what makes the parser recurse.
 fn too_complex(script: &str) -> bool {
@@ -470,6 +563,27 @@ mod tests {
     fn texts(script: &str) -> (Vec<String>, bool) {
         let s = Script::parse(script, Some(std::path::Path::new("/work/p")));
         (s.commands.iter().map(|c| c.words.join(" ")).collect(), s.opaque)
+    }
+
+    #[test]
+    fn plain_scripts_read_without_the_parser_as_the_parser_reads_them() {
+        for script in [
+            "git status",
+            "git status -s && cargo test --workspace | grep ok",
+            "ls -la; echo a b\n make all || true & wait",
+            "cargo build --features=a,b",
+            "ls *.rs src/[ab]?.rs",
+            "a |& b",
+        ] {
+            let fast = plain_list(script).unwrap_or_else(|| panic!("{script}: not plain"));
+            let mut slow = Script::default();
+            Walker { out: &mut slow, workspace: None }.script(script, 0);
+            assert!(!slow.opaque, "{script}");
+            assert_eq!(fast, slow.commands, "{script}");
+        }
+        for script in ["FOO=1 make", "if true; then ls; fi", "a ;; b", "echo 'x'", "ls > f", "time ls"] {
+            assert!(plain_list(script).is_none(), "{script}");
+        }
     }
 
     #[test]

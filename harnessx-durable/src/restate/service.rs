@@ -314,8 +314,9 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
     ) -> Result<Vec<harnessx_agent::Executed>, Fault> {
         self.flush_events();
         let calls: Vec<ToolCall> = (0..batch.len()).map(|i| batch.call(i).clone()).collect();
-        let edited: Vec<Option<serde_json::Value>> =
-            (0..batch.len()).map(|i| batch.is_edited(i).then(|| batch.arguments(i).cloned()).flatten()).collect();
+        let edited: Vec<Option<serde_json::Value>> = (0..batch.len())
+            .map(|i| batch.is_edited(i).then(|| batch.arguments(i).cloned()).flatten())
+            .collect();
         let mut results: Vec<Option<harnessx_agent::Executed>> = (0..calls.len())
             .map(|i| batch.result(i).map(|r| harnessx_agent::Executed { result: r.clone(), unknown: None }))
             .collect();
@@ -325,7 +326,11 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         let config = &self.config;
         let invoke = |i: usize| {
             ctx.object_client::<HarnessxToolClient<'_>>(format!("{run_id}/{}", calls[i].id))
-                .execute(Json(Invocation { call: calls[i].clone(), config: config.clone(), edited: edited[i].clone() }))
+                .execute(Json(Invocation {
+                    call: calls[i].clone(),
+                    config: config.clone(),
+                    edited: edited[i].clone(),
+                }))
                 .call()
         };
         let mut pending = DurableFuturesUnordered::new();
@@ -524,7 +529,11 @@ impl HarnessxTool {
                     && batch.edit(0, arguments).is_err()
                 {
                     let result = batch.result(0).cloned().unwrap_or_else(|| {
-                        ToolResult::error(&call.id, &tool, "the edited arguments are invalid; the call did not run")
+                        ToolResult::error(
+                            &call.id,
+                            &tool,
+                            "the edited arguments are invalid; the call did not run",
+                        )
                     });
                     return Ok(Json(Executed { result, unknown: None }));
                 }
