@@ -42,6 +42,7 @@ fn bench(c: &mut Criterion) {
     let without = PermissionManager::new(PermissionLevel::Ask);
     let path = json!({"path": "./dir7//src/../lib/main.rs"});
     let bash = json!({"command": "git status -s && cargo test --workspace | grep ok"});
+    let quoted = json!({"command": "git log --format='%h %s' -n 5 && echo \"done\""});
     let free = json!({"a": 1});
     let request = |tool: &'static str, args: &'static serde_json::Value| AuthRequest {
         tool,
@@ -52,6 +53,7 @@ fn bench(c: &mut Criterion) {
     let path: &'static serde_json::Value = Box::leak(Box::new(path));
     let bash: &'static serde_json::Value = Box::leak(Box::new(bash));
     let free: &'static serde_json::Value = Box::leak(Box::new(free));
+    let quoted: &'static serde_json::Value = Box::leak(Box::new(quoted));
 
     let mut g = c.benchmark_group("rules_per_call");
     g.bench_function("no_rules", |b| {
@@ -68,6 +70,10 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("100_rules_bash", |b| {
         b.iter(|| with.rules(std::hint::black_box(request("run_bash", bash))))
+    });
+    // Quotes: the script goes through the shell parser.
+    g.bench_function("100_rules_bash_parsed", |b| {
+        b.iter(|| with.rules(std::hint::black_box(request("run_bash", quoted))))
     });
     g.finish();
 }
