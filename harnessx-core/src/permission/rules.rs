@@ -7,7 +7,7 @@
 //!   or ending in `_path` is a path: it is normalised lexically first
 //!   ([`path::normalize`]), relative to the [base path](PermissionRules::base_path).
 //! - `NAME(PREFIX*)` and `NAME(EXACT)` match the tool's `command` argument as a shell
-//!   script ([`shell::Script`]): an allow rule matches only when *every* simple command
+//!   script ([`Script`]): an allow rule matches only when *every* simple command
 //!   of the script matches an allow rule of the tool and nothing in it is opaque; a deny
 //!   or ask rule matches when *any* command does (those of nested scripts too), or when
 //!   the script cannot be read.

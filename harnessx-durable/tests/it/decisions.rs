@@ -208,7 +208,11 @@ async fn durable_runs_journal_each_decision_and_replay_it_exactly() {
                 assert!(done.output.starts_with(r#"calls {"path":"user.txt"}"#), "{}", done.output);
             }
             assert_eq!(runs.all(), ran, "{backend} {decision:?}");
-            assert_eq!(approvals(&journal, &run), [decision.clone()], "{backend}: journaled as given");
+            assert_eq!(
+                approvals(&journal, &run),
+                std::slice::from_ref(&decision),
+                "{backend}: journaled as given"
+            );
             // Replayed from the journal: the same state, and nothing runs again (a
             // completed run is not resumed).
             let again = resumed.status(&run).unwrap();
