@@ -52,9 +52,8 @@ impl LoadedRules {
         if let Some(base) = &self.base {
             all = all.base_path(base.clone());
         }
-        if !all.is_empty() {
-            manager.add_rules(&all);
-        }
+        // Even with no rules: the base path is kept for rules added later ("always").
+        manager.add_rules(&all);
         Ok(())
     }
 
