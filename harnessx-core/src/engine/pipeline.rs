@@ -57,6 +57,36 @@ struct ReadyCall {
     policy: EffectivePolicy,
     /// The queue to take turns on, for non-concurrent tools.
     serial: Option<SerialQueue>,
+    /// A person replaced the model's arguments with `args` (its result says so).
+    edited: bool,
+}
+
+impl ReadyCall {
+    /// Replaces the arguments with ones a person edited: validated against the schema
+    /// again first. The error is the result text for the model.
+    fn edit(&mut self, arguments: Value) -> Result<(), String> {
+        let name = self.tool.name();
+        let problem = if !arguments.is_object() {
+            Some(format!("expected a JSON object, got {}", kind_of(&arguments)))
+        } else if value_too_deep(&arguments, MAX_JSON_DEPTH) {
+            Some(format!("nested more than {MAX_JSON_DEPTH} levels deep"))
+        } else {
+            self.tool.check(&arguments)
+        };
+        if let Some(problem) = problem {
+            return Err(format!(
+                "the user changed the arguments of this {name} call, and the new ones are invalid ({problem}); the call did not run"
+            ));
+        }
+        self.args = arguments;
+        self.edited = true;
+        Ok(())
+    }
+}
+
+/// What the result of a call a person edited starts with.
+pub(crate) fn edited_note(arguments: &Value) -> String {
+    format!("[The user changed this call's arguments before it ran; it ran with {arguments}]\n")
 }
 
 enum Prepared {
@@ -156,7 +186,7 @@ fn prepare(target: CallTarget, call: &ToolCall) -> Prepared {
         return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg), invalid);
     }
     let serial = (!tool.definition().concurrent).then_some(serial);
-    Prepared::Ready(ReadyCall { tool, args, policy, serial })
+    Prepared::Ready(ReadyCall { tool, args, policy, serial, edited: false })
 }
 
 /// No hooks, timeouts answered: what a direct call or batch runs with.
@@ -309,6 +339,28 @@ impl PlannedBatch {
     /// manager again. For a runtime that authorized it itself (and recorded that).
     pub fn authorize(&mut self, index: usize) {
         self.items[index].authorized = true;
+    }
+
+    /// A person approved the call with edited `arguments`: they replace the model's
+    /// (validated against the tool's schema again), and the result will start with a
+    /// note that the user changed them. The error is the text the model should get; the
+    /// call is then settled with it. (Check the rules on them too:
+    /// [`PermissionManager::recheck_edited`](crate::PermissionManager::recheck_edited).)
+    pub fn edit(&mut self, index: usize, arguments: Value) -> Result<(), String> {
+        let Prepared::Ready(ready) = &mut self.items[index].prepared else {
+            return Err("the call does not run".to_owned());
+        };
+        if let Err(message) = ready.edit(arguments) {
+            let result = ToolResult::error(&self.calls[index].id, &**ready.tool.name(), message.clone());
+            self.settle(index, result);
+            return Err(message);
+        }
+        Ok(())
+    }
+
+    /// Whether a person edited the call's arguments ([`edit`](Self::edit)).
+    pub fn is_edited(&self, index: usize) -> bool {
+        self.ready(index).is_some_and(|r| r.edited)
     }
 
     /// The order the calls that will run start in (see [`Schedule`]).
@@ -581,18 +633,29 @@ async fn run_ready(
     ctx: &RunContext,
     hooks: &RunHooks,
 ) -> (CallOutcome, Option<ErrorType>) {
-    let name = ready.tool.name();
-    let permission = ready.tool.definition().permission;
+    let mut ready = ready;
     if !run.authorized {
-        let request = AuthRequest { tool: name, permission, call_id: &call.id, arguments: &ready.args };
+        let permission = ready.tool.definition().permission;
+        let request =
+            AuthRequest { tool: ready.tool.name(), permission, call_id: &call.id, arguments: &ready.args };
         // Most calls are decided now (an ALLOW by the rules): no future to wait on.
-        let decided = match authorize(ctx, request) {
+        let mut decided = match authorize(ctx, request) {
             Decision::Now(decided) => decided,
             Decision::Later(later) => later.await,
         };
+        if let Authorization::AllowEdited { arguments } = decided {
+            decided = match ready.edit(arguments) {
+                Err(message) => Authorization::Deny { reason: DenyReason::Rejected, message: message.into() },
+                Ok(()) => match ctx.permissions() {
+                    Some(manager) => manager.recheck_edited(ready.tool.name(), permission, &ready.args),
+                    None => Authorization::Allow,
+                },
+            };
+        }
         match decided {
             Authorization::Allow => {}
             refused => {
+                let name = ready.tool.name();
                 let (reason, message) = match refused {
                     Authorization::Deny { reason, message } => (reason, message),
                     // Nobody here to put the question to.
@@ -607,13 +670,29 @@ async fn run_ready(
             }
         }
     }
+    let note = ready.edited.then(|| edited_note(&ready.args));
+    let (mut outcome, error) = run_authorized(ready, call, &run, hooks, ctx).await;
+    if let Some(note) = note {
+        outcome.result.content.insert_str(0, &note);
+    }
+    (outcome, error)
+}
+
+async fn run_authorized(
+    ready: ReadyCall,
+    call: &ToolCall,
+    run: &Run,
+    hooks: &RunHooks,
+    ctx: &RunContext,
+) -> (CallOutcome, Option<ErrorType>) {
+    let name = ready.tool.name();
     if ready.policy.dedupe_calls {
         let slot = ctx.dedupe_slot(name, canonical_json(&ready.args));
         let mut first_here = false;
         // Boxed: the common path (no dedupe) keeps a small future.
         let shared = Box::pin(slot.get_or_init(|| {
             first_here = true;
-            invoke(ready, &call.id, &run, hooks)
+            invoke(ready, &call.id, run, hooks)
         }));
         let Invoked { mut result, timed_out, error } = shared.await.clone();
         if !first_here {
@@ -622,7 +701,7 @@ async fn run_ready(
         result.call_id.clone_from(&call.id);
         return (CallOutcome { result, timed_out, ran: first_here }, error);
     }
-    let Invoked { result, timed_out, error } = invoke(ready, &call.id, &run, hooks).await;
+    let Invoked { result, timed_out, error } = invoke(ready, &call.id, run, hooks).await;
     (CallOutcome { result, timed_out, ran: true }, error)
 }
 
@@ -652,7 +731,7 @@ enum Outcome {
 /// Runs the handler with the timeout, taking the serial turn if needed, retrying
 /// `safe`/`idempotent` tools per their retry policy.
 async fn invoke(ready: ReadyCall, call_id: &str, run: &Run, hooks: &RunHooks) -> Invoked {
-    let ReadyCall { tool, args, policy, serial } = ready;
+    let ReadyCall { tool, args, policy, serial, .. } = ready;
     let _turn = match &serial {
         Some(queue) => Some(queue.acquire().await),
         None => None,

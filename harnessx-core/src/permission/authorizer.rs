@@ -45,6 +45,12 @@ pub struct AuthRequest<'a> {
 pub enum Authorization {
     /// Run it.
     Allow,
+    /// Run it with these arguments instead (a person edited them): validated against the
+    /// tool's schema and the deny rules again before it runs, and its result says so.
+    AllowEdited {
+        /// The arguments the call runs with.
+        arguments: Value,
+    },
     /// Do not run it; the model gets `message` as the call's error result.
     Deny {
         /// Why, for the operator (logs, spans).
@@ -74,7 +80,7 @@ impl Authorization {
 
     /// Whether the call may run.
     pub fn is_allowed(&self) -> bool {
-        matches!(self, Self::Allow)
+        matches!(self, Self::Allow | Self::AllowEdited { .. })
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod common;
 mod crash_matrix;
+mod decisions;
 mod durable_spans;
 mod journal_stores;
 #[cfg(feature = "restate")]
