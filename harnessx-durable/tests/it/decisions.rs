@@ -65,15 +65,7 @@ fn seen(req: &ModelRequest) -> String {
             _ => None,
         })
         .unwrap_or_default();
-    let results: Vec<&str> = req
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool { content, .. } => Some(content.as_str()),
-            _ => None,
-        })
-        .collect();
-    format!("calls {calls} | results {}", results.join(" | "))
+    format!("calls {calls} | results {}", crate::common::tool_contents(req))
 }
 
 /// Turn 1 writes `model.txt`; turn 2 says what it saw.
