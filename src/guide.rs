@@ -6,6 +6,10 @@
 pub mod execution {}
 
 #[cfg(feature = "agent")]
+#[doc = include_str!("../docs/permissions.md")]
+pub mod permissions {}
+
+#[cfg(feature = "agent")]
 #[doc = include_str!("../docs/agent.md")]
 pub mod agent {}
 

@@ -121,6 +121,25 @@ fn dispatch(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // The same calls awaited one after another inside one task, the shape of the peers'
+    // harness (`../shared/bench/peer_dispatch.py` awaits its call n times in one
+    // coroutine): no runtime entry (`block_on`) per call.
+    let mut group = c.benchmark_group("dispatch_in_task");
+    let (registry, manager) = (&registry, &manager);
+    for (name, call) in [("async_add", &call), ("sync_add", &sync_call), ("tool_add", &tool_call)] {
+        group.bench_function(name, |b| {
+            b.to_async(&rt).iter_custom(|iters| async move {
+                let start = std::time::Instant::now();
+                for _ in 0..iters {
+                    let r = registry.execute(call, Some(manager)).await;
+                    assert!(!r.is_error);
+                }
+                start.elapsed()
+            })
+        });
+    }
+    group.finish();
 }
 
 /// The handler alone, called directly on its thread: decoding the arguments, the call,

@@ -33,6 +33,7 @@ pub use memory::{Memory, MemoryError, MemoryHit, MemoryId, MemoryStore, MemoryUp
 pub use permission::{
     ApprovalDecision, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError, AuthRequest,
     Authorization, Authorizer, Decision, DenyReason, MemoryApprovalStore, PermissionLevel, PermissionManager,
+    PermissionRules, RuleError, RuleLists,
 };
 pub use registry::resolve::UnknownTool;
 pub use registry::{NameResolution, ToolRegistry, ToolSource, ToolSpec, WeakToolRegistry};

@@ -541,8 +541,8 @@ impl Replay {
                     s.results.insert(result.call_id.clone(), result.clone());
                 }
                 Entry::Approval { call_id, tool, decision, arguments_hash } => {
-                    s.decisions.insert(call_id.clone(), (arguments_hash.clone(), *decision));
-                    if *decision == ApprovalDecision::ApproveForSession && arguments_hash.is_some() {
+                    s.decisions.insert(call_id.clone(), (arguments_hash.clone(), decision.clone()));
+                    if decision.grants_session() && arguments_hash.is_some() {
                         s.session_grants.push(tool.clone());
                     }
                 }
@@ -665,7 +665,7 @@ impl Steps for JournalSteps {
 
     fn recorded_decision(&self, call_id: &str, arguments: &str) -> Option<ApprovalDecision> {
         let (hash, decision) = self.replay.decisions.get(call_id)?;
-        (hash.as_deref() == Some(arguments_hash(arguments).as_str())).then_some(*decision)
+        (hash.as_deref() == Some(arguments_hash(arguments).as_str())).then(|| decision.clone())
     }
 
     async fn decide(
@@ -681,11 +681,11 @@ impl Steps for JournalSteps {
         let entry = Entry::Approval {
             call_id: request.call_id.clone(),
             tool: request.tool_name.clone(),
-            decision,
+            decision: decision.clone(),
             arguments_hash: Some(arguments_hash(arguments)),
         };
         self.commit(vec![entry], None)?;
-        self.replay.decisions.insert(request.call_id, (Some(arguments_hash(arguments)), decision));
+        self.replay.decisions.insert(request.call_id, (Some(arguments_hash(arguments)), decision.clone()));
         Ok(Some(decision))
     }
 

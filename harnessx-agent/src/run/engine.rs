@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use harnessx_core::{
-    ApprovalRequest, AuthRequest, Authorization, PermissionManager, PlannedBatch, RunContext, ToolCall,
-    ToolEvent, ToolOutput, ToolResult,
+    ApprovalDecision, ApprovalRequest, AuthRequest, Authorization, PermissionManager, PlannedBatch,
+    RunContext, ToolCall, ToolEvent, ToolOutput, ToolResult,
 };
 
 use crate::model::{FinishReason, Message, Usage};
@@ -99,17 +99,22 @@ pub async fn drive<S: Steps>(
         request.messages.push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
 
         let mut batch = registry.plan_batch(&calls);
-        let needs = plan(steps, permissions, turn, &calls, &mut batch, planning.as_deref()).await?;
+        let mut edits = Vec::new();
+        let needs =
+            plan(steps, permissions, turn, &calls, &mut batch, planning.as_deref(), &mut edits).await?;
         if !needs.is_empty() {
             // Nothing of this batch runs until every question is answered.
             if !steps.pause(turn, &needs).await? {
                 return Ok(waiting(steps, request.messages, usage, turn, finish_reason, needs));
             }
             for need in &needs {
-                answer(steps, permissions, turn, &calls, &mut batch, need).await?;
+                answer(steps, permissions, turn, &calls, &mut batch, need, &mut edits).await?;
             }
             steps.resumed().await?;
         }
+        // The calls a person edited show the arguments they ran with from the next
+        // request on.
+        show_edits(&mut request.messages, &edits);
 
         let writes: Vec<_> = match &planning {
             Some(_) => (0..batch.len()).filter_map(|i| todo_write(&batch, i)).collect(),
@@ -194,6 +199,7 @@ async fn plan<S: Steps>(
     calls: &[ToolCall],
     batch: &mut PlannedBatch,
     planning: Option<&crate::planning::PlanningState>,
+    edits: &mut Vec<(String, serde_json::Value)>,
 ) -> Result<Vec<NeedsInput>, S::Error> {
     let run_id = steps.run_id().map(str::to_owned);
     let mut needs = Vec::new();
@@ -201,6 +207,11 @@ async fn plan<S: Steps>(
         match steps.recorded(&call.id) {
             Recorded::Result(result) => {
                 let result = result.clone();
+                if let Some(ApprovalDecision::ApproveEdited { arguments, .. }) =
+                    steps.recorded_decision(&call.id, &call.arguments)
+                {
+                    edits.push((call.id.clone(), arguments));
+                }
                 // Its handler is not run again: the todo list it wrote is.
                 keep_todos(planning, batch, index, &result);
                 batch.settle_replayed(index, result);
@@ -226,9 +237,18 @@ async fn plan<S: Steps>(
             batch.set_idempotency_key(index, recovery::idempotency_key(run_id, &call.id));
         }
         if steps.recorded(&call.id) == Recorded::Started {
-            let tool = batch.tool(index).unwrap_or(&call.name);
-            match recovery::recover(policy, Unknown::Interrupted, &call.id, tool, &call.arguments) {
-                Recovery::RunAgain => batch.authorize(index),
+            let tool = batch.tool(index).unwrap_or(&call.name).to_owned();
+            match recovery::recover(policy, Unknown::Interrupted, &call.id, &tool, &call.arguments) {
+                Recovery::RunAgain => {
+                    // It runs again as it was approved: with the arguments a person gave.
+                    let decided = match steps.recorded_decision(&call.id, &call.arguments) {
+                        Some(decision @ ApprovalDecision::ApproveEdited { .. }) => {
+                            permissions.apply(&tool, decision)
+                        }
+                        _ => Authorization::Allow,
+                    };
+                    conclude(steps, permissions, turn, batch, index, &call.id, &tool, decided, edits);
+                }
                 Recovery::Ask(need) => needs.push(need),
             }
             continue;
@@ -264,7 +284,6 @@ async fn plan<S: Steps>(
             };
         }
         match decided {
-            Authorization::Allow => batch.authorize(index),
             Authorization::Wait { question } if run_id.is_some() => needs.push(NeedsInput {
                 kind: NeedsInputKind::Approval,
                 call_id: call.id.clone(),
@@ -272,10 +291,70 @@ async fn plan<S: Steps>(
                 arguments: call.arguments.clone(),
                 reason: question,
             }),
-            refused => deny(steps, turn, batch, index, &call.id, &tool, refused),
+            decided => conclude(steps, permissions, turn, batch, index, &call.id, &tool, decided, edits),
         }
     }
     Ok(needs)
+}
+
+/// Acts on the authorisation of one call: it runs (with the arguments a person edited,
+/// once they pass the schema and the deny rules again), or it gets its refusal.
+#[allow(clippy::too_many_arguments)] // the loop's state for one call, passed as it is
+fn conclude<S: Steps>(
+    steps: &mut S,
+    permissions: &PermissionManager,
+    turn: u32,
+    batch: &mut PlannedBatch,
+    index: usize,
+    call_id: &str,
+    tool: &str,
+    decided: Authorization,
+    edits: &mut Vec<(String, serde_json::Value)>,
+) {
+    match decided {
+        Authorization::Allow => batch.authorize(index),
+        Authorization::AllowEdited { arguments } => {
+            if batch.edit(index, arguments.clone()).is_err() {
+                // Settled with the reason, for the model.
+                if let Some(result) = batch.result(index) {
+                    let result = result.clone();
+                    steps.record(turn, &result);
+                }
+                return;
+            }
+            let rechecked = permissions.recheck_edited(
+                tool,
+                batch.permission(index),
+                batch.arguments(index).unwrap_or(&serde_json::Value::Null),
+            );
+            match rechecked {
+                Authorization::Allow => {
+                    batch.authorize(index);
+                    edits.push((call_id.to_owned(), arguments));
+                }
+                refused => deny(steps, turn, batch, index, call_id, tool, refused),
+            }
+        }
+        refused => deny(steps, turn, batch, index, call_id, tool, refused),
+    }
+}
+
+/// Puts the arguments calls ran with into the assistant message that made them (the last
+/// one), so the model sees what ran.
+fn show_edits(messages: &mut [Message], edits: &[(String, serde_json::Value)]) {
+    if edits.is_empty() {
+        return;
+    }
+    let Some(Message::Assistant { tool_calls, .. }) =
+        messages.iter_mut().rev().find(|m| matches!(m, Message::Assistant { .. }))
+    else {
+        return;
+    };
+    for (call_id, arguments) in edits {
+        if let Some(call) = tool_calls.iter_mut().find(|c| &c.id == call_id) {
+            call.arguments = arguments.to_string();
+        }
+    }
 }
 
 /// The todo list a successful built-in `write_todos` call wrote, kept in this process's
@@ -332,6 +411,7 @@ async fn answer<S: Steps>(
     calls: &[ToolCall],
     batch: &mut PlannedBatch,
     need: &NeedsInput,
+    edits: &mut Vec<(String, serde_json::Value)>,
 ) -> Result<(), S::Error> {
     let Some(index) = calls.iter().position(|c| c.id == need.call_id) else { return Ok(()) };
     match need.kind {
@@ -351,10 +431,7 @@ async fn answer<S: Steps>(
                 },
                 decided => decided,
             };
-            match decided {
-                Authorization::Allow => batch.authorize(index),
-                refused => deny(steps, turn, batch, index, &need.call_id, &need.tool, refused),
-            }
+            conclude(steps, permissions, turn, batch, index, &need.call_id, &need.tool, decided, edits);
         }
         NeedsInputKind::Outcome => {
             let text = match steps.wait(need).await? {

@@ -35,17 +35,51 @@ pub(crate) enum Decision {
     Approve,
     /// Run it, and grant the tool for the rest of the run.
     Session,
-    /// Do not run it (the model is told "Permission denied").
+    /// Do not run it (the model is told "Permission denied", or --message).
     Deny,
 }
 
-impl From<Decision> for ApprovalDecision {
-    fn from(d: Decision) -> Self {
-        match d {
-            Decision::Approve => Self::Approve,
-            Decision::Session => Self::ApproveForSession,
-            Decision::Deny => Self::Deny,
-        }
+impl Decision {
+    /// The decision with its `--arguments` and `--message`: arguments go with approve or
+    /// session (the call runs with them), a message with deny (the model reads it).
+    fn with(self, arguments: Option<&str>, message: Option<&str>) -> Result<ApprovalDecision, CliError> {
+        let edited = match arguments {
+            None => None,
+            Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(value @ serde_json::Value::Object(_)) => Some(value),
+                Ok(_) => {
+                    return Err(CliError::Usage(
+                        "--arguments must be a JSON object, e.g. '{\"path\": \"a.txt\"}'".into(),
+                    ));
+                }
+                Err(e) => return Err(CliError::Usage(format!("--arguments is not valid JSON: {e}"))),
+            },
+        };
+        Ok(match (self, edited, message) {
+            (Decision::Deny, Some(_), _) => {
+                return Err(CliError::Usage(
+                    "--arguments goes with --decision approve or session (run the call with them), not deny"
+                        .into(),
+                ));
+            }
+            (Decision::Approve | Decision::Session, _, Some(_)) => {
+                return Err(CliError::Usage(
+                    "--message goes with --decision deny (the model reads it instead of \"Permission denied\")".into(),
+                ));
+            }
+            (Decision::Approve, None, None) => ApprovalDecision::Approve,
+            (Decision::Session, None, None) => ApprovalDecision::ApproveForSession,
+            (Decision::Approve, Some(arguments), None) => {
+                ApprovalDecision::ApproveEdited { arguments, for_session: false }
+            }
+            (Decision::Session, Some(arguments), None) => {
+                ApprovalDecision::ApproveEdited { arguments, for_session: true }
+            }
+            (Decision::Deny, None, None) => ApprovalDecision::Deny,
+            (Decision::Deny, None, Some(message)) => {
+                ApprovalDecision::DenyWithMessage { message: message.to_owned() }
+            }
+        })
     }
 }
 
@@ -60,6 +94,14 @@ pub(crate) struct ApproveArgs {
     /// What to decide.
     #[arg(long, value_enum, default_value = "approve", value_name = "DECISION")]
     decision: Decision,
+    /// With approve or session: run the call with these arguments (a JSON object)
+    /// instead of the model's; they are validated against the tool's schema and the
+    /// rules again, and the model is told the user changed them.
+    #[arg(long, value_name = "JSON")]
+    arguments: Option<String>,
+    /// With deny: what the model is told instead of "Permission denied".
+    #[arg(long, value_name = "TEXT")]
+    message: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -81,10 +123,12 @@ pub(crate) async fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
     Ok(report::print(&state, &backend.next(), args.json))
 }
 
-/// `approve RUN CALL --durable FILE | --restate URL [--decision ...]`.
+/// `approve RUN CALL --durable FILE | --restate URL [--decision ...] [--arguments JSON]
+/// [--message TEXT]`.
 pub(crate) async fn approve(args: ApproveArgs) -> Result<ExitCode, CliError> {
+    let decision = args.decision.with(args.arguments.as_deref(), args.message.as_deref())?;
     let backend = args.place.open()?;
-    backend.approve(&args.run_id, &args.call_id, args.decision.into()).await?;
+    backend.approve(&args.run_id, &args.call_id, decision).await?;
     report::recorded(
         Recorded::Decision(value_name(args.decision)),
         &args.run_id,

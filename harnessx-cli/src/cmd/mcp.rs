@@ -77,6 +77,7 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
     // File tools are contained under the current directory unless --base-path says where
     // (as under `run`). Hosts often start servers in `/`: give --base-path.
     let base_path = BasePath::contained(args.tools.base_path.clone())?;
+    let base = base_path.dir().cloned();
     let registry = Tools {
         specs: &args.tools.tools,
         default_specs: &[],
@@ -92,7 +93,8 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
     // (MCP requires it to), and reads the annotations we publish to know which tools
     // change things. `--default-permission ask` makes this server ask too.
     // ASK calls are asked through the client (MCP elicitation).
-    let manager = permissions(&args.permissions, Approvals::Nobody);
+    let (manager, rules) = permissions(&args.permissions, Approvals::Nobody, base.as_deref())?;
+    rules.install(&manager, &registry)?;
     let transport = match args.http {
         None => McpTransport::stdio(),
         Some(addr) => {

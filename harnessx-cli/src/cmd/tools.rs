@@ -47,7 +47,7 @@ pub(crate) enum ToolsCommand {
         #[command(flatten)]
         web: WebArgs,
         #[command(flatten)]
-        permissions: PermissionArgs,
+        permissions: Box<PermissionArgs>,
         #[command(flatten)]
         mcp: McpArgs,
         /// Print `{"name", "is_error", "content"}` as one JSON object.
@@ -89,6 +89,7 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
         }
         ToolsCommand::Call { name, arguments, tools, sandbox, web, permissions: flags, mcp, json } => {
             let builtin: &[&str] = if mcp.given() { &[] } else { &["all"] };
+            let base = tools.base_path.clone();
             let registry = Tools {
                 specs: &tools.tools,
                 default_specs: builtin,
@@ -97,11 +98,18 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
                 web: &web,
             }
             .registry()?;
+            // The user typed the call: tools are ALLOW unless flags (or rule files) say
+            // otherwise; ASK is asked on the terminal, and denied without one. The rules
+            // are those `run` applies, checked the same way.
+            let (manager, rules) = permissions(&flags, Approvals::here(false), base.as_deref())?;
             let connections = connect_mcp(&mcp, &registry).await?;
+            if let Err(e) = rules.install(&manager, &registry) {
+                for connection in connections {
+                    connection.close().await;
+                }
+                return Err(e);
+            }
             let arguments = if arguments == "-" { read_stdin()? } else { arguments };
-            // The user typed the call: tools are ALLOW unless flags say otherwise; ASK is
-            // asked on the terminal, and denied without one.
-            let manager = permissions(&flags, Approvals::here(false));
             let result = registry.execute(&ToolCall::new("cli", name, arguments), Some(&manager)).await;
             for connection in connections {
                 connection.close().await;

@@ -17,6 +17,7 @@ pub(crate) mod file;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use harnessx::PermissionLevel;
 use harnessx::agent::ToolChoice;
 use harnessx::mcp::McpServer;
 use serde_json::{Value, json};
@@ -280,22 +281,23 @@ pub(crate) fn apply(
     for (key, id) in
         [("permissions.allow", "allow"), ("permissions.ask", "ask"), ("permissions.deny", "deny")]
     {
-        let target = match id {
-            "allow" => &mut args.permissions.allow,
-            "ask" => &mut args.permissions.ask,
-            _ => &mut args.permissions.deny,
+        let (target, level) = match id {
+            "allow" => (&args.permissions.allow, PermissionLevel::Allow),
+            "ask" => (&args.permissions.ask, PermissionLevel::Ask),
+            _ => (&args.permissions.deny, PermissionLevel::Deny),
         };
-        let source = if id != "ask" && given(id) {
-            Source::Flag
+        if given(id) {
+            note(key, json!(target), Source::Flag);
         } else if let Some((file, rules)) =
             permissions.iter().find_map(|(f, p)| rules_of(p, id).map(|r| (*f, r)))
         {
-            *target = tool_names_of_rules(file, rules.get_ref())?;
-            Source::File(file.place(rules.span()))
+            let place = file.place(rules.span());
+            let rules = checked_rules(file, level, rules.get_ref())?;
+            note(key, json!(rules), Source::File(place.clone()));
+            args.permissions.configured.push((place, level, rules));
         } else {
-            Source::Default
-        };
-        note(key, json!(target), source);
+            note(key, json!(target), Source::Default);
+        }
     }
 
     // MCP servers, merged by name; the command line's replace them.
@@ -362,26 +364,22 @@ fn paths(list: &[PathBuf]) -> Vec<String> {
     list.iter().map(|p| p.display().to_string()).collect()
 }
 
-/// The tool names of a `[permissions]` list. A rule is a tool's name (`read_file`), which
-/// applies to every call of that tool, as `--allow NAME` and `--deny NAME` do. A rule on
-/// arguments (`run_bash(git *)`) is refused here: rules on arguments are the approvals
-/// feature's (`--permissions FILE`), and this is the one place they will be connected.
-fn tool_names_of_rules(file: &Loaded, rules: &[Spanned<String>]) -> Result<Vec<String>, CliError> {
-    let mut names = Vec::new();
+/// The rules of a `[permissions]` list, each parsed as `--allow`/`--ask`/`--deny` would
+/// parse it (`read_file`, `run_bash(git *)`, `write_file(path=src/**)`): a malformed one is
+/// an error naming the file and line. Whether the tools exist is checked once they are
+/// loaded, as for the project's rules file.
+fn checked_rules(
+    file: &Loaded,
+    level: PermissionLevel,
+    rules: &[Spanned<String>],
+) -> Result<Vec<String>, CliError> {
+    let mut parsed = harnessx::PermissionRules::new();
     for rule in rules {
-        let text = rule.get_ref().trim();
-        let plain = !text.is_empty() && text.chars().all(|c| c.is_alphanumeric() || "_-.:".contains(c));
-        if !plain {
-            return Err(file.error(
-                rule.span(),
-                format!(
-                    "permission rule {text:?}: only tool names are understood here (`read_file`); rules on arguments such as `run_bash(git *)` need the approvals feature"
-                ),
-            ));
-        }
-        names.push(text.to_owned());
+        parsed
+            .add(level, rule.get_ref())
+            .map_err(|e| file.error(rule.span(), format!("permission rule {:?}: {e}", rule.get_ref())))?;
     }
-    Ok(names)
+    Ok(rules.iter().map(|r| r.get_ref().clone()).collect())
 }
 
 /// An MCP server entry as a server to connect to, checked.
@@ -517,24 +515,41 @@ mod tests {
     }
 
     #[test]
-    fn permission_lists_take_names_and_refuse_argument_rules_with_a_line() {
+    fn permission_lists_take_rules_and_refuse_malformed_ones_with_a_line() {
         let files = [loaded(
             "/w/harnessx.toml",
-            "[permissions]\ndefault = \"ask\"\nallow = [\"read_file\", \"grep\"]\nask = [\"run_bash\"]\ndeny = [\"delete\"]\n",
+            "[permissions]\ndefault = \"ask\"\nallow = [\"read_file\", \"run_bash(git status*)\"]\nask = [\"run_bash\"]\ndeny = [\"delete\"]\n",
         )];
         let (args, _) = merged(&["--deny", "write_file"], &files).unwrap();
-        assert_eq!(args.permissions.allow, ["read_file", "grep"]);
-        assert_eq!(args.permissions.ask, ["run_bash"]);
-        assert_eq!(args.permissions.deny, ["write_file"], "the flag replaces the list");
+        let configured: Vec<_> = args
+            .permissions
+            .configured
+            .iter()
+            .map(|(place, level, rules)| (place.as_str(), *level, rules.clone()))
+            .collect();
+        assert_eq!(
+            configured,
+            [
+                (
+                    "/w/harnessx.toml:3",
+                    PermissionLevel::Allow,
+                    vec!["read_file".to_owned(), "run_bash(git status*)".into()]
+                ),
+                ("/w/harnessx.toml:4", PermissionLevel::Ask, vec!["run_bash".to_owned()]),
+            ],
+            "the file's lists, with their lines; the deny list is replaced by the flag"
+        );
+        assert_eq!(args.permissions.deny, ["write_file"]);
+        assert!(args.permissions.allow.is_empty(), "a file's rules are not flags");
         assert!(matches!(args.permissions.default_permission, Some(Level::Ask)));
 
         let files = [loaded(
             "/w/harnessx.toml",
-            "[permissions]\nallow = [\n  \"read_file\",\n  \"run_bash(git *)\",\n]\n",
+            "[permissions]\nallow = [\n  \"read_file\",\n  \"run_bash(git *\",\n]\n",
         )];
         let e = merged(&[], &files).unwrap_err();
-        assert!(e.starts_with("/w/harnessx.toml:4: "), "{e}");
-        assert!(e.contains("approvals"), "{e}");
+        assert!(e.starts_with("/w/harnessx.toml:4: permission rule \"run_bash(git *\": "), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
     }
 
     #[test]

@@ -84,22 +84,34 @@ impl From<Level> for PermissionLevel {
     }
 }
 
-/// Permission flags.
+/// Permission flags. A RULE is `NAME` (every call of the tool) or `NAME(PATTERN)`:
+/// `run_bash(git status*)` (a command prefix; `run_bash(ls)` exact) or
+/// `write_file(path=src/**)` (a glob on an argument). Deny rules win over ask rules, ask
+/// over allow; see docs/permissions.md.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct PermissionArgs {
     /// The level of tools without their own permission.
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub(crate) default_permission: Option<Level>,
-    /// Allow this tool (an override; repeatable).
-    #[arg(long = "allow", value_name = "NAME")]
+    /// Run the calls this rule matches without asking (`NAME` or `NAME(PATTERN)`;
+    /// repeatable).
+    #[arg(long = "allow", value_name = "RULE")]
     pub(crate) allow: Vec<String>,
-    /// Deny this tool (an override; repeatable).
-    #[arg(long = "deny", value_name = "NAME")]
-    pub(crate) deny: Vec<String>,
-    /// Tools that ask first (an override), from a configuration file's `[permissions]
-    /// ask` list; no flag.
-    #[arg(skip)]
+    /// Ask before the calls this rule matches, every time (repeatable).
+    #[arg(long = "ask", value_name = "RULE")]
     pub(crate) ask: Vec<String>,
+    /// Refuse the calls this rule matches (repeatable).
+    #[arg(long = "deny", value_name = "RULE")]
+    pub(crate) deny: Vec<String>,
+    /// Read `allow`, `ask` and `deny` lists of rules from this TOML file (besides the
+    /// project's .harnessx/permissions.toml and the user's, which are always read).
+    #[arg(long = "permissions", value_name = "FILE")]
+    pub(crate) permissions_file: Option<PathBuf>,
+    /// The `[permissions]` lists of the configuration files: where each list is (`FILE:LINE`),
+    /// its level and its rules. Read like the project's rules file: rules on tools this
+    /// invocation did not load are left out. No flag.
+    #[arg(skip)]
+    pub(crate) configured: Vec<(String, PermissionLevel, Vec<String>)>,
 }
 
 /// Tools from MCP servers (`run`, `resume`, `worker`, `tools list`, `tools call`).
@@ -298,8 +310,14 @@ impl AgentArgs {
         for name in &self.permissions.allow {
             flag("--allow", Some(name.clone()));
         }
+        for rule in &self.permissions.ask {
+            flag("--ask", Some(rule.clone()));
+        }
         for name in &self.permissions.deny {
             flag("--deny", Some(name.clone()));
+        }
+        if let Some(file) = &self.permissions.permissions_file {
+            flag("--permissions", Some(file.display().to_string()));
         }
         for command in &self.mcp.mcp {
             flag("--mcp", Some(command.clone()));
@@ -381,8 +399,12 @@ mod tests {
             "ask",
             "--allow",
             "grep",
+            "--ask",
+            "run_bash(git push*)",
             "--deny",
             "delete",
+            "--permissions",
+            "rules.toml",
             "--mcp",
             "node 'my server.js'",
             "--mcp-http",

@@ -4,6 +4,7 @@
 //! permission manager and who approves, MCP servers, the model: each exists once.
 
 pub(crate) mod flags;
+pub(crate) mod rules;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use harnessx::model::{AnthropicModel, Model, OpenAiModel, TestModel};
 use harnessx::{PermissionLevel, PermissionManager, Sandbox, ToolRegistry};
 
 use self::flags::{AgentArgs, McpArgs, PermissionArgs, SandboxArgs, SandboxKind, WebArgs};
+use self::rules::LoadedRules;
 use crate::error::CliError;
 use crate::terminal;
 
@@ -208,24 +210,31 @@ impl Approvals {
 }
 
 /// The permission manager of every command: ALLOW unless the flags say otherwise, and
-/// `approvals` deciding what asks.
-pub(crate) fn permissions(args: &PermissionArgs, approvals: Approvals) -> PermissionManager {
-    let mut manager =
+/// `approvals` deciding what asks. Its rules (flags and files) are read here and added
+/// once the tools are known ([`LoadedRules::install`]); `base` is the folder path rules
+/// are relative to (the file tools' base path, else the current directory).
+pub(crate) fn permissions(
+    args: &PermissionArgs,
+    approvals: Approvals,
+    base: Option<&std::path::Path>,
+) -> Result<(PermissionManager, LoadedRules), CliError> {
+    let here = std::env::current_dir().ok();
+    let base = base.or(here.as_deref());
+    let loaded = rules::load(args, base)?;
+    let manager =
         PermissionManager::new(args.default_permission.map(Into::into).unwrap_or(PermissionLevel::Allow));
-    for name in &args.allow {
-        manager = manager.with_override(name.clone(), PermissionLevel::Allow);
-    }
-    for name in &args.ask {
-        manager = manager.with_override(name.clone(), PermissionLevel::Ask);
-    }
-    for name in &args.deny {
-        manager = manager.with_override(name.clone(), PermissionLevel::Deny);
-    }
-    match approvals {
+    let manager = match approvals {
         Approvals::All => terminal::approve_all(manager),
-        Approvals::Terminal => terminal::prompt_on_terminal(manager),
+        Approvals::Terminal => {
+            let base = base.map(|b| b.canonicalize().unwrap_or_else(|_| b.to_path_buf()));
+            terminal::prompt_on_terminal(
+                manager,
+                terminal::Always { base, project_file: rules::project_file_to_write() },
+            )
+        }
         Approvals::Nobody => manager,
-    }
+    };
+    Ok((manager, loaded))
 }
 
 /// Connects every server of `mcp` and registers its tools in `registry` (`tools`; an
@@ -321,7 +330,11 @@ impl ModelFlag {
 
 /// The agent the flags describe, all but its MCP servers: the model, the tools, the
 /// permissions, skills and knowledge. Starts nothing.
-fn agent_builder(args: &AgentArgs, stream: bool, approvals: Approvals) -> Result<AgentBuilder, CliError> {
+fn agent_builder(
+    args: &AgentArgs,
+    stream: bool,
+    approvals: Approvals,
+) -> Result<(AgentBuilder, LoadedRules), CliError> {
     let model = ModelFlag::parse(&args.model, args.base_url.as_deref())?;
     // File tools are contained under the current directory unless --base-path says where.
     let base_path = BasePath::contained(args.base_path.clone())?;
@@ -340,7 +353,8 @@ fn agent_builder(args: &AgentArgs, stream: bool, approvals: Approvals) -> Result
         _ => None,
     };
     let model = model.build(only_tool);
-    let manager = permissions(&args.permissions, approvals);
+    let (manager, rules) =
+        permissions(&args.permissions, approvals, tools.base_path.dir().map(PathBuf::as_path))?;
     let mut builder =
         Agent::builder().model_arc(model).registry(registry).permissions(manager).config(AgentConfig {
             max_turns: args.max_turns,
@@ -362,7 +376,7 @@ fn agent_builder(args: &AgentArgs, stream: bool, approvals: Approvals) -> Result
         }
         builder = builder.knowledge(source);
     }
-    Ok(builder)
+    Ok((builder, rules))
 }
 
 /// The agent the flags describe, its MCP servers (`--mcp`, `--mcp-http`) connected:
@@ -374,7 +388,7 @@ pub(crate) async fn build_agent(
     stream: bool,
     approvals: Approvals,
 ) -> Result<Agent, CliError> {
-    let mut builder = agent_builder(args, stream, approvals)?;
+    let (mut builder, rules) = agent_builder(args, stream, approvals)?;
     for server in args.mcp.servers()? {
         builder = builder.mcp_with(server, args.mcp.options());
     }
@@ -387,13 +401,22 @@ pub(crate) async fn build_agent(
         agent.close().await;
         return Err(CliError::usage(e));
     }
+    // The rules of the flags and files, now that every tool (MCP servers' too) is known.
+    let manager = agent.permissions();
+    if let Err(e) = rules.install(manager, agent.tools()) {
+        agent.close().await;
+        return Err(e);
+    }
     // Tools that may change things (destructive, or not read-only, by their annotations;
     // MCP servers' tools too, read-only only when --mcp-trust trusts the server's word)
-    // ask first, unless a flag named them. The manager is shared, so this holds for the
+    // ask first, unless a rule names them alone (rules on their arguments come first,
+    // and the rest of their calls ask). The manager is shared, so this holds for the
     // agent's.
-    let manager = agent.permissions();
     for def in agent.tools().list_tools() {
-        if def.annotations.may_modify() && manager.override_for(&def.name).is_none() {
+        if def.annotations.may_modify()
+            && manager.override_for(&def.name).is_none()
+            && !rules.names(&def.name)
+        {
             manager.set_override(def.name, PermissionLevel::Ask);
         }
     }
@@ -413,13 +436,14 @@ pub(crate) fn expectation(args: &AgentArgs) -> Result<Option<WorkerConfig>, CliE
     if args.given().is_empty() {
         return Ok(None);
     }
-    let builder = agent_builder(args, false, Approvals::Nobody)?;
+    let (builder, rules) = agent_builder(args, false, Approvals::Nobody)?;
     // Checked, not started.
     let servers = args.mcp.servers()?;
     let agent = builder.build().map_err(CliError::usage)?;
     if !servers.is_empty() {
         return Ok(None);
     }
+    rules.install(agent.permissions(), agent.tools())?;
     agent.check_tool_choice().map_err(CliError::usage)?;
     Ok(Some(WorkerConfig::of(&agent)))
 }

@@ -163,23 +163,48 @@ fn hostile_files_are_errors_not_crashes() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
+/// The `list_directory` calls of a `run --json` and what each returned.
+fn listings(out: &Output) -> Vec<Value> {
+    json_lines(out)
+        .into_iter()
+        .filter(|e| e["type"] == "tool_call_end" && e["name"] == "list_directory")
+        .map(|e| e["content"].clone())
+        .collect()
+}
+
 #[test]
-fn a_permission_rule_on_arguments_is_refused_until_the_approvals_feature() {
+fn permission_rules_in_a_file_are_the_approvals_rules() {
     let place = Place::new();
     place.project("[permissions]\ndeny = [\"list_directory\"]\n");
     let out = place.harnessx(&["run", "What is in this folder?", "--tools", "list_directory", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let ends: Vec<Value> = json_lines(&out)
-        .into_iter()
-        .filter(|e| e["type"] == "tool_call_end" && e["name"] == "list_directory")
-        .collect();
-    assert_eq!(ends.len(), 1);
-    assert_eq!(ends[0]["content"], "Permission denied", "{ends:?}");
+    assert_eq!(listings(&out), [json!("Permission denied")]);
 
-    place.project("[permissions]\nallow = [\"run_bash(git *)\"]\n");
+    // A rule on arguments: it applies to the calls it matches, not to the others.
+    place.project("[permissions]\ndeny = [\"list_directory(path=elsewhere/**)\"]\n");
+    let out = place.harnessx(&["run", "What is in this folder?", "--tools", "list_directory", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listed = listings(&out);
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].as_str().unwrap().contains("notes.txt"), "{listed:?}");
+    place.project("[permissions]\ndeny = [\"list_directory(path=**)\"]\n");
+    let out = place.harnessx(&["run", "What is in this folder?", "--tools", "list_directory", "--json"]);
+    assert_eq!(listings(&out), [json!("Permission denied")], "{}", stderr(&out));
+
+    // The user's file describes every project: a rule on a tool this run did not load is
+    // left out, as in the user's permissions.toml.
+    place.project("");
+    place.user("[permissions]\nask = [\"run_bash(rm *)\"]\n");
+    let out = place.harnessx(&["run", "What is in this folder?", "--tools", "list_directory", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // A malformed rule: an error naming the file and line, before anything runs.
+    place.project("[permissions]\nallow = [\n  \"read_file\",\n  \"run_bash(git *\",\n]\n");
     let out = place.harnessx(&["run", "hi", "--tools", "list_directory"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("harnessx.toml:2: "), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("harnessx.toml:4: permission rule \"run_bash(git *\""), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod cli_mcp;
 mod cli_mcp_serve;
 mod cli_providers;
 mod cli_restate;
+mod cli_rules;
 mod cli_skills_knowledge;
 mod cli_tool_choice;
 mod cli_trace;

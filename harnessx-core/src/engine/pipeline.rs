@@ -4,8 +4,10 @@
 //! -> run with timeout -> retry. Every failure becomes an error [`ToolResult`].
 
 use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -55,6 +57,36 @@ struct ReadyCall {
     policy: EffectivePolicy,
     /// The queue to take turns on, for non-concurrent tools.
     serial: Option<SerialQueue>,
+    /// A person replaced the model's arguments with `args` (its result says so).
+    edited: bool,
+}
+
+impl ReadyCall {
+    /// Replaces the arguments with ones a person edited: validated against the schema
+    /// again first. The error is the result text for the model.
+    fn edit(&mut self, arguments: Value) -> Result<(), String> {
+        let name = self.tool.name();
+        let problem = if !arguments.is_object() {
+            Some(format!("expected a JSON object, got {}", kind_of(&arguments)))
+        } else if value_too_deep(&arguments, MAX_JSON_DEPTH) {
+            Some(format!("nested more than {MAX_JSON_DEPTH} levels deep"))
+        } else {
+            self.tool.check(&arguments)
+        };
+        if let Some(problem) = problem {
+            return Err(format!(
+                "the user changed the arguments of this {name} call, and the new ones are invalid ({problem}); the call did not run"
+            ));
+        }
+        self.args = arguments;
+        self.edited = true;
+        Ok(())
+    }
+}
+
+/// What the result of a call a person edited starts with.
+pub(crate) fn edited_note(arguments: &Value) -> String {
+    format!("[The user changed this call's arguments before it ran; it ran with {arguments}]\n")
 }
 
 enum Prepared {
@@ -77,7 +109,7 @@ impl Prepared {
 /// [`MAX_JSON_DEPTH`] levels deep is refused before it is parsed (whether or not it is
 /// JSON: the advice to resend the complete object would not help); anything else that is
 /// not a JSON object is refused with the parse error.
-fn parse_arguments(tool: &str, raw: &str) -> Result<Value, String> {
+fn parse_arguments(tool: &str, raw: &str, capacity: usize) -> Result<Value, String> {
     let trimmed = raw.trim();
     if trimmed.is_empty() || trimmed == "null" {
         return Ok(Value::Object(Default::default()));
@@ -87,7 +119,12 @@ fn parse_arguments(tool: &str, raw: &str) -> Result<Value, String> {
             "invalid arguments for {tool}: the arguments are nested too deeply (more than {MAX_JSON_DEPTH} levels of arrays and objects); the tool did not run. Send the call again with flatter arguments."
         ));
     }
-    // Parse the text as sent, so the error's line and column point into it.
+    // An object, parsed into a map made big enough at once (the common case).
+    if let Ok(object) = parse_object(raw, capacity) {
+        return Ok(object);
+    }
+    // Anything else is parsed again as any JSON, for the error: the text as sent, so the
+    // error's line and column point into it.
     match serde_json::from_str::<Value>(raw) {
         Ok(v @ Value::Object(_)) => Ok(v),
         Ok(other) => Err(format!(
@@ -104,6 +141,31 @@ fn parse_arguments(tool: &str, raw: &str) -> Result<Value, String> {
     }
 }
 
+/// `raw` as a JSON object whose map starts with room for `capacity` keys (as
+/// `serde_json::from_str::<Value>`, which grows the map key by key); an error for
+/// anything else, including trailing text.
+fn parse_object(raw: &str, capacity: usize) -> serde_json::Result<Value> {
+    struct Object(usize);
+    impl<'de> serde::de::Visitor<'de> for Object {
+        type Value = serde_json::Map<String, Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+            let mut map = serde_json::Map::with_capacity(self.0);
+            // A repeated key keeps its last value, as `Value` does.
+            while let Some((key, value)) = access.next_entry::<String, Value>()? {
+                map.insert(key, value);
+            }
+            Ok(map)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let map = serde::Deserializer::deserialize_map(&mut de, Object(capacity))?;
+    de.end()?;
+    Ok(Value::Object(map))
+}
+
 fn prepare(target: CallTarget, call: &ToolCall) -> Prepared {
     let CallTarget { tool, policy, serial } = target;
     let tool = match tool {
@@ -116,7 +178,7 @@ fn prepare(target: CallTarget, call: &ToolCall) -> Prepared {
         }
     };
     let invalid = Some(ErrorType::InvalidArguments);
-    let args = match parse_arguments(tool.name(), &call.arguments) {
+    let args = match parse_arguments(tool.name(), &call.arguments, tool.argument_capacity()) {
         Ok(a) => a,
         Err(msg) => return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg), invalid),
     };
@@ -124,14 +186,26 @@ fn prepare(target: CallTarget, call: &ToolCall) -> Prepared {
         return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg), invalid);
     }
     let serial = (!tool.definition().concurrent).then_some(serial);
-    Prepared::Ready(ReadyCall { tool, args, policy, serial })
+    Prepared::Ready(ReadyCall { tool, args, policy, serial, edited: false })
 }
 
-/// Runs one call through the whole pipeline.
+/// No hooks, timeouts answered: what a direct call or batch runs with.
+static NO_HOOKS: RunHooks = RunHooks { on_start: None, on_end: None, retry_timeouts: false };
+
+/// Runs one call through the whole pipeline: the batch rules for a batch of one (the
+/// call start event, its span, permission, its serial turn, timeout, retries, dedupe,
+/// the end event), without a batch's bookkeeping.
 pub(crate) async fn execute_one(target: CallTarget, call: &ToolCall, ctx: &RunContext) -> ToolResult {
-    let batch = PlannedBatch::new(vec![target], std::slice::from_ref(call));
-    let mut outcomes = run_planned(batch, ctx, &RunHooks::default()).await;
-    outcomes.pop().expect("one call, one outcome").result
+    let prepared = prepare(target, call);
+    ctx.emit(ToolEvent::CallStart { index: 0, call, tool: prepared.tool_name() });
+    match prepared {
+        Prepared::Done(result, error) => settled(0, call, result, error, false, ctx, &NO_HOOKS).result,
+        Prepared::Ready(ready) => {
+            let run = Run { index: 0, authorized: false, key: None };
+            let span = span::tool_span(call, Some(ready.tool.name()), false);
+            run_indexed(run, ready, call, ctx, &NO_HOOKS).instrument(span).await.1.result
+        }
+    }
 }
 
 /// Runs the calls of one model turn (`targets[i]` is the target of `calls[i]`).
@@ -140,8 +214,21 @@ pub(crate) async fn execute_batch(
     calls: &[ToolCall],
     ctx: &RunContext,
 ) -> Vec<ToolResult> {
-    let batch = PlannedBatch::new(targets, calls);
-    run_planned(batch, ctx, &RunHooks::default()).await.into_iter().map(|o| o.result).collect()
+    let items = plan_items(targets, calls);
+    run_items(calls, items, ctx, &NO_HOOKS).await.into_iter().map(|o| o.result).collect()
+}
+
+fn plan_items(targets: Vec<CallTarget>, calls: &[ToolCall]) -> Vec<PlanItem> {
+    targets
+        .into_iter()
+        .zip(calls)
+        .map(|(t, c)| PlanItem {
+            prepared: prepare(t, c),
+            authorized: false,
+            idempotency_key: None,
+            replayed: false,
+        })
+        .collect()
 }
 
 /// The calls of one model turn, checked (name, arguments, schema) and not yet run: made
@@ -174,17 +261,7 @@ impl std::fmt::Debug for PlannedBatch {
 
 impl PlannedBatch {
     pub(crate) fn new(targets: Vec<CallTarget>, calls: &[ToolCall]) -> Self {
-        let items = targets
-            .into_iter()
-            .zip(calls)
-            .map(|(t, c)| PlanItem {
-                prepared: prepare(t, c),
-                authorized: false,
-                idempotency_key: None,
-                replayed: false,
-            })
-            .collect();
-        Self { calls: calls.to_vec(), items }
+        Self { calls: calls.to_vec(), items: plan_items(targets, calls) }
     }
 
     /// Number of calls.
@@ -262,6 +339,28 @@ impl PlannedBatch {
     /// manager again. For a runtime that authorized it itself (and recorded that).
     pub fn authorize(&mut self, index: usize) {
         self.items[index].authorized = true;
+    }
+
+    /// A person approved the call with edited `arguments`: they replace the model's
+    /// (validated against the tool's schema again), and the result will start with a
+    /// note that the user changed them. The error is the text the model should get; the
+    /// call is then settled with it. (Check the rules on them too:
+    /// [`PermissionManager::recheck_edited`](crate::PermissionManager::recheck_edited).)
+    pub fn edit(&mut self, index: usize, arguments: Value) -> Result<(), String> {
+        let Prepared::Ready(ready) = &mut self.items[index].prepared else {
+            return Err("the call does not run".to_owned());
+        };
+        if let Err(message) = ready.edit(arguments) {
+            let result = ToolResult::error(&self.calls[index].id, &**ready.tool.name(), message.clone());
+            self.settle(index, result);
+            return Err(message);
+        }
+        Ok(())
+    }
+
+    /// Whether a person edited the call's arguments ([`edit`](Self::edit)).
+    pub fn is_edited(&self, index: usize) -> bool {
+        self.ready(index).is_some_and(|r| r.edited)
     }
 
     /// The order the calls that will run start in (see [`Schedule`]).
@@ -408,11 +507,40 @@ impl RunHooks {
 /// order alongside them; outcomes in call order.
 pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &RunHooks) -> Vec<CallOutcome> {
     let PlannedBatch { calls, items } = batch;
+    run_items(&calls, items, ctx, hooks).await
+}
+
+/// Answers a call that does not run (refused by a check, or settled): its span, its end
+/// event and hook.
+fn settled(
+    index: usize,
+    call: &ToolCall,
+    result: ToolResult,
+    error: Option<ErrorType>,
+    replayed: bool,
+    ctx: &RunContext,
+    hooks: &RunHooks,
+) -> CallOutcome {
+    // The result names the tool the call resolved to, or the name as written.
+    let span = span::tool_span(call, Some(&result.name), replayed);
+    span::record_result(&span, &result, error);
+    let outcome = CallOutcome { result, timed_out: false, ran: false };
+    finish(index, &outcome, ctx, hooks);
+    outcome
+}
+
+/// The calls of a batch (`items[i]` planned from `calls[i]`), run by the batch rules.
+async fn run_items(
+    calls: &[ToolCall],
+    items: Vec<PlanItem>,
+    ctx: &RunContext,
+    hooks: &RunHooks,
+) -> Vec<CallOutcome> {
     for (index, (call, item)) in calls.iter().zip(&items).enumerate() {
         ctx.emit(ToolEvent::CallStart { index, call, tool: item.prepared.tool_name() });
     }
     let mut outcomes: Vec<Option<CallOutcome>> = (0..calls.len()).map(|_| None).collect();
-    let mut concurrent = Vec::new();
+    let mut concurrent = Vec::with_capacity(calls.len());
     // Serial calls by index (taken as their turn comes), and the schedule's slots.
     // (Both stay empty, allocating nothing, for a batch without serial calls.)
     let mut serial: Vec<Option<(Run, ReadyCall)>> = Vec::new();
@@ -424,12 +552,7 @@ pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &R
         // calls nest right. A serial call's span starts when its turn comes.
         match prepared {
             Prepared::Done(result, error) => {
-                // The result names the tool the call resolved to, or the name as written.
-                let span = span::tool_span(&calls[index], Some(&result.name), replayed);
-                span::record_result(&span, &result, error);
-                let outcome = CallOutcome { result, timed_out: false, ran: false };
-                finish(index, &outcome, ctx, hooks);
-                outcomes[index] = Some(outcome);
+                outcomes[index] = Some(settled(index, &calls[index], result, error, replayed, ctx, hooks));
             }
             Prepared::Ready(ready) => {
                 let run = Run { index, authorized, key: idempotency_key };
@@ -510,13 +633,29 @@ async fn run_ready(
     ctx: &RunContext,
     hooks: &RunHooks,
 ) -> (CallOutcome, Option<ErrorType>) {
-    let name = ready.tool.name();
-    let permission = ready.tool.definition().permission;
+    let mut ready = ready;
     if !run.authorized {
-        let request = AuthRequest { tool: name, permission, call_id: &call.id, arguments: &ready.args };
-        match authorize(ctx, request).await {
+        let permission = ready.tool.definition().permission;
+        let request =
+            AuthRequest { tool: ready.tool.name(), permission, call_id: &call.id, arguments: &ready.args };
+        // Most calls are decided now (an ALLOW by the rules): no future to wait on.
+        let mut decided = match authorize(ctx, request) {
+            Decision::Now(decided) => decided,
+            Decision::Later(later) => later.await,
+        };
+        if let Authorization::AllowEdited { arguments } = decided {
+            decided = match ready.edit(arguments) {
+                Err(message) => Authorization::Deny { reason: DenyReason::Rejected, message: message.into() },
+                Ok(()) => match ctx.permissions() {
+                    Some(manager) => manager.recheck_edited(ready.tool.name(), permission, &ready.args),
+                    None => Authorization::Allow,
+                },
+            };
+        }
+        match decided {
             Authorization::Allow => {}
             refused => {
+                let name = ready.tool.name();
                 let (reason, message) = match refused {
                     Authorization::Deny { reason, message } => (reason, message),
                     // Nobody here to put the question to.
@@ -531,37 +670,55 @@ async fn run_ready(
             }
         }
     }
+    let note = ready.edited.then(|| edited_note(&ready.args));
+    let (mut outcome, error) = run_authorized(ready, call, &run, hooks, ctx).await;
+    if let Some(note) = note {
+        outcome.result.content.insert_str(0, &note);
+    }
+    (outcome, error)
+}
+
+async fn run_authorized(
+    ready: ReadyCall,
+    call: &ToolCall,
+    run: &Run,
+    hooks: &RunHooks,
+    ctx: &RunContext,
+) -> (CallOutcome, Option<ErrorType>) {
+    let name = ready.tool.name();
     if ready.policy.dedupe_calls {
         let slot = ctx.dedupe_slot(name, canonical_json(&ready.args));
         let mut first_here = false;
-        let Invoked { mut result, timed_out, error } = slot
-            .get_or_init(|| {
-                first_here = true;
-                invoke(ready, &call.id, &run, hooks)
-            })
-            .await
-            .clone();
+        // Boxed: the common path (no dedupe) keeps a small future.
+        let shared = Box::pin(slot.get_or_init(|| {
+            first_here = true;
+            invoke(ready, &call.id, run, hooks)
+        }));
+        let Invoked { mut result, timed_out, error } = shared.await.clone();
         if !first_here {
             span::record_deduplicated(&Span::current());
         }
         result.call_id.clone_from(&call.id);
         return (CallOutcome { result, timed_out, ran: first_here }, error);
     }
-    let Invoked { result, timed_out, error } = invoke(ready, &call.id, &run, hooks).await;
+    let Invoked { result, timed_out, error } = invoke(ready, &call.id, run, hooks).await;
     (CallOutcome { result, timed_out, ran: true }, error)
 }
 
 /// The authorisation stage: the context's [`Authorizer`](crate::permission::Authorizer).
 /// A panicking authorizer (or approval callback, or store) denies the call: fail closed.
-async fn authorize(ctx: &RunContext, request: AuthRequest<'_>) -> Authorization {
-    let rejected = |payload: Box<dyn Any + Send>| {
-        log_panic(request.tool, &*payload);
+fn authorize<'a>(ctx: &'a RunContext, request: AuthRequest<'a>) -> Decision<'a> {
+    let tool = request.tool;
+    let rejected = move |payload: Box<dyn Any + Send>| {
+        log_panic(tool, &*payload);
         Authorization::denied(DenyReason::Rejected)
     };
     match std::panic::catch_unwind(AssertUnwindSafe(|| ctx.authorizer().authorize(request))) {
-        Ok(Decision::Now(decided)) => decided,
-        Ok(Decision::Later(later)) => AssertUnwindSafe(later).catch_unwind().await.unwrap_or_else(rejected),
-        Err(payload) => rejected(payload),
+        Ok(Decision::Now(decided)) => Decision::Now(decided),
+        Ok(Decision::Later(later)) => Decision::Later(Box::pin(
+            AssertUnwindSafe(later).catch_unwind().map(move |r| r.unwrap_or_else(rejected)),
+        )),
+        Err(payload) => Decision::Now(rejected(payload)),
     }
 }
 
@@ -574,7 +731,7 @@ enum Outcome {
 /// Runs the handler with the timeout, taking the serial turn if needed, retrying
 /// `safe`/`idempotent` tools per their retry policy.
 async fn invoke(ready: ReadyCall, call_id: &str, run: &Run, hooks: &RunHooks) -> Invoked {
-    let ReadyCall { tool, args, policy, serial } = ready;
+    let ReadyCall { tool, args, policy, serial, .. } = ready;
     let _turn = match &serial {
         Some(queue) => Some(queue.acquire().await),
         None => None,
@@ -597,7 +754,7 @@ async fn invoke(ready: ReadyCall, call_id: &str, run: &Run, hooks: &RunHooks) ->
     loop {
         let last = attempt >= max_attempts;
         let attempt_args = if last { args.take() } else { args.clone() }.unwrap_or_default();
-        let outcome = run_once(&def.handler, attempt_args, ctx.clone(), timeout).await;
+        let outcome = run_once(&def.handler, name, attempt_args, ctx.clone(), timeout).await;
         let retry_wanted = !last
             && match &outcome {
                 Outcome::Done(Ok(out)) => def.retry_if_result.as_ref().is_some_and(|p| {
@@ -675,32 +832,48 @@ fn timeout_message(name: &str, seconds: f64) -> String {
     )
 }
 
-async fn run_once(handler: &ToolHandler, args: Value, ctx: ToolContext, timeout: Duration) -> Outcome {
-    match handler {
+async fn run_once(
+    handler: &ToolHandler,
+    name: &str,
+    args: Value,
+    ctx: ToolContext,
+    timeout: Duration,
+) -> Outcome {
+    let ran = match handler {
         ToolHandler::Async(h) => {
-            let name = ctx.tool_name().to_owned();
             let fut = AssertUnwindSafe(async move { h.call(args, ctx).await }).catch_unwind();
-            match tokio::time::timeout(timeout, fut).await {
-                Ok(Ok(result)) => Outcome::Done(result),
-                Ok(Err(payload)) => {
-                    log_panic(&name, &*payload);
-                    Outcome::Panicked
-                }
-                Err(_) => Outcome::TimedOut,
-            }
+            within(timeout, fut).await
         }
         ToolHandler::Blocking(h) => {
             let h = h.clone();
-            let name = ctx.tool_name().to_owned();
-            match tokio::time::timeout(timeout, run_blocking(move || h.call(args, &ctx))).await {
-                Ok(Ok(result)) => Outcome::Done(result),
-                Ok(Err(payload)) => {
-                    log_panic(&name, &*payload);
-                    Outcome::Panicked
-                }
-                Err(_) => Outcome::TimedOut,
-            }
+            within(timeout, run_blocking(move || h.call(args, &ctx))).await
         }
+    };
+    match ran {
+        Some(Ok(result)) => Outcome::Done(result),
+        Some(Err(payload)) => {
+            log_panic(name, &*payload);
+            Outcome::Panicked
+        }
+        None => Outcome::TimedOut,
+    }
+}
+
+/// `fut`'s output, or `None` when it did not finish within `timeout` (as
+/// `tokio::time::timeout`, the deadline counted from now). The timer is only set up when
+/// the first poll leaves the future pending: a quick tool (an async handler that needs no
+/// waiting, a sync one a spinning pool thread answered) finishes in that poll and pays
+/// for no timer.
+async fn within<F: Future>(timeout: Duration, fut: F) -> Option<F::Output> {
+    let start = tokio::time::Instant::now();
+    let mut fut = std::pin::pin!(fut);
+    if let Poll::Ready(out) = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await {
+        return Some(out);
+    }
+    match start.checked_add(timeout) {
+        Some(deadline) => tokio::time::timeout_at(deadline, fut).await.ok(),
+        // Further than the clock reaches: no deadline.
+        None => Some(fut.await),
     }
 }
 
@@ -720,13 +893,14 @@ mod tests {
     #[test]
     fn empty_and_null_arguments_are_an_empty_object() {
         for raw in ["", "  ", "null", " null "] {
-            assert_eq!(parse_arguments("t", raw).unwrap(), serde_json::json!({}));
+            assert_eq!(parse_arguments("t", raw, 0).unwrap(), serde_json::json!({}));
         }
     }
 
     #[test]
     fn cut_off_arguments_carry_the_parse_error() {
-        let err = parse_arguments("write_file", r#"{"path": "a.txt", "content": "line one\nli"#).unwrap_err();
+        let err =
+            parse_arguments("write_file", r#"{"path": "a.txt", "content": "line one\nli"#, 2).unwrap_err();
         assert!(err.starts_with("invalid arguments for write_file: the arguments are not valid JSON (EOF while parsing a string"), "{err}");
         assert!(err.contains("cut off"), "{err}");
     }
@@ -758,8 +932,8 @@ mod tests {
 
     #[test]
     fn non_objects_are_refused() {
-        let err = parse_arguments("t", "[1,2]").unwrap_err();
+        let err = parse_arguments("t", "[1,2]", 0).unwrap_err();
         assert!(err.contains("expected a JSON object, got an array"), "{err}");
-        assert!(parse_arguments("t", "\"{}\"").unwrap_err().contains("got a string"));
+        assert!(parse_arguments("t", "\"{}\"", 0).unwrap_err().contains("got a string"));
     }
 }

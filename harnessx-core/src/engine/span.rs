@@ -114,3 +114,29 @@ pub(crate) fn record_result(span: &Span, result: &ToolResult, error: Option<Erro
 pub(crate) fn record_deduplicated(span: &Span) {
     span.record("harnessx.deduplicated", true);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // With no subscriber installed (the default), a call's span costs the callsite's
+    // disabled check: no field is built, nothing is allocated.
+    #[test]
+    fn with_no_subscriber_the_spans_allocate_nothing() {
+        let call = ToolCall::new("call_1", "add", r#"{"a": 2, "b": 3}"#);
+        let ok = ToolResult::success("call_1", "add", crate::ToolOutput::text("5"));
+        let failed = ToolResult::error("call_1", "add", "tool add failed");
+        let info = allocation_counter::measure(|| {
+            for replayed in [false, true] {
+                let span = tool_span(&call, Some("add"), replayed);
+                record_result(&span, &ok, None);
+                record_result(&span, &failed, Some(ErrorType::ToolError));
+                record_deduplicated(&span);
+            }
+        });
+        assert_eq!(info.count_total, 0, "{info:?}");
+        // The counter counts (so the zero above means something).
+        let one = allocation_counter::measure(|| drop(std::hint::black_box(Box::new(1u8))));
+        assert_eq!(one.count_total, 1);
+    }
+}

@@ -21,23 +21,68 @@ pub struct ApprovalRequest {
 }
 
 /// The answer to an [`ApprovalRequest`]. Serialised as `"approve"`,
-/// `"approve_for_session"` or `"deny"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+/// `"approve_for_session"`, `"deny"`, `{"approve_edited": {"arguments": {..}}}` or
+/// `{"deny_with_message": {"message": ".."}}` (a journal written before the last two
+/// existed reads the same).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalDecision {
     /// Run this call.
     Approve,
     /// Run this call, and grant the tool for the rest of the session (later ASK calls
-    /// of the same tool run without asking).
+    /// of the same tool run without asking; an ask *rule* still asks).
     ApproveForSession,
-    /// Do not run it.
+    /// Do not run it; the model is told `Permission denied`.
     Deny,
+    /// Run this call with these arguments instead of the model's. They are validated
+    /// against the tool's schema again and checked against the deny rules; the model's
+    /// next request shows them as the call's arguments, and its result says the user
+    /// changed them.
+    ApproveEdited {
+        /// The arguments the call runs with (a JSON object).
+        arguments: Value,
+        /// Also grant the tool for the rest of the session, as
+        /// [`ApproveForSession`](Self::ApproveForSession).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        for_session: bool,
+    },
+    /// Do not run it; the model gets `message` instead of `Permission denied`.
+    DenyWithMessage {
+        /// What the person said, for the model.
+        message: String,
+    },
 }
 
 impl ApprovalDecision {
     /// Whether the call may run.
-    pub fn is_approved(self) -> bool {
-        !matches!(self, Self::Deny)
+    pub fn is_approved(&self) -> bool {
+        !matches!(self, Self::Deny | Self::DenyWithMessage { .. })
+    }
+
+    /// Whether it grants the tool for the session.
+    pub fn grants_session(&self) -> bool {
+        matches!(self, Self::ApproveForSession | Self::ApproveEdited { for_session: true, .. })
+    }
+
+    /// The text the model gets when this refuses the call.
+    pub fn refusal(&self) -> Option<&str> {
+        match self {
+            Self::Deny => Some(crate::permission::PERMISSION_DENIED),
+            Self::DenyWithMessage { message } if !message.trim().is_empty() => Some(message),
+            Self::DenyWithMessage { .. } => Some(crate::permission::PERMISSION_DENIED),
+            _ => None,
+        }
+    }
+
+    /// A short name: `approve`, `session`, `deny`, `edit`, `deny with a message`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::ApproveForSession => "session",
+            Self::Deny => "deny",
+            Self::ApproveEdited { .. } => "approve with edited arguments",
+            Self::DenyWithMessage { .. } => "deny with a message",
+        }
     }
 }
 
@@ -128,7 +173,7 @@ impl ApprovalStore for MemoryApprovalStore {
         request: &'a ApprovalRequest,
     ) -> BoxFuture<'a, Result<Option<ApprovalDecision>, ApprovalStoreError>> {
         let key = (request.tool_name.clone(), request.call_id.clone());
-        let found = self.decisions.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
+        let found = self.decisions.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
         Box::pin(std::future::ready(Ok(found)))
     }
 

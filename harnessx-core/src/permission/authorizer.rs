@@ -45,6 +45,12 @@ pub struct AuthRequest<'a> {
 pub enum Authorization {
     /// Run it.
     Allow,
+    /// Run it with these arguments instead (a person edited them): validated against the
+    /// tool's schema and the deny rules again before it runs, and its result says so.
+    AllowEdited {
+        /// The arguments the call runs with.
+        arguments: Value,
+    },
     /// Do not run it; the model gets `message` as the call's error result.
     Deny {
         /// Why, for the operator (logs, spans).
@@ -74,7 +80,7 @@ impl Authorization {
 
     /// Whether the call may run.
     pub fn is_allowed(&self) -> bool {
-        matches!(self, Self::Allow)
+        matches!(self, Self::Allow | Self::AllowEdited { .. })
     }
 }
 
@@ -129,5 +135,42 @@ impl Authorizer for NoManager {
             Some(PermissionLevel::Ask) => Authorization::denied(DenyReason::NoApprover),
             Some(PermissionLevel::Deny) => Authorization::denied(DenyReason::Denied),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::{PermissionLevel, PermissionManager};
+
+    // The decision every allowed call takes on its way through the engine allocates
+    // nothing: a tool without a permission of its own under the manager's default, a
+    // tool's own ALLOW, and an override that allows.
+    #[test]
+    fn an_allow_decision_allocates_nothing() {
+        let manager = PermissionManager::default().with_override("grep", PermissionLevel::Allow);
+        let arguments = serde_json::json!({"pattern": "x"});
+        let requests = [
+            AuthRequest { tool: "add", permission: None, call_id: "c1", arguments: &arguments },
+            AuthRequest {
+                tool: "add",
+                permission: Some(PermissionLevel::Allow),
+                call_id: "c1",
+                arguments: &arguments,
+            },
+            AuthRequest {
+                tool: "grep",
+                permission: Some(PermissionLevel::Ask),
+                call_id: "c1",
+                arguments: &arguments,
+            },
+        ];
+        for request in requests {
+            let mut decided = None;
+            let info =
+                allocation_counter::measure(|| decided = Some(Authorizer::authorize(&manager, request)));
+            assert!(matches!(decided, Some(Decision::Now(Authorization::Allow))), "{request:?}: {decided:?}");
+            assert_eq!(info.count_total, 0, "{request:?}: {info:?}");
+        }
     }
 }

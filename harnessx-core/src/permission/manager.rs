@@ -1,9 +1,11 @@
 //! [`PermissionManager`]: a default level, per-name overrides, an approval callback,
 //! session grants and an optional persistent approval store.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
@@ -13,6 +15,7 @@ use crate::permission::approval::{
 };
 use crate::permission::authorizer::{AuthRequest, Authorization, Authorizer, Decision};
 use crate::permission::level::PermissionLevel;
+use crate::permission::rules::{PermissionRules, RuleError};
 
 /// Why a call was not allowed to run. The reason is for the operator (logs, events);
 /// the model reads the [`Authorization::Deny`] message.
@@ -30,9 +33,11 @@ pub enum DenyReason {
 
 /// Decides whether tool calls may run.
 ///
-/// Precedence: an override for the tool name beats everything; otherwise an explicit tool
-/// permission beats the manager default. Then DENY blocks execution even against an
-/// earlier session grant, and a session grant satisfies ASK without another prompt.
+/// Precedence: [rules](PermissionRules) on names and arguments first, deny rules (and a
+/// DENY override) before ask rules before allow rules; then an override for the tool
+/// name; then an explicit tool permission; then the manager default. DENY blocks
+/// execution even against an earlier session grant, and a session grant satisfies ASK
+/// without another prompt (but not an ask rule, which asks every time).
 ///
 /// Cloning shares the manager (its overrides and grants).
 #[derive(Clone)]
@@ -44,6 +49,10 @@ struct Inner {
     default: PermissionLevel,
     overrides: RwLock<HashMap<String, PermissionLevel>>,
     grants: RwLock<HashSet<String>>,
+    /// Rules on names and arguments: shared with the managers
+    /// [`fork_with_store`](PermissionManager::fork_with_store) makes (rules are
+    /// configuration; a rule added during a run holds in it).
+    rules: Arc<RuleCell>,
     approver: RwLock<Option<Arc<dyn ApprovalHandler>>>,
     store: RwLock<Option<Arc<dyn ApprovalStore>>>,
     /// The manager a [`session`](PermissionManager::session) belongs to: its overrides,
@@ -57,6 +66,7 @@ impl fmt::Debug for PermissionManager {
             .field("default", &self.inner.default)
             .field("overrides", &*read(&self.inner.overrides))
             .field("grants", &*read(&self.inner.grants))
+            .field("rules", &*read(&self.inner.rules.rules))
             .field("approver", &read(&self.inner.approver).is_some())
             .field("store", &read(&self.inner.store).is_some())
             .finish()
@@ -68,6 +78,14 @@ impl Default for PermissionManager {
     fn default() -> Self {
         Self::new(PermissionLevel::Allow)
     }
+}
+
+/// The rules of a manager; `has` says whether there are any, so a manager without
+/// rules takes no lock for them.
+#[derive(Default)]
+struct RuleCell {
+    rules: RwLock<Arc<PermissionRules>>,
+    has: AtomicBool,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -86,6 +104,7 @@ impl PermissionManager {
                 default,
                 overrides: RwLock::default(),
                 grants: RwLock::default(),
+                rules: Arc::default(),
                 approver: RwLock::new(None),
                 store: RwLock::new(None),
                 parent: None,
@@ -104,6 +123,7 @@ impl PermissionManager {
                 default: self.inner.default,
                 overrides: RwLock::default(),
                 grants: RwLock::default(),
+                rules: Arc::default(),
                 approver: RwLock::new(None),
                 store: RwLock::new(None),
                 parent: Some(self.clone()),
@@ -156,11 +176,93 @@ impl PermissionManager {
                 default: self.inner.default,
                 overrides: RwLock::new(read(&self.inner.overrides).clone()),
                 grants: RwLock::new(read(&self.inner.grants).clone()),
+                rules: self.own_or_inherited_rules(),
                 approver: RwLock::new(self.approver()),
                 store: RwLock::new(Some(store)),
                 parent: None,
             }),
         }
+    }
+
+    /// Adds rules on names and arguments (see [`PermissionRules`]); builder form of
+    /// [`add_rules`](Self::add_rules).
+    ///
+    /// ```
+    /// # use harnessx_core::{PermissionLevel, PermissionManager, PermissionRules};
+    /// let manager = PermissionManager::new(PermissionLevel::Ask).with_rules(
+    ///     PermissionRules::new()
+    ///         .with(PermissionLevel::Allow, "read_file(path=src/**)")?
+    ///         .with(PermissionLevel::Deny, "run_bash(rm*)")?,
+    /// );
+    /// # Ok::<(), harnessx_core::RuleError>(())
+    /// ```
+    pub fn with_rules(self, rules: PermissionRules) -> Self {
+        self.add_rules(&rules);
+        self
+    }
+
+    /// Adds rules; a session's rules add to its manager's.
+    pub fn add_rules(&self, rules: &PermissionRules) {
+        let cell = &self.inner.rules;
+        let mut own = write(&cell.rules);
+        let mut merged = (**own).clone();
+        merged.extend(rules);
+        cell.has.store(!merged.is_empty(), Ordering::Release);
+        *own = Arc::new(merged);
+    }
+
+    /// The rule cell a fork shares: this manager's, or (for a session) a new one holding
+    /// the rules in force.
+    fn own_or_inherited_rules(&self) -> Arc<RuleCell> {
+        if self.inner.parent.is_none() {
+            return self.inner.rules.clone();
+        }
+        let all = self.all_rules();
+        let has = AtomicBool::new(!all.is_empty());
+        Arc::new(RuleCell { rules: RwLock::new(Arc::new(all)), has })
+    }
+
+    /// Adds one rule to the `level` list (the terminal's "always" adds an allow rule).
+    pub fn add_rule(&self, level: PermissionLevel, rule: &str) -> Result<(), RuleError> {
+        let one = PermissionRules::new().with(level, rule)?;
+        self.add_rules(&one);
+        Ok(())
+    }
+
+    /// Whether this manager (or the one a session belongs to) has any rules.
+    pub fn has_rules(&self) -> bool {
+        self.inner.rules.has.load(Ordering::Acquire)
+            || self.inner.parent.as_ref().is_some_and(|p| p.has_rules())
+    }
+
+    /// The rules in force: this manager's, and those of the manager a session belongs to.
+    pub fn all_rules(&self) -> PermissionRules {
+        let mut all = match &self.inner.parent {
+            Some(parent) => parent.all_rules(),
+            None => PermissionRules::new(),
+        };
+        if self.inner.rules.has.load(Ordering::Acquire) {
+            let own = read(&self.inner.rules.rules).clone();
+            let mut mine = (*own).clone();
+            mine.extend(&all);
+            all = mine;
+        }
+        all
+    }
+
+    /// What the rules say of a call: deny, ask or allow, or `None` when none matches.
+    /// Free (no lock, no allocation) for a manager without rules.
+    pub fn rule_level(&self, tool: &str, arguments: &Value) -> Option<PermissionLevel> {
+        let own = if self.inner.rules.has.load(Ordering::Acquire) {
+            read(&self.inner.rules.rules).decide(tool, arguments)
+        } else {
+            None
+        };
+        let parent = match &self.inner.parent {
+            Some(p) if own != Some(PermissionLevel::Deny) => p.rule_level(tool, arguments),
+            _ => None,
+        };
+        strictest(own, parent)
     }
 
     /// Sets the persistent approval store.
@@ -237,6 +339,17 @@ impl PermissionManager {
     /// satisfies ASK, and an ASK without a grant is a question for a person
     /// ([`Authorization::Wait`]). Never waits and allocates nothing unless it asks.
     pub fn rules(&self, request: AuthRequest<'_>) -> Authorization {
+        match self.rule_level(request.tool, request.arguments) {
+            None => {}
+            Some(PermissionLevel::Deny) => return Authorization::denied(DenyReason::Denied),
+            // A DENY override is a deny rule on the name.
+            Some(_) if self.override_for(request.tool) == Some(PermissionLevel::Deny) => {
+                return Authorization::denied(DenyReason::Denied);
+            }
+            // An ask rule asks every time: a session grant does not answer it.
+            Some(PermissionLevel::Ask) => return Authorization::ask(request.tool),
+            Some(PermissionLevel::Allow) => return Authorization::Allow,
+        }
         match self.effective_level(request.tool, request.permission) {
             PermissionLevel::Allow => Authorization::Allow,
             PermissionLevel::Deny => Authorization::denied(DenyReason::Denied),
@@ -245,16 +358,37 @@ impl PermissionManager {
         }
     }
 
-    /// Applies a person's decision on an ASK call of `tool`: `ApproveForSession` grants
-    /// the tool for the rest of the session; the answer is what the call gets.
+    /// Applies a person's decision on an ASK call of `tool`: a session grant grants the
+    /// tool for the rest of the session; the answer is what the call gets (edited
+    /// arguments to run with, or the person's text for the model).
     pub fn apply(&self, tool: &str, decision: ApprovalDecision) -> Authorization {
+        if decision.grants_session() {
+            self.grant_session(tool.to_owned());
+        }
         match decision {
-            ApprovalDecision::Approve => Authorization::Allow,
-            ApprovalDecision::ApproveForSession => {
-                self.grant_session(tool.to_owned());
-                Authorization::Allow
-            }
+            ApprovalDecision::Approve | ApprovalDecision::ApproveForSession => Authorization::Allow,
+            ApprovalDecision::ApproveEdited { arguments, .. } => Authorization::AllowEdited { arguments },
             ApprovalDecision::Deny => Authorization::denied(DenyReason::Rejected),
+            refused @ ApprovalDecision::DenyWithMessage { .. } => Authorization::Deny {
+                reason: DenyReason::Rejected,
+                message: Cow::Owned(refused.refusal().unwrap_or_default().to_owned()),
+            },
+        }
+    }
+
+    /// Edited arguments a person approved, checked against the rules before they run:
+    /// a deny rule (or DENY) still refuses them; anything else runs, since the person
+    /// saw exactly these.
+    pub fn recheck_edited(
+        &self,
+        tool: &str,
+        permission: Option<PermissionLevel>,
+        arguments: &Value,
+    ) -> Authorization {
+        let request = AuthRequest { tool, permission, call_id: "", arguments };
+        match self.rules(request) {
+            denied @ Authorization::Deny { .. } => denied,
+            _ => Authorization::Allow,
         }
     }
 
@@ -269,7 +403,7 @@ impl PermissionManager {
     ) -> Result<(), DenyReason> {
         let request = AuthRequest { tool: tool_name, permission: tool_permission, call_id, arguments };
         match Authorizer::authorize(self, request).resolve().await {
-            Authorization::Allow => Ok(()),
+            Authorization::Allow | Authorization::AllowEdited { .. } => Ok(()),
             Authorization::Deny { reason, .. } => Err(reason),
             Authorization::Wait { .. } => Err(DenyReason::NoApprover),
         }
@@ -295,7 +429,7 @@ impl PermissionManager {
         let approver = self.approver()?;
         let decision = approver.decide(request).await;
         if let Some(store) = &store
-            && let Err(e) = store.save(request, decision).await
+            && let Err(e) = store.save(request, decision.clone()).await
         {
             tracing::error!(tool = tool_name, call_id, error = %e, "approval store save failed");
         }
@@ -314,6 +448,17 @@ impl PermissionManager {
             None => Authorization::ask(&request.tool_name),
         }
     }
+}
+
+/// The stricter of two rule answers: deny over ask over allow over none.
+fn strictest(a: Option<PermissionLevel>, b: Option<PermissionLevel>) -> Option<PermissionLevel> {
+    let rank = |l: Option<PermissionLevel>| match l {
+        Some(PermissionLevel::Deny) => 3,
+        Some(PermissionLevel::Ask) => 2,
+        Some(PermissionLevel::Allow) => 1,
+        None => 0,
+    };
+    if rank(b) > rank(a) { b } else { a }
 }
 
 /// The manager's rules, with its approval store and callback as the layer that answers

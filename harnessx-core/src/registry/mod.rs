@@ -5,11 +5,9 @@ mod loading;
 pub mod resolve;
 mod source;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -32,9 +30,9 @@ pub use source::ToolSource;
 
 /// What a registry holds. Only `registry/` sees it; the engine gets [`CallTarget`]s.
 struct State {
-    tools: IndexMap<String, Arc<RegisteredTool>>,
+    tools: resolve::Tools,
     /// Formatting-insensitive key -> registered names with that key.
-    keys: HashMap<String, Vec<Arc<str>>>,
+    keys: resolve::Keys,
     explicit: ToolPolicy,
     inherited: ToolPolicy,
     effective: EffectivePolicy,
@@ -134,8 +132,8 @@ impl ToolRegistry {
         let effective = policy.effective();
         Self {
             inner: Arc::new(RwLock::new(State {
-                tools: IndexMap::new(),
-                keys: HashMap::new(),
+                tools: resolve::Tools::default(),
+                keys: resolve::Keys::default(),
                 explicit: policy,
                 inherited: ToolPolicy::default(),
                 effective,

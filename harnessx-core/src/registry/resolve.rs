@@ -50,10 +50,17 @@ impl fmt::Display for UnknownTool {
 
 impl std::error::Error for UnknownTool {}
 
+/// The registered tools by name, in registration order. Looked up once per call, so
+/// hashed with `foldhash` (seeded per process) rather than SipHash: a name is short and
+/// the table is the registrant's, so SipHash's flooding resistance buys nothing here.
+pub(super) type Tools = IndexMap<String, Arc<RegisteredTool>, foldhash::fast::RandomState>;
+/// Formatting-insensitive key -> the registered names with that key.
+pub(super) type Keys = HashMap<String, Vec<Arc<str>>, foldhash::fast::RandomState>;
+
 /// Resolves `requested` among `tools`, whose formatting-insensitive keys are `keys`.
 pub(super) fn resolve(
-    tools: &IndexMap<String, Arc<RegisteredTool>>,
-    keys: &HashMap<String, Vec<Arc<str>>>,
+    tools: &Tools,
+    keys: &Keys,
     requested: &str,
 ) -> Result<Arc<RegisteredTool>, UnknownTool> {
     if let Some(tool) = tools.get(requested) {

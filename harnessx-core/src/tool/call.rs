@@ -55,7 +55,11 @@ impl ToolOutput {
             deep if value_too_deep(&deep, MAX_JSON_DEPTH) => {
                 Self { content: String::new(), structured_content: Some(deep) }
             }
-            other => Self { content: other.to_string(), structured_content: Some(other) },
+            // `to_string` writes straight into a buffer (`Display` goes through a formatter).
+            other => Self {
+                content: serde_json::to_string(&other).unwrap_or_else(|_| other.to_string()),
+                structured_content: Some(other),
+            },
         }
     }
 

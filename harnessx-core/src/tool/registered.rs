@@ -16,6 +16,9 @@ pub(crate) struct RegisteredTool {
     def: ToolDefinition,
     name: Arc<str>,
     schema: CompiledSchema,
+    /// How many properties the input schema declares (capped): the size the argument
+    /// object is parsed into, so it does not grow key by key.
+    arguments: usize,
 }
 
 impl RegisteredTool {
@@ -34,7 +37,9 @@ impl RegisteredTool {
         }
         let schema = CompiledSchema::compile(&def.name, &def.input_schema)?;
         let name = Arc::from(def.name.as_str());
-        Ok(Self { def, name, schema })
+        let arguments =
+            def.input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len().min(32));
+        Ok(Self { def, name, schema, arguments })
     }
 
     /// The definition as registered.
@@ -48,6 +53,11 @@ impl RegisteredTool {
     }
 
     /// `None` when `args` conform to the input schema; otherwise the one-line error.
+    /// How many arguments a call usually has (the declared properties, capped).
+    pub(crate) fn argument_capacity(&self) -> usize {
+        self.arguments
+    }
+
     pub(crate) fn check(&self, args: &Value) -> Option<String> {
         self.schema.check(&self.name, args)
     }

@@ -67,6 +67,7 @@ fn approver(manager: PermissionManager, prompts: &Counter, decision: ApprovalDec
     let prompts = prompts.clone();
     manager.with_approval_fn(move |_request| {
         prompts.hit();
+        let decision = decision.clone();
         async move { decision }
     })
 }

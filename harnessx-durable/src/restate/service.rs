@@ -153,6 +153,10 @@ pub struct Invocation {
     pub call: ToolCall,
     /// The configuration the run was started with.
     pub config: WorkerConfig,
+    /// The arguments a person edited the call to run with, when they did (the call's
+    /// own arguments are the model's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited: Option<serde_json::Value>,
 }
 
 /// The body of `HarnessxRun/approve`.
@@ -310,6 +314,9 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
     ) -> Result<Vec<harnessx_agent::Executed>, Fault> {
         self.flush_events();
         let calls: Vec<ToolCall> = (0..batch.len()).map(|i| batch.call(i).clone()).collect();
+        let edited: Vec<Option<serde_json::Value>> = (0..batch.len())
+            .map(|i| batch.is_edited(i).then(|| batch.arguments(i).cloned()).flatten())
+            .collect();
         let mut results: Vec<Option<harnessx_agent::Executed>> = (0..calls.len())
             .map(|i| batch.result(i).map(|r| harnessx_agent::Executed { result: r.clone(), unknown: None }))
             .collect();
@@ -319,7 +326,11 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         let config = &self.config;
         let invoke = |i: usize| {
             ctx.object_client::<HarnessxToolClient<'_>>(format!("{run_id}/{}", calls[i].id))
-                .execute(Json(Invocation { call: calls[i].clone(), config: config.clone() }))
+                .execute(Json(Invocation {
+                    call: calls[i].clone(),
+                    config: config.clone(),
+                    edited: edited[i].clone(),
+                }))
                 .call()
         };
         let mut pending = DurableFuturesUnordered::new();
@@ -447,7 +458,7 @@ async fn unanswered(ctx: &SharedWorkflowContext<'_>) -> Result<Vec<NeedsInput>, 
         let resolved = match n.kind {
             NeedsInputKind::Approval => match ctx.peek_promise::<Json<ApprovalDecision>>(&key).await? {
                 Some(Json(decision)) => {
-                    if decision == ApprovalDecision::ApproveForSession {
+                    if decision.grants_session() {
                         granted.insert(n.tool.clone());
                     }
                     true
@@ -485,7 +496,7 @@ impl HarnessxTool {
         ctx: ObjectContext<'_>,
         invocation: Json<Invocation>,
     ) -> Result<Json<Executed>, HandlerError> {
-        let Invocation { call, config } = invocation.into_inner();
+        let Invocation { call, config, edited } = invocation.into_inner();
         let key = ctx.key().to_owned();
         let run_id = key.rsplit_once('/').map_or(key.as_str(), |(run, _)| run).to_owned();
         self.0.config.refuse(&run_id, &config)?;
@@ -513,6 +524,19 @@ impl HarnessxTool {
                 }
                 // Stable across attempts and workers: the same for every re-run.
                 batch.set_idempotency_key(0, key);
+                // Approved with the arguments a person gave (checked by the workflow).
+                if let Some(arguments) = edited
+                    && batch.edit(0, arguments).is_err()
+                {
+                    let result = batch.result(0).cloned().unwrap_or_else(|| {
+                        ToolResult::error(
+                            &call.id,
+                            &tool,
+                            "the edited arguments are invalid; the call did not run",
+                        )
+                    });
+                    return Ok(Json(Executed { result, unknown: None }));
+                }
                 batch.authorize(0);
                 let ctx = RunContext::new().with_permissions(agent.permissions().clone());
                 let hooks = RunHooks::new().retry_timeouts(recovery::retry_timeouts(true));

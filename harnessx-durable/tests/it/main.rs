@@ -9,6 +9,7 @@
 mod common;
 mod conversation;
 mod crash_matrix;
+mod decisions;
 mod durable_spans;
 mod journal_stores;
 #[cfg(feature = "restate")]

@@ -126,6 +126,57 @@ async fn ask_calls_wait_for_an_approval_sent_from_outside() {
     let _ = serving.await;
 }
 
+/// Approve with edited arguments and deny with a message, sent from outside: the
+/// edited call runs once, with the edited arguments, and the model's next request shows
+/// them; the refused one never runs and the model reads the person's text. The decisions
+/// are the workflow's journal: attaching again replays the same answer, running nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_arguments_and_refusals_with_a_message_sent_from_outside() {
+    let Some(server) = tokio::task::spawn_blocking(RestateServer::start).await.unwrap() else { return };
+    let server = Arc::new(server);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let ask = harnessx_core::PermissionManager::new(harnessx_core::PermissionLevel::Ask);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let worker = format!("http://{}", listener.local_addr().unwrap());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(harnessx_durable::restate::serve(
+        agent_with(runs.clone(), Some(ask)),
+        listener,
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    let s = server.clone();
+    let r = runs.clone();
+    tokio::task::spawn_blocking(move || {
+        s.register(&worker).unwrap();
+        let (status, _) =
+            http("POST", &format!("{}/HarnessxRun/e1/run/send", s.ingress_url), Some("\"go\"")).unwrap();
+        assert_eq!(status, 202);
+        let approve = format!("{}/HarnessxRun/e1/approve", s.ingress_url);
+        wait_for(&s, "e1", "c1");
+        let edited = r#"{"call_id": "c1", "decision": {"approve_edited": {"arguments": {"a": 10}}}}"#;
+        let (status, body) = http("POST", &approve, Some(edited)).unwrap();
+        assert_eq!(status, 200, "{body}");
+        wait_for(&s, "e1", "c2");
+        let refused = r#"{"call_id": "c2", "decision": {"deny_with_message": {"message": "not twice"}}}"#;
+        let (status, body) = http("POST", &approve, Some(refused)).unwrap();
+        assert_eq!(status, 200, "{body}");
+        let attach = format!("{}/restate/workflow/HarnessxRun/e1/attach", s.ingress_url);
+        let (status, body) = http("GET", &attach, None).unwrap();
+        let note = r#"[The user changed this call's arguments before it ran; it ran with {\"a\":10}]\n11"#;
+        assert_eq!((status, body.as_str()), (200, format!("\"saw: {note} | not twice\"").as_str()));
+        assert_eq!(r.load(Ordering::SeqCst), 1, "the edited call ran once, the refused one never");
+        let (status, again) = http("GET", &attach, None).unwrap();
+        assert_eq!((status, again), (200, body));
+        assert_eq!(r.load(Ordering::SeqCst), 1, "replayed, not run again");
+    })
+    .await
+    .unwrap();
+    let _ = stop_tx.send(());
+    let _ = serving.await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_completes_through_restate() {
     let Some(server) = tokio::task::spawn_blocking(RestateServer::start).await.unwrap() else { return };

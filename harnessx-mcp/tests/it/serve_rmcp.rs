@@ -65,6 +65,13 @@ impl ClientHandler for Client {
                 ElicitResult::new(ElicitationAction::Accept).with_content(json!({"allow_for_session": true}))
             }
             "cancel" => ElicitResult::new(ElicitationAction::Cancel),
+            "edit" => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"arguments": r#"{"path": "edited.txt", "content": "e"}"#})),
+            "edit badly" => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"arguments": "{"}))
+            }
+            "refuse" => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"refuse": true, "reason": "write to notes.txt instead"})),
             _ => ElicitResult::new(ElicitationAction::Decline),
         })
     }
@@ -300,6 +307,31 @@ async fn the_managers_own_approval_callback_comes_first() {
     let (server, connected) = connect(registry, manager, Via::Io, client.clone()).await;
     ok(&call(&connected, "write_file", json!({"path": "a.txt", "content": "x"})).await);
     assert!(client.asked().is_empty());
+    connected.cancel().await.unwrap();
+    server.stop();
+}
+
+/// The form edits the arguments (validated again, run with them, the result says so)
+/// and refuses with a reason the model reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_form_edits_arguments_and_refuses_with_a_reason() {
+    let dir = workspace();
+    let base = dir.path().join("base");
+    let registry = registry(&base, Arc::default());
+    let manager = PermissionManager::new(PermissionLevel::Ask);
+    let client = Client::answering(&["edit", "refuse", "edit badly"]);
+    let (server, connected) = connect(registry, manager, Via::Io, client.clone()).await;
+    let write = json!({"path": "a.txt", "content": "a"});
+    let edited = call(&connected, "write_file", write.clone()).await;
+    ok(&edited);
+    let text = format!("{edited:?}");
+    assert!(text.contains("The user changed this call's arguments"), "{text}");
+    assert_eq!(std::fs::read_to_string(base.join("edited.txt")).unwrap(), "e");
+    assert!(!base.join("a.txt").exists());
+    assert_eq!(err(&call(&connected, "write_file", write.clone()).await), "write to notes.txt instead");
+    let bad = err(&call(&connected, "write_file", write).await);
+    assert!(bad.contains("not valid JSON"), "{bad}");
+    assert!(!base.join("a.txt").exists());
     connected.cancel().await.unwrap();
     server.stop();
 }
