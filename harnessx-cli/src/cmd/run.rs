@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use futures_util::StreamExt;
-use harnessx::agent::{AgentEvent, RunStatus};
+use harnessx::agent::{AgentEvent, RunLimits, RunStatus};
 
 use crate::backend::Backend;
 use crate::backend::local::{self, Local};
@@ -58,7 +58,8 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if let Some(ingress) = &args.restate {
         // The workers build the agent; the flags only say what it must be.
         let expect = setup::expectation(&args.agent)?;
-        let backend = Restate::new(ingress, args.restate_admin.as_deref(), expect)?;
+        let limits = Some(args.agent.limit_changes()).filter(|l| !l.is_empty());
+        let backend = Restate::new(ingress, args.restate_admin.as_deref(), expect)?.with_limits(limits);
         let run_id = run_id(args.run_id)?;
         return durable(&backend, &run_id, &args.prompt, args.json).await;
     }
@@ -81,7 +82,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     let agent = build_agent(&args.agent, !args.no_stream, approvals).await?;
     let mut events = agent.run_stream(args.prompt);
-    let mut shown = Shown { json: args.json, ..Shown::default() };
+    let mut shown = Shown { json: args.json, limits: args.agent.run_limits(), ..Shown::default() };
     let mut written = Ok(());
     while let Some(event) = events.next().await {
         written = shown.event(event);
@@ -93,7 +94,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     drop(events);
     agent.close().await;
     written?;
-    Ok(report::exit_status(if shown.failed { RunStatus::Failed } else { RunStatus::Completed }))
+    Ok(report::exit_status(shown.ended.unwrap_or(RunStatus::Failed)))
 }
 
 /// `--run-id`, or a new one.
@@ -123,18 +124,28 @@ struct Shown {
     json: bool,
     stdout: Stdout,
     progress: Progress,
+    /// The run's limits, to name the one it reaches.
+    limits: RunLimits,
     /// Text of this model response is on stdout already.
     printed_text: bool,
-    /// The run ended with an error.
-    failed: bool,
+    /// How the run ended (`None` until it does; an error is `Failed`).
+    ended: Option<RunStatus>,
 }
 
 impl Shown {
     /// Shows one event. A write error on stdout other than a reader that went away ends
     /// the run ([`CliError::Output`], exit status 74).
     fn event(&mut self, event: AgentEvent) -> Result<(), CliError> {
-        if matches!(event, AgentEvent::Error { .. }) {
-            self.failed = true;
+        match &event {
+            AgentEvent::Error { .. } => self.ended = Some(RunStatus::Failed),
+            AgentEvent::RunEnd { status, usage, .. } => {
+                self.ended = Some(*status);
+                if self.json {
+                    // What it used, for the person watching; stdout has it as JSON.
+                    errln!("harnessx: {}", report::usage_line(usage));
+                }
+            }
+            _ => {}
         }
         if self.json {
             let line = serde_json::to_string(&event).map_err(CliError::failed)?;
@@ -152,13 +163,27 @@ impl Shown {
                 let mark = if is_error { "✗" } else { "✓" };
                 self.progress.line(format!("{mark} {name}: {}", one_line(&content, 120)));
             }
-            AgentEvent::RunEnd { output, .. } => {
+            AgentEvent::RunEnd { status: RunStatus::LimitReached, limit, usage, .. } => {
+                self.progress.flush();
+                if self.printed_text {
+                    self.stdout.write_now(format_args!("\n"))?;
+                }
+                let limit = limit.unwrap_or(harnessx::agent::Limit::Turns);
+                errln!(
+                    "harnessx: the run stopped at {} ({}); {}",
+                    limit.describe(&self.limits),
+                    report::limit_flag(limit),
+                    report::usage_line(&usage)
+                );
+            }
+            AgentEvent::RunEnd { output, usage, .. } => {
                 self.progress.flush();
                 // Without streaming, the answer arrives whole here.
                 if !self.printed_text {
                     self.stdout.write(format_args!("{output}"))?;
                 }
                 self.stdout.write_now(format_args!("\n"))?;
+                errln!("harnessx: {}", report::usage_line(&usage));
             }
             AgentEvent::ModelRequest { .. } => self.printed_text = false,
             AgentEvent::Error { message } => {
