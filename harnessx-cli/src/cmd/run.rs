@@ -117,6 +117,21 @@ async fn durable(
     Ok(report::print(&state, &backend.next(), json))
 }
 
+impl Shown {
+    /// Says on stderr how the run ended: the limit it stopped at, if any, and what it used.
+    fn said_end(&self, limit: Option<harnessx::agent::Limit>, usage: &harnessx::agent::model::Usage) {
+        match limit {
+            Some(limit) => errln!(
+                "harnessx: the run stopped at {} ({}); {}",
+                limit.describe(&self.limits),
+                report::limit_flag(limit),
+                report::usage_line(usage)
+            ),
+            None => errln!("harnessx: {}", report::usage_line(usage)),
+        }
+    }
+}
+
 /// What a direct run shows as its events arrive: the answer on stdout as it streams
 /// (`--json`: every event, one per line), progress lines on stderr.
 #[derive(Debug, Default)]
@@ -138,11 +153,12 @@ impl Shown {
     fn event(&mut self, event: AgentEvent) -> Result<(), CliError> {
         match &event {
             AgentEvent::Error { .. } => self.ended = Some(RunStatus::Failed),
-            AgentEvent::RunEnd { status, usage, .. } => {
+            AgentEvent::RunEnd { status, limit, usage, .. } => {
                 self.ended = Some(*status);
                 if self.json {
-                    // What it used, for the person watching; stdout has it as JSON.
-                    errln!("harnessx: {}", report::usage_line(usage));
+                    // For the person watching; stdout has it as JSON.
+                    self.progress.flush();
+                    self.said_end(*limit, usage);
                 }
             }
             _ => {}
@@ -168,22 +184,16 @@ impl Shown {
                 if self.printed_text {
                     self.stdout.write_now(format_args!("\n"))?;
                 }
-                let limit = limit.unwrap_or(harnessx::agent::Limit::Turns);
-                errln!(
-                    "harnessx: the run stopped at {} ({}); {}",
-                    limit.describe(&self.limits),
-                    report::limit_flag(limit),
-                    report::usage_line(&usage)
-                );
+                self.said_end(limit, &usage);
             }
-            AgentEvent::RunEnd { output, usage, .. } => {
+            AgentEvent::RunEnd { output, limit, usage, .. } => {
                 self.progress.flush();
                 // Without streaming, the answer arrives whole here.
                 if !self.printed_text {
                     self.stdout.write(format_args!("{output}"))?;
                 }
                 self.stdout.write_now(format_args!("\n"))?;
-                errln!("harnessx: {}", report::usage_line(&usage));
+                self.said_end(limit, &usage);
             }
             AgentEvent::ModelRequest { .. } => self.printed_text = false,
             AgentEvent::Error { message } => {

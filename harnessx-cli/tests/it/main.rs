@@ -4,6 +4,7 @@
 
 mod cli;
 mod cli_bash;
+mod cli_budgets;
 mod cli_durable;
 mod cli_mcp;
 mod cli_mcp_serve;
