@@ -305,6 +305,63 @@ mod tests {
         );
     }
 
+    /// A subscriber that keeps every field recorded on a span, as `name=value`.
+    #[derive(Clone, Default)]
+    struct Fields(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl tracing::field::Visit for Fields {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            self.0.lock().unwrap().push(format!("{}={value:?}", field.name()));
+        }
+    }
+
+    impl tracing::Subscriber for Fields {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            span.record(&mut self.clone());
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+            values.record(&mut self.clone());
+        }
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn chat_spans_carry_the_cache_and_reasoning_usage_and_leave_out_zeros() {
+        let fields = Fields::default();
+        let response = ModelResponse {
+            usage: Usage {
+                input_tokens: 1000,
+                cached_input_tokens: 800,
+                cache_write_tokens: 100,
+                reasoning_tokens: 0,
+                output_tokens: 40,
+                ..Usage::default()
+            },
+            ..ModelResponse::default()
+        };
+        tracing::subscriber::with_default(fields.clone(), || {
+            let span = chat(&crate::model::TestModel::new(), &ModelRequest::default(), 1);
+            record_response(&span, &response);
+        });
+        let seen = fields.0.lock().unwrap().clone();
+        for expected in [
+            "gen_ai.usage.input_tokens=1000",
+            "gen_ai.usage.output_tokens=40",
+            "gen_ai.usage.cache_read.input_tokens=800",
+            "gen_ai.usage.cache_creation.input_tokens=100",
+        ] {
+            assert!(seen.iter().any(|f| f == expected), "{expected} not in {seen:?}");
+        }
+        assert!(!seen.iter().any(|f| f.starts_with("gen_ai.usage.reasoning")), "{seen:?}");
+    }
+
     #[test]
     fn model_errors_are_classed_by_status_or_kind() {
         assert_eq!(model_error_type(&ModelError::Http { status: 429, message: "slow down".into() }), "429");
