@@ -53,6 +53,10 @@ pub mod workspace {}
 #[doc = include_str!("../docs/durable.md")]
 pub mod durable {}
 
+#[cfg(feature = "durable")]
+#[doc = include_str!("../docs/budgets.md")]
+pub mod budgets {}
+
 #[cfg(feature = "mcp")]
 #[doc = include_str!("../docs/mcp.md")]
 pub mod mcp {}

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::AgentBuilder;
+use crate::budget::ModelPrice;
 use crate::model::{Message, Model, ModelRequest, ModelResponse};
 use crate::{
     AgentConfig, AgentError, Knowledge, PLANNING_PROMPT_LINE, PlanningState, Skill, ToolChoice, skills,
@@ -82,6 +83,13 @@ impl Agent {
     /// The model, if one is set.
     pub fn model(&self) -> Option<&Arc<dyn Model>> {
         self.model.as_ref()
+    }
+
+    /// The price of the agent's model, for the cost of its runs:
+    /// [`AgentConfig::price`], else the built-in price of the model's name
+    /// ([`ModelPrice::builtin`]); `None` when neither is known.
+    pub fn price(&self) -> Option<ModelPrice> {
+        self.config.price.or_else(|| ModelPrice::builtin(&self.model.as_ref()?.model_name()))
     }
 
     /// The first request of a run on `prompt` after `history`: the system prompt, the

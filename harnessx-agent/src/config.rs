@@ -1,5 +1,6 @@
 //! [`AgentConfig`]: the agent-wide settings.
 
+use crate::budget::{ModelPrice, RunLimits};
 use crate::model::{ModelRetry, ToolChoice};
 use harnessx_core::ToolPolicy;
 
@@ -12,8 +13,22 @@ pub struct AgentConfig {
     /// Registry-wide tool options, adopted by the agent's registry below the registry's
     /// own values.
     pub tools: ToolPolicy,
-    /// Most model requests in one run (default 50).
+    /// Most model requests in one run (default 50). A run that reaches it ends with
+    /// [`RunStatus::LimitReached`](crate::RunStatus::LimitReached) ([`Limit::Turns`](crate::budget::Limit::Turns)).
+    /// [`RunLimits::max_turns`] in [`limits`](Self::limits), when set, takes its place.
     pub max_turns: u32,
+    /// What a run may not exceed besides `max_turns`: tool calls, tokens, dollars, calls
+    /// per tool (default: no limit). See [`RunLimits`].
+    pub limits: RunLimits,
+    /// The price of the agent's model, for the cost of its runs; `None` (the default)
+    /// takes the built-in price of its model's name
+    /// ([`ModelPrice::builtin`]), if the table has it. A run with
+    /// [`RunLimits::max_cost_usd`] and no price fails before its first request.
+    pub price: Option<ModelPrice>,
+    /// Tell the model what is left of its limits, appended to the newest message of each
+    /// request (as the planning list is, so request prefixes stay cacheable), so it can
+    /// wrap up before the hard stop (default `false`).
+    pub budget_note: bool,
     /// Retries of model requests on 429, 5xx and connection errors.
     pub model_retry: ModelRetry,
     /// Output token limit per model request, if any.
@@ -44,6 +59,9 @@ impl Default for AgentConfig {
             planning: true,
             tools: ToolPolicy::default(),
             max_turns: 50,
+            limits: RunLimits::default(),
+            price: None,
+            budget_note: false,
             model_retry: ModelRetry::default(),
             max_tokens: None,
             stream: true,
@@ -51,5 +69,15 @@ impl Default for AgentConfig {
             parallel_tool_calls: None,
             reset_tool_choice: true,
         }
+    }
+}
+
+impl AgentConfig {
+    /// The limits a run is held to: [`limits`](Self::limits), with
+    /// [`max_turns`](Self::max_turns) when `limits` does not set it.
+    pub fn run_limits(&self) -> RunLimits {
+        let mut limits = self.limits.clone();
+        limits.max_turns = Some(limits.max_turns.unwrap_or(self.max_turns));
+        limits
     }
 }

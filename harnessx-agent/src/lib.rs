@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod agent;
+pub mod budget;
 mod builder;
 pub mod config;
 mod error;
@@ -19,6 +20,7 @@ pub mod specialist;
 pub mod telemetry;
 
 pub use agent::Agent;
+pub use budget::{Limit, ModelPrice, RunLimits};
 pub use builder::AgentBuilder;
 pub use config::AgentConfig;
 pub use error::AgentError;
@@ -28,7 +30,7 @@ pub use model::{ParseToolChoiceError, ToolChoice};
 pub use planning::{PLANNING_PROMPT_LINE, PlanningState};
 pub use run::engine::{Start, drive};
 pub use run::recovery::{Recovery, Unknown};
-pub use run::state::{NeedsInput, NeedsInputKind, RunResult, RunState, RunStatus};
+pub use run::state::{NeedsInput, NeedsInputKind, RunOutcome, RunResult, RunState, RunStatus};
 pub use run::steps::{Answer, Executed, Recorded, Steps};
 pub use run::{Events, RunStream, call_ids_for_turn, history_safe};
 pub use skills::{SKILL_TOOL_NAME, Skill, SkillError, SkillSource};

@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use harnessx_agent::budget::{Limit, UsageByModel};
+use harnessx_agent::model::Usage;
 use harnessx_core::{ApprovalDecision, ToolResult};
 
 /// Where a run stands (one type for every backend: the agent crate's).
@@ -71,6 +73,10 @@ pub enum Entry {
         result: ToolResult,
         /// Whether the call timed out.
         timed_out: bool,
+        /// What a specialist the call ran used, by model (absent for other tools): added
+        /// to the run's usage again when the call is replayed.
+        #[serde(default, skip_serializing_if = "UsageByModel::is_empty")]
+        usage: UsageByModel,
     },
     /// A decision on an ASK call (from the approval callback, or from
     /// `AgentRuntime::approve`, possibly in another process).
@@ -101,6 +107,13 @@ pub enum Entry {
         call_id: String,
         /// The answer.
         text: String,
+    },
+    /// The run stopped at a limit (it can be resumed under a higher one).
+    LimitReached {
+        /// Which limit.
+        limit: Limit,
+        /// What the run had used.
+        usage: Usage,
     },
     /// The final answer.
     Final {

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tracing::Instrument;
 
-use harnessx_agent::model::{Message, ModelRequest, ModelResponse};
+use harnessx_agent::budget::{Limit, RunLimits, UsageByModel, UsageSink};
+use harnessx_agent::model::{Message, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{
     Agent, AgentError, Events, Executed, NeedsInput, NeedsInputKind, Recorded, Recovery, RunResult, RunState,
@@ -72,7 +73,8 @@ pub enum DurableError {
 /// everything it waits for; the conversation itself comes from driving the run).
 ///
 /// Serialises as `{"run": RunRecord, "turns", "calls", "needs_input", "usage"}`, the
-/// shape `harnessx runs show --json` has always printed.
+/// shape `harnessx runs show --json` has always printed, with `"limit"` once the run
+/// stopped at one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
     /// The header.
@@ -86,12 +88,15 @@ pub struct RunReport {
 impl serde::Serialize for RunReport {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(5))?;
+        let mut map = s.serialize_map(None)?;
         map.serialize_entry("run", &self.run)?;
         map.serialize_entry("turns", &self.state.turns)?;
         map.serialize_entry("calls", &self.calls)?;
         map.serialize_entry("needs_input", &self.state.needs_input)?;
         map.serialize_entry("usage", &self.state.usage)?;
+        if let Some(limit) = self.state.limit {
+            map.serialize_entry("limit", &limit)?;
+        }
         map.end()
     }
 }
@@ -297,7 +302,7 @@ impl AgentRuntime {
         for (run, entries) in chain.into_iter().rev() {
             let mut steps = JournalSteps::read_only(&run.run_id, self.journal.clone(), &entries);
             let permissions = self.agent.permissions().session();
-            let start = Start { history, prompt: run.prompt.clone() };
+            let start = Start { history, prompt: run.prompt.clone(), limits: None };
             let state = harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, None).await?;
             if !state.is_completed() {
                 return Err(DurableError::Conversation(format!(
@@ -316,17 +321,35 @@ impl AgentRuntime {
         self.drive(run_id, None).await
     }
 
-    /// Where the run stands.
+    /// Where the run stands. The usage is rebuilt from the journal: every response's
+    /// (priced with this runtime's agent's price, if it has one), the specialists' usage
+    /// recorded with their calls, and the calls with a result; a run stopped at a limit
+    /// reports the usage it had there.
     pub fn status(&self, run_id: &str) -> Result<RunReport, DurableError> {
         let (run, entries) = self.load(run_id)?;
         let replay = Replay::new(&entries);
-        let mut usage = harnessx_agent::model::Usage::default();
+        let price = self.agent.price();
+        let mut usage = Usage::default();
         for response in replay.responses.values() {
-            if let Some(u) = response.get("usage").and_then(|u| serde_json::from_value(u.clone()).ok()) {
-                usage += u;
+            if let Some(u) =
+                response.get("usage").and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok())
+            {
+                let cost_usd = price.map(|p| p.cost(&u));
+                usage += Usage { requests: 0, tool_calls: 0, cost_usd, ..u };
             }
             usage.requests += 1;
         }
+        for spent in replay.usage.values() {
+            usage += spent.values().copied().sum::<Usage>();
+        }
+        usage.tool_calls += replay.results.len() as u64;
+        let limit = match (run.status, replay.limit) {
+            (RunStatus::LimitReached, Some((limit, at))) => {
+                usage = at;
+                Some(limit)
+            }
+            _ => None,
+        };
         let state = RunState {
             run_id: Some(run.run_id.clone()),
             status: run.status,
@@ -336,6 +359,7 @@ impl AgentRuntime {
                 String::new()
             },
             usage,
+            limit,
             turns: replay.responses.len() as u32,
             needs_input: if run.status == RunStatus::NeedsInput { replay.paused.clone() } else { Vec::new() },
             error: if run.status == RunStatus::Failed { run.output.clone() } else { None },
@@ -454,7 +478,7 @@ impl AgentRuntime {
             pending: Vec::new(),
             read_only: false,
         };
-        let start = Start { history, prompt: run.prompt.clone() };
+        let start = Start { history, prompt: run.prompt.clone(), limits: None };
         harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
     }
 }
@@ -516,6 +540,10 @@ struct Replay {
     paused: Vec<NeedsInput>,
     /// The run whose conversation this one continues.
     continues: Option<String>,
+    /// What specialists used, by call id.
+    usage: HashMap<String, UsageByModel>,
+    /// The last limit the run stopped at, with the usage it had there.
+    limit: Option<(Limit, Usage)>,
 }
 
 /// The run a run's journal says it continues.
@@ -537,8 +565,11 @@ impl Replay {
                 Entry::CallStart { call_id, .. } => {
                     s.started.insert(call_id.clone());
                 }
-                Entry::CallResult { result, .. } => {
+                Entry::CallResult { result, usage, .. } => {
                     s.results.insert(result.call_id.clone(), result.clone());
+                    if !usage.is_empty() {
+                        s.usage.insert(result.call_id.clone(), usage.clone());
+                    }
                 }
                 Entry::Approval { call_id, tool, decision, arguments_hash } => {
                     s.decisions.insert(call_id.clone(), (arguments_hash.clone(), decision.clone()));
@@ -553,6 +584,7 @@ impl Replay {
                     s.paused = serde_json::from_value(needs_input.clone()).unwrap_or_default();
                 }
                 Entry::Continues { run_id } => s.continues = Some(run_id.clone()),
+                Entry::LimitReached { limit, usage } => s.limit = Some((*limit, *usage)),
                 Entry::Final { .. } | Entry::Failed { .. } => {}
             }
         }
@@ -663,6 +695,10 @@ impl Steps for JournalSteps {
         }
     }
 
+    fn recorded_usage(&self, call_id: &str) -> Option<&UsageByModel> {
+        self.replay.usage.get(call_id)
+    }
+
     fn recorded_decision(&self, call_id: &str, arguments: &str) -> Option<ApprovalDecision> {
         let (hash, decision) = self.replay.decisions.get(call_id)?;
         (hash.as_deref() == Some(arguments_hash(arguments).as_str())).then(|| decision.clone())
@@ -690,7 +726,12 @@ impl Steps for JournalSteps {
     }
 
     fn record(&mut self, turn: u32, result: &ToolResult) {
-        self.pending.push(Entry::CallResult { turn, result: result.clone(), timed_out: false });
+        self.pending.push(Entry::CallResult {
+            turn,
+            result: result.clone(),
+            timed_out: false,
+            usage: UsageByModel::new(),
+        });
     }
 
     async fn execute(
@@ -740,7 +781,10 @@ impl Steps for JournalSteps {
         self.commit(starts, Some((RunStatus::Running, None)))?;
         let writer = GroupCommit::new(self.journal.clone(), self.run_id.clone());
         let unknown: Arc<Mutex<Vec<usize>>> = Arc::default();
+        // What specialists report, journaled with their calls' results.
+        let spent = UsageSink::new();
         let hooks = {
+            let spent = spent.clone();
             let sink = writer.clone();
             let journal = self.journal.clone();
             let run = self.run_id.clone();
@@ -779,19 +823,24 @@ impl Steps for JournalSteps {
                         turn,
                         result: outcome.result.clone(),
                         timed_out: outcome.timed_out,
+                        usage: spent.get(&outcome.result.call_id),
                     });
                 })
         };
-        let outcomes = agent.tools().run_planned(batch, ctx, &hooks).await;
+        let outcomes = spent.scope(agent.tools().run_planned(batch, ctx, &hooks)).await;
         drop(hooks);
         writer.flush().await?;
         let unknown = std::mem::take(&mut *unknown.lock().unwrap_or_else(|e| e.into_inner()));
         Ok(outcomes
             .into_iter()
             .enumerate()
-            .map(|(i, o)| Executed {
-                result: o.result,
-                unknown: unknown.contains(&i).then_some(Unknown::TimedOut),
+            .map(|(i, o)| {
+                let usage = spent.take(&o.result.call_id);
+                Executed {
+                    result: o.result,
+                    unknown: unknown.contains(&i).then_some(Unknown::TimedOut),
+                    usage,
+                }
             })
             .collect())
     }
@@ -803,6 +852,19 @@ impl Steps for JournalSteps {
         let entry = Entry::Paused { needs_input: serde_json::to_value(needs).expect("serialises") };
         self.commit(vec![entry], Some((RunStatus::NeedsInput, None)))?;
         Ok(false)
+    }
+
+    async fn limit_reached(
+        &mut self,
+        _turn: u32,
+        limit: Limit,
+        _limits: &RunLimits,
+        usage: &Usage,
+    ) -> Result<Option<RunLimits>, DurableError> {
+        // Stops here; `resume` under a higher limit goes on from the journal.
+        let entry = Entry::LimitReached { limit, usage: *usage };
+        self.commit(vec![entry], Some((RunStatus::LimitReached, None)))?;
+        Ok(None)
     }
 
     async fn finish(&mut self, output: &str) -> Result<(), DurableError> {

@@ -257,19 +257,41 @@ fn stop_reason(reason: &str) -> FinishReason {
     }
 }
 
-fn add_usage(usage: &mut Usage, value: &Value) {
-    let n = |k: &str| value.get(k).and_then(Value::as_u64);
-    // Cached prompt tokens are prompt tokens too.
-    let input: Option<u64> = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"]
-        .iter()
-        .filter_map(|k| n(k))
-        .reduce(|a, b| a + b);
-    if let Some(input) = input {
-        usage.input_tokens = input;
+/// The token counts of a Messages API `usage` object, each kept until a later event gives
+/// it again: `message_start` has the input counts, `message_delta` the cumulative output
+/// count (and, from some servers, the input counts again).
+#[derive(Debug, Default, Clone, Copy)]
+struct AnthropicUsage {
+    input: u64,
+    cache_read: u64,
+    cache_write: u64,
+    output: u64,
+}
+
+impl AnthropicUsage {
+    fn add(&mut self, value: &Value) {
+        let n = |k: &str| value.get(k).and_then(Value::as_u64);
+        for (field, key) in [
+            (&mut self.input, "input_tokens"),
+            (&mut self.cache_read, "cache_read_input_tokens"),
+            (&mut self.cache_write, "cache_creation_input_tokens"),
+            (&mut self.output, "output_tokens"),
+        ] {
+            if let Some(count) = n(key) {
+                *field = count;
+            }
+        }
     }
-    // `message_delta` reports the cumulative output count.
-    if let Some(output) = n("output_tokens") {
-        usage.output_tokens = output;
+
+    /// Cache reads and writes are input tokens too.
+    fn usage(self) -> Usage {
+        Usage {
+            input_tokens: self.input.saturating_add(self.cache_read).saturating_add(self.cache_write),
+            output_tokens: self.output,
+            cached_input_tokens: self.cache_read,
+            cache_write_tokens: self.cache_write,
+            ..Usage::default()
+        }
     }
 }
 
@@ -305,11 +327,11 @@ fn parse_message(body: &Value) -> Result<ModelResponse, ModelError> {
         // not run.
         call.arguments.pop();
     }
-    let mut usage = Usage::default();
+    let mut usage = AnthropicUsage::default();
     if let Some(u) = body.get("usage") {
-        add_usage(&mut usage, u);
+        usage.add(u);
     }
-    Ok(ModelResponse { content, tool_calls, finish_reason, usage })
+    Ok(ModelResponse { content, tool_calls, finish_reason, usage: usage.usage() })
 }
 
 #[derive(Debug, Default)]
@@ -330,7 +352,7 @@ struct AnthropicDecoder {
     /// Tool blocks by their content block index.
     tools: HashMap<u64, ToolBlock>,
     stop: Option<FinishReason>,
-    usage: Usage,
+    usage: AnthropicUsage,
 }
 
 impl AnthropicDecoder {
@@ -402,7 +424,7 @@ impl Decoder for AnthropicDecoder {
         match kind {
             "message_start" => {
                 if let Some(u) = value.get("message").and_then(|m| m.get("usage")) {
-                    add_usage(&mut self.usage, u);
+                    self.usage.add(u);
                 }
             }
             "content_block_start" => {
@@ -421,7 +443,7 @@ impl Decoder for AnthropicDecoder {
                     self.stop = Some(stop_reason(reason));
                 }
                 if let Some(u) = value.get("usage") {
-                    add_usage(&mut self.usage, u);
+                    self.usage.add(u);
                 }
             }
             "message_stop" => return Ok(Step::Complete),
@@ -460,7 +482,7 @@ impl Decoder for AnthropicDecoder {
                 ToolCall::new(t.id, t.name, arguments)
             })
             .collect();
-        Ok(ModelResponse { content: self.content, tool_calls, finish_reason, usage: self.usage })
+        Ok(ModelResponse { content: self.content, tool_calls, finish_reason, usage: self.usage.usage() })
     }
 
     fn parse_full(&self, body: &Value) -> Result<ModelResponse, ModelError> {

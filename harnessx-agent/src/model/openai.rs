@@ -599,9 +599,18 @@ fn finish_reason(reason: &str) -> FinishReason {
     }
 }
 
+/// A Chat Completions `usage` object: `prompt_tokens` (cached ones included),
+/// `completion_tokens` (reasoning included) and their details, where the server gives them.
 fn usage_of(usage: &Value) -> Usage {
-    let n = |k| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-    Usage { input_tokens: n("prompt_tokens"), output_tokens: n("completion_tokens"), requests: 0 }
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let detail = |outer: &str, inner: &str| n(usage.get(outer).and_then(|d| d.get(inner)));
+    Usage {
+        input_tokens: n(usage.get("prompt_tokens")),
+        output_tokens: n(usage.get("completion_tokens")),
+        cached_input_tokens: detail("prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens: detail("completion_tokens_details", "reasoning_tokens"),
+        ..Usage::default()
+    }
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ impl Agent {
         self.model.clone().ok_or(AgentError::NoModel)?;
         self.check_tool_choice()?;
         let span = spans::invoke_agent(self);
-        let start = engine::Start { history, prompt };
+        let start = engine::Start { history, prompt, limits: None };
         let outcome = engine::drive(self, &mut steps::Direct, start, &self.permissions, events.as_ref())
             .instrument(span.clone())
             .await;

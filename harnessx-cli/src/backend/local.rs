@@ -12,7 +12,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use harnessx::ApprovalDecision;
-use harnessx::agent::{Agent, RunResult, RunState, RunStatus};
+use harnessx::agent::{Agent, RunLimits, RunResult, RunState, RunStatus};
 use harnessx::durable::{AgentRuntime, DurableError, JournalEntry, RunRecord, RunReport, SqliteJournal};
 
 use super::Backend;
@@ -102,7 +102,13 @@ impl Backend for Local {
         .boxed()
     }
 
-    fn resume<'a>(&'a self, run_id: &'a str, _events: bool) -> BoxFuture<'a, Result<RunState, CliError>> {
+    fn resume<'a>(
+        &'a self,
+        run_id: &'a str,
+        // The agent has them: it was built from the same flags.
+        _changes: &'a RunLimits,
+        _events: bool,
+    ) -> BoxFuture<'a, Result<RunState, CliError>> {
         async move {
             let outcome = self.runtime.resume(run_id).await;
             self.settle(run_id, outcome).await

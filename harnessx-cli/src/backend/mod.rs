@@ -9,7 +9,7 @@ pub(crate) mod restate;
 
 use futures_util::future::BoxFuture;
 use harnessx::ApprovalDecision;
-use harnessx::agent::RunState;
+use harnessx::agent::{RunLimits, RunState};
 use harnessx::durable::{JournalEntry, RunRecord, RunReport};
 
 use crate::error::CliError;
@@ -28,9 +28,16 @@ pub(crate) trait Backend {
         events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>>;
 
-    /// Continues run `run_id` (after a pause, a crash or a failure), or follows it where
-    /// it goes on by itself.
-    fn resume<'a>(&'a self, run_id: &'a str, events: bool) -> BoxFuture<'a, Result<RunState, CliError>>;
+    /// Continues run `run_id` (after a pause, a crash, a failure or a limit), or follows
+    /// it where it goes on by itself. `changes`: the limits the command line sets (a
+    /// journal's run is driven by an agent built with them already; a cluster's run
+    /// stopped at a limit is given them).
+    fn resume<'a>(
+        &'a self,
+        run_id: &'a str,
+        changes: &'a RunLimits,
+        events: bool,
+    ) -> BoxFuture<'a, Result<RunState, CliError>>;
 
     /// Records a decision on a call the run waits to have approved.
     fn approve<'a>(

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use futures_util::StreamExt;
-use harnessx::agent::{AgentEvent, RunStatus};
+use harnessx::agent::{AgentEvent, RunLimits, RunStatus};
 
 use crate::backend::Backend;
 use crate::backend::local::{self, Local};
@@ -58,7 +58,8 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if let Some(ingress) = &args.restate {
         // The workers build the agent; the flags only say what it must be.
         let expect = setup::expectation(&args.agent)?;
-        let backend = Restate::new(ingress, args.restate_admin.as_deref(), expect)?;
+        let limits = Some(args.agent.limit_changes()).filter(|l| !l.is_empty());
+        let backend = Restate::new(ingress, args.restate_admin.as_deref(), expect)?.with_limits(limits);
         let run_id = run_id(args.run_id)?;
         return durable(&backend, &run_id, &args.prompt, args.json).await;
     }
@@ -81,7 +82,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     let agent = build_agent(&args.agent, !args.no_stream, approvals).await?;
     let mut events = agent.run_stream(args.prompt);
-    let mut shown = Shown::new(args.json);
+    let mut shown = Shown::new(args.json).with_limits(args.agent.run_limits());
     let mut written = Ok(());
     while let Some(event) = events.next().await {
         written = shown.event(event);
@@ -93,7 +94,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     drop(events);
     agent.close().await;
     written?;
-    Ok(report::exit_status(if shown.failed { RunStatus::Failed } else { RunStatus::Completed }))
+    Ok(report::exit_status(shown.ended.unwrap_or(RunStatus::Failed)))
 }
 
 /// `--run-id`, or a new one.
@@ -116,6 +117,21 @@ async fn durable(
     Ok(report::print(&state, &backend.next(), json))
 }
 
+impl Shown {
+    /// Says on stderr how the run ended: the limit it stopped at, if any, and what it used.
+    fn said_end(&self, limit: Option<harnessx::agent::Limit>, usage: &harnessx::agent::model::Usage) {
+        match limit {
+            Some(limit) => errln!(
+                "harnessx: the run stopped at {} ({}); {}",
+                limit.describe(&self.limits),
+                report::limit_flag(limit),
+                report::usage_line(usage)
+            ),
+            None => errln!("harnessx: {}", report::usage_line(usage)),
+        }
+    }
+}
+
 /// What a direct run shows as its events arrive: the answer on stdout as it streams
 /// (`--json`: every event, one per line), progress lines on stderr.
 #[derive(Debug, Default)]
@@ -123,10 +139,12 @@ pub(crate) struct Shown {
     json: bool,
     stdout: Stdout,
     progress: Progress,
+    /// The run's limits, to name the one it reaches.
+    limits: RunLimits,
     /// Text of this model response is on stdout already.
     printed_text: bool,
-    /// The run ended with an error.
-    pub(crate) failed: bool,
+    /// How the run ended (`None` until it does; an error is `Failed`).
+    ended: Option<RunStatus>,
 }
 
 impl Shown {
@@ -135,18 +153,37 @@ impl Shown {
         Self { json, ..Self::default() }
     }
 
+    /// The run's limits, to name the one a run reaches.
+    pub(crate) fn with_limits(self, limits: RunLimits) -> Self {
+        Self { limits, ..self }
+    }
+
+    /// The run ended with an error.
+    pub(crate) fn failed(&self) -> bool {
+        self.ended == Some(RunStatus::Failed)
+    }
+
     /// Prints the progress lines held back, and starts the next run afresh.
     pub(crate) fn flush(&mut self) {
         self.progress.flush();
         self.printed_text = false;
-        self.failed = false;
+        self.ended = None;
     }
 
     /// Shows one event. A write error on stdout other than a reader that went away ends
     /// the run ([`CliError::Output`], exit status 74).
     pub(crate) fn event(&mut self, event: AgentEvent) -> Result<(), CliError> {
-        if matches!(event, AgentEvent::Error { .. }) {
-            self.failed = true;
+        match &event {
+            AgentEvent::Error { .. } => self.ended = Some(RunStatus::Failed),
+            AgentEvent::RunEnd { status, limit, usage, .. } => {
+                self.ended = Some(*status);
+                if self.json {
+                    // For the person watching; stdout has it as JSON.
+                    self.progress.flush();
+                    self.said_end(*limit, usage);
+                }
+            }
+            _ => {}
         }
         if self.json {
             let line = serde_json::to_string(&event).map_err(CliError::failed)?;
@@ -164,13 +201,21 @@ impl Shown {
                 let mark = if is_error { "✗" } else { "✓" };
                 self.progress.line(format!("{mark} {name}: {}", one_line(&content, 120)));
             }
-            AgentEvent::RunEnd { output, .. } => {
+            AgentEvent::RunEnd { status: RunStatus::LimitReached, limit, usage, .. } => {
+                self.progress.flush();
+                if self.printed_text {
+                    self.stdout.write_now(format_args!("\n"))?;
+                }
+                self.said_end(limit, &usage);
+            }
+            AgentEvent::RunEnd { output, limit, usage, .. } => {
                 self.progress.flush();
                 // Without streaming, the answer arrives whole here.
                 if !self.printed_text {
                     self.stdout.write(format_args!("{output}"))?;
                 }
                 self.stdout.write_now(format_args!("\n"))?;
+                self.said_end(limit, &usage);
             }
             AgentEvent::ModelRequest { .. } => self.printed_text = false,
             AgentEvent::Error { message } => {

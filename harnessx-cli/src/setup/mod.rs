@@ -353,11 +353,22 @@ fn agent_builder(
         _ => None,
     };
     let model = model.build(only_tool);
+    if args.limits.max_cost_usd.is_some()
+        && args.price.is_none()
+        && harnessx::agent::ModelPrice::builtin(&model.model_name()).is_none()
+    {
+        return Err(CliError::Usage(format!(
+            "--max-cost-usd needs the price of the model {:?}, which is not among the well-known ones: give it with --price IN,OUT[,CACHED_IN] (US dollars per million tokens)",
+            model.model_name()
+        )));
+    }
     let (manager, rules) =
         permissions(&args.permissions, approvals, tools.base_path.dir().map(PathBuf::as_path))?;
     let mut builder =
         Agent::builder().model_arc(model).registry(registry).permissions(manager).config(AgentConfig {
             max_turns: args.max_turns,
+            limits: args.limit_changes(),
+            price: args.price,
             stream,
             tool_choice: args.tool_choice.clone(),
             parallel_tool_calls: args.parallel_tool_calls,

@@ -4,6 +4,7 @@
 
 mod cli;
 mod cli_bash;
+mod cli_budgets;
 mod cli_chat;
 mod cli_config;
 mod cli_durable;
