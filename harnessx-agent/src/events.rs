@@ -52,8 +52,12 @@ pub enum AgentEvent {
     },
     /// The run finished with a final answer.
     RunEnd {
-        /// The final text.
+        /// The final text (a typed run's: its value as compact JSON).
         output: String,
+        /// A typed run's answer: the value its output schema admitted (see
+        /// `docs/output.md`); absent for a free-text run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value: Option<serde_json::Value>,
         /// Tokens used.
         usage: Usage,
         /// Model requests made.

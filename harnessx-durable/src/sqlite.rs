@@ -405,6 +405,7 @@ fn kind(entry: &Entry) -> &'static str {
         Entry::Final { .. } => "final",
         Entry::Failed { .. } => "failed",
         Entry::Continues { .. } => "continues",
+        Entry::Output { .. } => "output",
     }
 }
 
@@ -475,6 +476,13 @@ mod tests {
             },
             Entry::Paused { needs_input: json!(null) },
             Entry::Answer { call_id: "c".into(), text: "yes".into() },
+            Entry::Output {
+                output: harnessx_agent::output::OutputSpec {
+                    schema: json!({"type": "object"}),
+                    mode: harnessx_agent::OutputMode::Native,
+                    retries: 1,
+                },
+            },
             Entry::Final { output: "o".into() },
             Entry::Failed { error: "e".into() },
             Entry::Continues { run_id: "r0".into() },

@@ -11,6 +11,7 @@ use harnessx_core::{
 };
 
 use crate::model::{FinishReason, Message, Usage};
+use crate::output::attempts::{Attempts, Verdict};
 use crate::run::recovery::{self, Recovery, Unknown};
 use crate::run::state::{NeedsInput, NeedsInputKind, RunState, RunStatus};
 use crate::run::steps::{Answer, Executed, Recorded, Steps};
@@ -24,6 +25,8 @@ pub struct Start {
     pub history: Vec<crate::model::Message>,
     /// The prompt.
     pub prompt: String,
+    /// What a typed run must answer (`None`: free text). See [`crate::output`].
+    pub output: Option<crate::output::Output>,
 }
 
 /// Drives a run to its end, or to a stop for input, over `steps`. `permissions` is the
@@ -37,7 +40,9 @@ pub async fn drive<S: Steps>(
     permissions: &PermissionManager,
     events: Option<&Events>,
 ) -> Result<RunState, S::Error> {
-    let Start { history, prompt } = start;
+    let Start { history, prompt, output } = start;
+    // [output] A typed run's attempts at its answer; checked before the first request.
+    let mut output = output.map(|o| Attempts::start(o, agent)).transpose()?;
     let planning = agent.planning();
     if let Some(p) = &planning
         && history.is_empty()
@@ -47,6 +52,9 @@ pub async fn drive<S: Steps>(
     let registry = agent.tools();
     let mut revision = registry.revision();
     let mut request = agent.first_request(history, prompt);
+    if let Some(o) = &output {
+        o.prepare(&mut request);
+    }
     let mut ctx = RunContext::new().with_permissions(permissions.clone());
     if let Some(tx) = events {
         let tx = tx.clone();
@@ -68,6 +76,9 @@ pub async fn drive<S: Steps>(
         if now != revision {
             revision = now;
             request.tools = registry.get_tool_params();
+            if let Some(o) = &output {
+                o.tools_refreshed(&mut request.tools);
+            }
             steps.tools_changed(agent)?;
         }
         emit(events, || AgentEvent::ModelRequest { turn, model: agent.model_name() });
@@ -78,19 +89,21 @@ pub async fn drive<S: Steps>(
         let calls = call_ids_for_turn(response.tool_calls, turn);
         if calls.is_empty() {
             request.messages.push(Message::assistant(response.content.clone(), Vec::new()));
-            steps.finish(&response.content).await?;
-            steps.note(format_args!("turn {turn}: the final answer"));
-            emit(events, || AgentEvent::RunEnd { output: response.content.clone(), usage, turns: turn });
-            return Ok(RunState {
-                run_id: steps.run_id().map(str::to_owned),
-                status: RunStatus::Completed,
-                output: response.content,
-                messages: request.messages,
-                usage,
-                turns: turn,
-                finish_reason,
-                ..RunState::default()
-            });
+            // [output] A typed run's text answer is checked; a refused one is asked again.
+            let value = match output.as_mut().map(|o| o.answer(&response.content)) {
+                None => None,
+                Some(Verdict::Accepted(value)) => Some(value),
+                Some(Verdict::Failed(e)) => return Err(e.into()),
+                Some(retry) => {
+                    steps.note(format_args!("turn {turn}: the answer did not fit the output schema"));
+                    if let Verdict::Retry(Some(message)) = retry {
+                        request.messages.push(Message::user(message));
+                    }
+                    continue;
+                }
+            };
+            let end = End { turn, usage, finish_reason, value };
+            return complete(steps, events, request.messages, response.content, end).await;
         }
         if steps.keeps_notes() {
             let named: Vec<String> = calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect();
@@ -99,6 +112,10 @@ pub async fn drive<S: Steps>(
         request.messages.push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
 
         let mut batch = registry.plan_batch(&calls);
+        // [output] `final_result` calls are answered here, checked, never run.
+        if let Some(o) = output.as_mut() {
+            o.settle_calls(&calls, &mut batch);
+        }
         let mut edits = Vec::new();
         let needs =
             plan(steps, permissions, turn, &calls, &mut batch, planning.as_deref(), &mut edits).await?;
@@ -157,9 +174,56 @@ pub async fn drive<S: Steps>(
             }
         }
         request.messages.extend(results.iter().map(Message::tool));
+        // [output] The batch's other calls ran: an accepted `final_result` ends the run.
+        match output.as_mut().map(Attempts::after_batch) {
+            Some(Verdict::Accepted(value)) => {
+                let end = End { turn, usage, finish_reason, value: Some(value) };
+                return complete(steps, events, request.messages, String::new(), end).await;
+            }
+            Some(Verdict::Failed(e)) => return Err(e.into()),
+            Some(Verdict::Retry(_) | Verdict::Continue) | None => {}
+        }
         agent.after_tool_calls(&mut request);
     }
     Err(AgentError::MaxTurns(max_turns).into())
+}
+
+/// How a run ended: its last turn, and a typed run's value.
+struct End {
+    turn: u32,
+    usage: Usage,
+    finish_reason: FinishReason,
+    value: Option<serde_json::Value>,
+}
+
+/// The run completed with `text` (a typed run: with its value, as compact JSON):
+/// recorded, announced, and its state.
+async fn complete<S: Steps>(
+    steps: &mut S,
+    events: Option<&Events>,
+    messages: Vec<Message>,
+    text: String,
+    end: End,
+) -> Result<RunState, S::Error> {
+    let End { turn, usage, finish_reason, value } = end;
+    let output = match &value {
+        Some(value) => value.to_string(),
+        None => text,
+    };
+    steps.finish(&output).await?;
+    steps.note(format_args!("turn {turn}: the final answer"));
+    emit(events, || AgentEvent::RunEnd { output: output.clone(), value: value.clone(), usage, turns: turn });
+    Ok(RunState {
+        run_id: steps.run_id().map(str::to_owned),
+        status: RunStatus::Completed,
+        output,
+        value,
+        messages,
+        usage,
+        turns: turn,
+        finish_reason,
+        ..RunState::default()
+    })
 }
 
 /// The state of a run stopped for input.

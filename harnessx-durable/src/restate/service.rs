@@ -217,7 +217,7 @@ impl HarnessxRun {
             events: Vec::new(),
             dirty: false,
         };
-        let start = harnessx_agent::Start { history: Vec::new(), prompt };
+        let start = harnessx_agent::Start { history: Vec::new(), prompt, output: None };
         let state =
             harnessx_agent::drive(agent, &mut steps, start, &permissions, None).await.map_err(|f| f.0)?;
         Ok(state.output)
