@@ -14,6 +14,7 @@ mod agent_prompt_cache;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod common;
 mod knowledge;
+mod output;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod models_agent;
 #[cfg(feature = "anthropic")]

@@ -251,7 +251,7 @@ async fn run_local(agent: &Agent) -> Result<(String, u32, Usage), String> {
     let events: Vec<AgentEvent> =
         agent.run_stream("Read note.txt and tell me the secret word.").collect().await;
     match events.last() {
-        Some(AgentEvent::RunEnd { output, turns, usage }) => Ok((output.clone(), *turns, *usage)),
+        Some(AgentEvent::RunEnd { output, turns, usage, .. }) => Ok((output.clone(), *turns, *usage)),
         Some(AgentEvent::Error { message }) => Err(message.clone()),
         other => panic!("{other:?}"),
     }
