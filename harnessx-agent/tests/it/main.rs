@@ -16,6 +16,8 @@ mod common;
 mod knowledge;
 mod output;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
+mod output_providers;
+#[cfg(all(feature = "openai", feature = "anthropic"))]
 mod models_agent;
 #[cfg(feature = "anthropic")]
 mod models_anthropic;
