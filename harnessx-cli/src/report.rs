@@ -61,10 +61,15 @@ impl Next {
 /// its exit status.
 pub(crate) fn print(state: &RunState, next: &Next, json: bool) -> ExitCode {
     if json {
+        // A typed run's answer is a JSON value.
+        let output = match (&state.value, state.status) {
+            (Some(value), RunStatus::Completed) => value.clone(),
+            _ => json!(state.outcome()),
+        };
         let object = json!({
             "run_id": state.run_id,
             "status": state.status,
-            "output": state.outcome(),
+            "output": output,
             "needs_input": state.needs_input,
         });
         outln!("{object}");
@@ -79,7 +84,11 @@ fn print_text(state: &RunState, next: &Next) {
     let run = shell_word(run_id);
     let output = state.outcome().unwrap_or("");
     match (state.status, next) {
-        (RunStatus::Completed, _) => outln!("{output}"),
+        // A typed run's answer: one line of JSON.
+        (RunStatus::Completed, _) => match &state.value {
+            Some(value) => outln!("{value}"),
+            None => outln!("{output}"),
+        },
         (RunStatus::Failed, Next::Journal { .. }) => {
             errln!("harnessx: the run failed: {output}");
             errln!("harnessx: resume it with: {}", next.resume_command(run_id));
