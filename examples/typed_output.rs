@@ -7,10 +7,10 @@
 
 use std::collections::BTreeMap;
 
+use harnessx::ToolCall;
 use harnessx::agent::{Agent, AgentConfig, Output, OutputMode};
 use harnessx::model::{FunctionModel, Message, ModelResponse, TestModel};
 use harnessx::schemars::{self, JsonSchema};
-use harnessx::ToolCall;
 use serde::Deserialize;
 
 /// How to travel.
@@ -65,7 +65,8 @@ async fn main() {
     // Each mode, with the test model (its answers are made from the schema).
     for mode in [OutputMode::Tool, OutputMode::Native, OutputMode::Prompted] {
         let agent = Agent::builder().model(TestModel::new()).build().expect("agent");
-        let result = agent.run_with_output("Plan a trip.", Output::of::<Trip>().mode(mode)).await.expect("a run");
+        let result =
+            agent.run_with_output("Plan a trip.", Output::of::<Trip>().mode(mode)).await.expect("a run");
         println!("{mode}: {}", result.output);
         let _trip: Trip = result.value_as().expect("a Trip");
     }

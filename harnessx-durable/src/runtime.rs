@@ -295,7 +295,8 @@ impl AgentRuntime {
         // A tool choice that names no registered tool journals nothing.
         self.agent.check_tool_choice()?;
         // Nor does an output schema that cannot be used.
-        let spec = output.as_ref().map(|o| o.spec(self.agent.config())).transpose().map_err(AgentError::from)?;
+        let spec =
+            output.as_ref().map(|o| o.spec(self.agent.config())).transpose().map_err(AgentError::from)?;
         let (fingerprint, fingerprint_summary) = self.fingerprint();
         let now = now_ms();
         self.journal.create_run(&RunRecord {
@@ -373,8 +374,11 @@ impl AgentRuntime {
             }
             usage.requests += 1;
         }
-        let output =
-            if run.status == RunStatus::Completed { run.output.clone().unwrap_or_default() } else { String::new() };
+        let output = if run.status == RunStatus::Completed {
+            run.output.clone().unwrap_or_default()
+        } else {
+            String::new()
+        };
         // A typed run's answer is its output, as JSON.
         let value = match replay.output {
             Some(_) if run.status == RunStatus::Completed => serde_json::from_str(&output).ok(),

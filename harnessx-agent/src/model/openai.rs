@@ -208,7 +208,8 @@ impl OpenAiModel {
         }
         if let Some(format) = request.output.as_ref().filter(|f| f.native) {
             // Structured outputs: the strict dialect, as strict tools get it.
-            let json_schema = json!({"name": format.name, "schema": strict_schema(&format.schema), "strict": true});
+            let json_schema =
+                json!({"name": format.name, "schema": strict_schema(&format.schema), "strict": true});
             body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": json_schema}));
         }
         if let Some(max) = request.max_tokens {

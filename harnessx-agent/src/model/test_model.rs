@@ -85,7 +85,11 @@ impl TestModel {
         match &request.output {
             Some(format) if response.tool_calls.is_empty() => {
                 let value = example_value(&format.schema);
-                ModelResponse::text(if format.native { value.to_string() } else { format!("```json\n{value}\n```") })
+                ModelResponse::text(if format.native {
+                    value.to_string()
+                } else {
+                    format!("```json\n{value}\n```")
+                })
             }
             _ => response,
         }

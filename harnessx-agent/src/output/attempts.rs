@@ -94,8 +94,11 @@ impl Attempts {
         match self.mode {
             OutputMode::Tool => self.tools_refreshed(&mut request.tools),
             OutputMode::Native => {
-                request.output =
-                    Some(OutputFormat { name: FINAL_RESULT_TOOL.into(), schema: self.schema.shown().clone(), native: true });
+                request.output = Some(OutputFormat {
+                    name: FINAL_RESULT_TOOL.into(),
+                    schema: self.schema.shown().clone(),
+                    native: true,
+                });
             }
             OutputMode::Prompted => {
                 let line = format!("{PROMPTED_LINE}\n\n{}", self.schema.shown());
@@ -129,14 +132,14 @@ impl Attempts {
             OutputMode::Tool => Err(format!(
                 "invalid output: the final answer must be given by calling the {FINAL_RESULT_TOOL} tool"
             )),
-            OutputMode::Native | OutputMode::Prompted => answer_json(text)
-                .map_err(|e| format!("invalid output: {e}"))
-                .and_then(|mut answer| {
+            OutputMode::Native | OutputMode::Prompted => {
+                answer_json(text).map_err(|e| format!("invalid output: {e}")).and_then(|mut answer| {
                     if self.mode == OutputMode::Native {
                         self.schema.drop_strict_nulls(&mut answer);
                     }
                     self.schema.check(answer, "invalid output", self.decode.as_deref())
-                }),
+                })
+            }
         };
         match checked {
             Ok(value) => Verdict::Accepted(value),

@@ -212,7 +212,10 @@ mod tests {
             r#"invalid output: at.x: "1" is not of type "integer""#
         );
 
-        let list = OutputSchema::new(&json!({"type": "array", "items": {"$ref": "#/$defs/N"}, "$defs": {"N": {"type": "integer"}}})).unwrap();
+        let list = OutputSchema::new(
+            &json!({"type": "array", "items": {"$ref": "#/$defs/N"}, "$defs": {"N": {"type": "integer"}}}),
+        )
+        .unwrap();
         assert_eq!(
             list.shown(),
             &json!({"type": "object", "properties": {"response": {"type": "array", "items": {"type": "integer"}}}, "required": ["response"], "additionalProperties": false})

@@ -14,15 +14,15 @@ mod agent_prompt_cache;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod common;
 mod knowledge;
-mod output;
-#[cfg(all(feature = "openai", feature = "anthropic"))]
-mod output_providers;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod models_agent;
 #[cfg(feature = "anthropic")]
 mod models_anthropic;
 #[cfg(feature = "openai")]
 mod models_openai;
+mod output;
+#[cfg(all(feature = "openai", feature = "anthropic"))]
+mod output_providers;
 mod skills;
 #[cfg(feature = "openai")]
 mod skills_knowledge_openai;

@@ -49,7 +49,10 @@ fn atlas() -> Atlas {
         label: "Europe".into(),
         kind: Kind::Port { depth_m: 12 },
         motto: None,
-        cities: vec![City { name: "Paris".into(), population: 2_100_000 }, City { name: "Lyon".into(), population: 500_000 }],
+        cities: vec![
+            City { name: "Paris".into(), population: 2_100_000 },
+            City { name: "Lyon".into(), population: 500_000 },
+        ],
         aliases: HashMap::from([("Paris".into(), vec!["Lutetia".into()]), ("Lyon".into(), vec![])]),
         ranks: BTreeMap::from([("Paris".into(), Some(1)), ("Nice".into(), None)]),
         nested: vec![vec![Some(Kind::Capital), None], vec![Some(Kind::Twin("Rome".into()))]],
@@ -64,12 +67,13 @@ fn config(mode: OutputMode) -> AgentConfig {
 /// fence when prompted).
 fn answer(mode: OutputMode, turn: usize, answer: &Value) -> ModelResponse {
     match mode {
-        OutputMode::Tool => {
-            ModelResponse::tool_calls(vec![ToolCall::new(format!("out_{turn}"), FINAL_RESULT_TOOL, answer.to_string())])
-        }
+        OutputMode::Tool => ModelResponse::tool_calls(vec![ToolCall::new(
+            format!("out_{turn}"),
+            FINAL_RESULT_TOOL,
+            answer.to_string(),
+        )]),
         OutputMode::Native => ModelResponse::text(answer.to_string()),
         OutputMode::Prompted => ModelResponse::text(format!("Here you go:\n```json\n{answer:#}\n```")),
-
     }
 }
 
@@ -92,7 +96,9 @@ fn scripted(mode: OutputMode, answers: Vec<Value>) -> (FunctionModel, Arc<Mutex<
 fn told_after_first(mode: OutputMode, second: &ModelRequest) -> String {
     let last = second.messages.last().unwrap();
     match (mode, last) {
-        (OutputMode::Tool, Message::Tool { content, is_error: true, name, .. }) if name == FINAL_RESULT_TOOL => {
+        (OutputMode::Tool, Message::Tool { content, is_error: true, name, .. })
+            if name == FINAL_RESULT_TOOL =>
+        {
             content.clone()
         }
         (OutputMode::Native | OutputMode::Prompted, Message::User { content }) => content.clone(),
@@ -127,7 +133,9 @@ async fn an_invalid_answer_then_a_valid_one_in_every_mode() {
         assert_eq!(seen.len(), 2);
         let told = told_after_first(mode, &seen[1]);
         let line = match mode {
-            OutputMode::Tool => r#"invalid arguments for final_result: population: "many" is not of type "integer""#,
+            OutputMode::Tool => {
+                r#"invalid arguments for final_result: population: "many" is not of type "integer""#
+            }
             _ => r#"invalid output: population: "many" is not of type "integer""#,
         };
         assert!(told.starts_with(line), "{mode}: {told}");
@@ -175,7 +183,9 @@ async fn nested_user_types_round_trip_in_every_mode() {
         let seen = seen.lock().unwrap();
         // What the model sees: canonical, no `$ref`, `$defs` or `title`.
         let shown = match mode {
-            OutputMode::Tool => seen[0].tools.iter().find(|t| t.name == FINAL_RESULT_TOOL).unwrap().input_schema.to_string(),
+            OutputMode::Tool => {
+                seen[0].tools.iter().find(|t| t.name == FINAL_RESULT_TOOL).unwrap().input_schema.to_string()
+            }
             _ => seen[0].output.as_ref().unwrap().schema.to_string(),
         };
         for word in ["$ref", "$defs", "\"title\"", "$schema"] {
@@ -255,8 +265,13 @@ async fn a_final_result_call_with_other_calls_runs_after_them_in_call_order() {
             ToolCall::new("r2", FINAL_RESULT_TOOL, r#"{"name": "Lyon", "population": 2}"#),
         ]))
     });
-    let agent =
-        Agent::builder().model(model).tool(tool("first")).tool(tool("second")).config(config(OutputMode::Tool)).build().unwrap();
+    let agent = Agent::builder()
+        .model(model)
+        .tool(tool("first"))
+        .tool(tool("second"))
+        .config(config(OutputMode::Tool))
+        .build()
+        .unwrap();
     let mut stream = agent.run_stream_with_output("Go.", Output::of::<City>());
     let events: Vec<AgentEvent> = stream.by_ref().collect().await;
     let result = stream.into_result().unwrap().unwrap();
@@ -295,7 +310,10 @@ async fn a_text_answer_in_tool_mode_is_an_attempt_and_tools_stay_available() {
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 3);
     let Message::User { content } = seen[1].messages.last().unwrap() else { panic!() };
-    assert!(content.starts_with("invalid output: the final answer must be given by calling the final_result tool"));
+    assert!(
+        content
+            .starts_with("invalid output: the final answer must be given by calling the final_result tool")
+    );
     assert!(e.to_string().contains("final_result"), "{e}");
 }
 
@@ -307,10 +325,23 @@ async fn a_registered_final_result_tool_clashes_with_tool_mode_only() {
         json!({"type": "object", "properties": {}}),
         ToolHandler::from_async(|_, _| async { Ok("x".into()) }),
     );
-    let agent = Agent::builder().model(TestModel::new()).tool(def.clone()).config(config(OutputMode::Tool)).build().unwrap();
+    let agent = Agent::builder()
+        .model(TestModel::new())
+        .tool(def.clone())
+        .config(config(OutputMode::Tool))
+        .build()
+        .unwrap();
     let e = agent.run_typed::<City>("x").await.unwrap_err();
-    assert!(matches!(&e, AgentError::Output(OutputError::ToolNameTaken(name)) if name == "finalResult"), "{e:?}");
-    let agent = Agent::builder().model(TestModel::new()).tool(def).config(config(OutputMode::Native)).build().unwrap();
+    assert!(
+        matches!(&e, AgentError::Output(OutputError::ToolNameTaken(name)) if name == "finalResult"),
+        "{e:?}"
+    );
+    let agent = Agent::builder()
+        .model(TestModel::new())
+        .tool(def)
+        .config(config(OutputMode::Native))
+        .build()
+        .unwrap();
     agent.run_typed::<City>("x").await.unwrap();
 }
 
@@ -318,7 +349,8 @@ async fn a_registered_final_result_tool_clashes_with_tool_mode_only() {
 async fn answers_that_are_not_json_deep_or_huge_are_refused_without_a_panic() {
     let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
     let huge = format!("{{\"name\": \"{}\", \"population\": \"x\"}}", "n".repeat(5_000_000));
-    let texts = vec!["Sorry, I can't.".to_owned(), "{\"name\": ".to_owned(), deep.clone(), huge, String::new()];
+    let texts =
+        vec!["Sorry, I can't.".to_owned(), "{\"name\": ".to_owned(), deep.clone(), huge, String::new()];
     for mode in [OutputMode::Native, OutputMode::Prompted] {
         let texts = texts.clone();
         let seen = Arc::new(AtomicUsize::new(0));
@@ -337,10 +369,15 @@ async fn answers_that_are_not_json_deep_or_huge_are_refused_without_a_panic() {
         assert!(!e.contains('\n'));
     }
     // The same as final_result arguments: refused with one line each.
-    let model = FunctionModel::new(move |_| Ok(ModelResponse::tool_calls(vec![ToolCall::new("c", FINAL_RESULT_TOOL, deep.clone())])));
+    let model = FunctionModel::new(move |_| {
+        Ok(ModelResponse::tool_calls(vec![ToolCall::new("c", FINAL_RESULT_TOOL, deep.clone())]))
+    });
     let agent = Agent::builder().model(model).config(config(OutputMode::Tool)).build().unwrap();
     let e = agent.run_typed::<City>("x").await.unwrap_err().to_string();
-    assert!(e.ends_with("invalid arguments for final_result: the arguments nest more than 100 levels deep"), "{e}");
+    assert!(
+        e.ends_with("invalid arguments for final_result: the arguments nest more than 100 levels deep"),
+        "{e}"
+    );
 }
 
 #[tokio::test]

@@ -136,7 +136,12 @@ async fn anthropic_bodies_of_each_mode_are_pinned() {
         })
     );
     let prompted = anthropic().request_body(&first_request(OutputMode::Prompted).await, false);
-    assert_eq!(prompted["system"], json!(format!("Be brief.\n\nGive your final answer as one JSON value that matches the JSON Schema below, with nothing before or after it (a ```json fence around it is fine). Use tools first if you need them.\n\n{SCHEMA}")));
+    assert_eq!(
+        prompted["system"],
+        json!(format!(
+            "Be brief.\n\nGive your final answer as one JSON value that matches the JSON Schema below, with nothing before or after it (a ```json fence around it is fine). Use tools first if you need them.\n\n{SCHEMA}"
+        ))
+    );
     assert!(prompted.get("output_config").is_none() && prompted.get("tools").is_none(), "{prompted}");
 }
 
@@ -170,13 +175,21 @@ fn openai_reply(stream: bool, text: Option<&str>, arguments: Option<&str>) -> Re
 /// Runs `mode` against a loopback OpenAI-compatible server whose first answer is too
 /// cold for the schema and second fits; returns the requests' bodies.
 async fn openai_run(mode: OutputMode, stream: bool) -> Vec<Value> {
-    let (bad, good) = (r#"{"city":"Paris","celsius":-200,"note":null}"#, r#"{"city":"Paris","celsius":21,"note":null}"#);
+    let (bad, good) =
+        (r#"{"city":"Paris","celsius":-200,"note":null}"#, r#"{"city":"Paris","celsius":21,"note":null}"#);
     let replies = match mode {
-        OutputMode::Tool => vec![openai_reply(stream, None, Some(bad)), openai_reply(stream, None, Some(good))],
-        OutputMode::Native => vec![openai_reply(stream, Some(bad), None), openai_reply(stream, Some(good), None)],
+        OutputMode::Tool => {
+            vec![openai_reply(stream, None, Some(bad)), openai_reply(stream, None, Some(good))]
+        }
+        OutputMode::Native => {
+            vec![openai_reply(stream, Some(bad), None), openai_reply(stream, Some(good), None)]
+        }
         _ => {
             let fenced = |s: &str| format!("Sure.\n```json\n{s}\n```");
-            vec![openai_reply(stream, Some(&fenced(bad)), None), openai_reply(stream, Some(&fenced(good)), None)]
+            vec![
+                openai_reply(stream, Some(&fenced(bad)), None),
+                openai_reply(stream, Some(&fenced(good)), None),
+            ]
         }
     };
     let server = Server::start(replies);
@@ -195,7 +208,10 @@ async fn openai_run(mode: OutputMode, stream: bool) -> Vec<Value> {
     };
     // OpenAI's strict `null` for the optional note is dropped in native mode; otherwise
     // the schema takes it.
-    assert_eq!(result.value_as::<Weather>().unwrap(), Weather { city: "Paris".into(), celsius: 21, note: None });
+    assert_eq!(
+        result.value_as::<Weather>().unwrap(),
+        Weather { city: "Paris".into(), celsius: 21, note: None }
+    );
     assert_eq!(result.turns, 2);
     server.bodies()
 }
@@ -212,11 +228,17 @@ async fn openai_compatible_runs_streamed_and_not_retry_then_answer_in_every_mode
                 OutputMode::Tool => {
                     assert_eq!(last["role"], "tool");
                     assert_eq!(last["tool_call_id"], "call_1");
-                    assert_eq!(last["content"], "invalid arguments for final_result: celsius: -200 is less than the minimum of -90");
+                    assert_eq!(
+                        last["content"],
+                        "invalid arguments for final_result: celsius: -200 is less than the minimum of -90"
+                    );
                 }
                 _ => {
                     assert_eq!(last["role"], "user");
-                    assert_eq!(last["content"], "invalid output: celsius: -200 is less than the minimum of -90\nAnswer again with only the corrected JSON.");
+                    assert_eq!(
+                        last["content"],
+                        "invalid output: celsius: -200 is less than the minimum of -90\nAnswer again with only the corrected JSON."
+                    );
                 }
             }
             assert_eq!(bodies[1].get("response_format").is_some(), mode == OutputMode::Native, "{mode}");
@@ -228,7 +250,9 @@ async fn openai_compatible_runs_streamed_and_not_retry_then_answer_in_every_mode
 fn anthropic_reply(stream: bool, text: Option<&str>, input: Option<&str>) -> Reply {
     let stop = if input.is_some() { "tool_use" } else { "end_turn" };
     if stream {
-        let mut events = vec![json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}})];
+        let mut events = vec![
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        ];
         let mut index = 0;
         if let Some(text) = text {
             events.push(json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}));
@@ -243,7 +267,9 @@ fn anthropic_reply(stream: bool, text: Option<&str>, input: Option<&str>) -> Rep
             events.push(json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": b}}));
             events.push(json!({"type": "content_block_stop", "index": index}));
         }
-        events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 3}}));
+        events.push(
+            json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 3}}),
+        );
         events.push(json!({"type": "message_stop"}));
         return Reply::event_stream(sse::anthropic(&events));
     }
@@ -264,8 +290,12 @@ async fn anthropic_runs_streamed_and_not_retry_then_answer_in_every_mode() {
     for stream in [false, true] {
         for mode in [OutputMode::Tool, OutputMode::Native, OutputMode::Prompted] {
             let replies = match mode {
-                OutputMode::Tool => vec![anthropic_reply(stream, None, Some(bad)), anthropic_reply(stream, None, Some(good))],
-                _ => vec![anthropic_reply(stream, Some(bad), None), anthropic_reply(stream, Some(good), None)],
+                OutputMode::Tool => {
+                    vec![anthropic_reply(stream, None, Some(bad)), anthropic_reply(stream, None, Some(good))]
+                }
+                _ => {
+                    vec![anthropic_reply(stream, Some(bad), None), anthropic_reply(stream, Some(good), None)]
+                }
             };
             let server = Server::start(replies);
             let model = AnthropicModel::new("claude-sonnet-4-5").base_url(&server.url).api_key("sk-ant-test");
@@ -286,7 +316,11 @@ async fn anthropic_runs_streamed_and_not_retry_then_answer_in_every_mode() {
             let line = match mode {
                 OutputMode::Tool => {
                     let block = &last["content"][0];
-                    assert_eq!((block["type"].as_str(), block["tool_use_id"].as_str(), block["is_error"].as_bool()), (Some("tool_result"), Some("toolu_1"), Some(true)), "{last}");
+                    assert_eq!(
+                        (block["type"].as_str(), block["tool_use_id"].as_str(), block["is_error"].as_bool()),
+                        (Some("tool_result"), Some("toolu_1"), Some(true)),
+                        "{last}"
+                    );
                     block["content"].to_string()
                 }
                 _ => last["content"].to_string(),

@@ -68,7 +68,8 @@ impl Backend for Restate {
             if output.is_some() {
                 // The workflow's input has no output schema (yet): refused, not ignored.
                 return Err(CliError::Usage(
-                    "--output-schema is not supported with --restate yet; use --durable FILE or a direct run".into(),
+                    "--output-schema is not supported with --restate yet; use --durable FILE or a direct run"
+                        .into(),
                 ));
             }
             self.runtime

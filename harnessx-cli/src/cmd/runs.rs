@@ -134,7 +134,12 @@ fn summary(entry: &Entry) -> (&'static str, String) {
         }
         Entry::Output { output } => (
             "output",
-            format!("{} mode, {} retries: {}", output.mode, output.retries, one_line(&output.schema.to_string(), 80)),
+            format!(
+                "{} mode, {} retries: {}",
+                output.mode,
+                output.retries,
+                one_line(&output.schema.to_string(), 80)
+            ),
         ),
         Entry::Paused { needs_input } => {
             let waiting: Vec<String> =

@@ -59,9 +59,10 @@ impl OutputArgs {
             CliError::Usage(m) => usage(m),
             other => other,
         })?;
-        let schema: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| usage(format!("{}: not JSON ({e})", path.display())))?;
-        let mut output = Output::json_schema(schema).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+        let schema: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| usage(format!("{}: not JSON ({e})", path.display())))?;
+        let mut output =
+            Output::json_schema(schema).map_err(|e| usage(format!("{}: {e}", path.display())))?;
         if let Some(mode) = self.output_mode {
             output = output.mode(mode.into());
         }

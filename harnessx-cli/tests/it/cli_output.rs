@@ -43,7 +43,8 @@ fn turn(text: Option<&str>, arguments: Option<&str>) -> Reply {
 fn the_test_model_prints_one_line_of_json_in_every_mode() {
     let dir = workspace();
     for mode in ["tool", "native", "prompted"] {
-        let out = run(dir.path(), &["run", "What city?", "--output-schema", "schema.json", "--output-mode", mode]);
+        let out =
+            run(dir.path(), &["run", "What city?", "--output-schema", "schema.json", "--output-mode", mode]);
         assert_eq!(out.status.code(), Some(0), "{mode}: {}", stderr(&out));
         assert_eq!(stdout(&out), "{\"city\":\"a\",\"population\":0}\n", "{mode}");
     }
@@ -74,7 +75,18 @@ fn a_refused_answer_is_retried_then_printed() {
     let url = format!("{}/v1", server.url);
     let out = run(
         dir.path(),
-        &["run", "What city?", "--model", "openai:m", "--base-url", &url, "--tools", "", "--output-schema", "schema.json"],
+        &[
+            "run",
+            "What city?",
+            "--model",
+            "openai:m",
+            "--base-url",
+            &url,
+            "--tools",
+            "",
+            "--output-schema",
+            "schema.json",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The streamed text is not the answer: stdout is the one line.
@@ -82,7 +94,10 @@ fn a_refused_answer_is_retried_then_printed() {
     let bodies = server.bodies();
     assert_eq!(bodies.len(), 2);
     let last = bodies[1]["messages"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["content"], "invalid arguments for final_result: population: -5 is less than the minimum of 0");
+    assert_eq!(
+        last["content"],
+        "invalid arguments for final_result: population: -5 is less than the minimum of 0"
+    );
 }
 
 #[test]
@@ -93,14 +108,29 @@ fn exhausted_retries_exit_1_naming_the_field() {
     let out = run(
         dir.path(),
         &[
-            "run", "What city?", "--model", "openai:m", "--base-url", &url, "--tools", "", "--output-schema",
-            "schema.json", "--output-mode", "native", "--output-retries", "1",
+            "run",
+            "What city?",
+            "--model",
+            "openai:m",
+            "--base-url",
+            &url,
+            "--tools",
+            "",
+            "--output-schema",
+            "schema.json",
+            "--output-mode",
+            "native",
+            "--output-retries",
+            "1",
         ],
     );
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stdout(&out), "");
     let err = stderr(&out);
-    assert!(err.contains(r#"after 2 attempts: invalid output: "population" is a required property"#), "{err}");
+    assert!(
+        err.contains(r#"after 2 attempts: invalid output: "population" is a required property"#),
+        "{err}"
+    );
     assert_eq!(server.bodies().len(), 2, "1 + 1 retry");
     let format = &server.bodies()[0]["response_format"];
     assert_eq!(format["type"], "json_schema");
@@ -139,15 +169,45 @@ fn schema_files_that_cannot_be_used_exit_2_with_one_line() {
 #[test]
 fn a_durable_typed_run_prints_its_value_and_journals_the_output() {
     let dir = workspace();
-    let out = run(dir.path(), &["run", "What city?", "--tools", "read_file", "--output-schema", "schema.json", "--durable", "runs.db", "--run-id", "t1"]);
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "What city?",
+            "--tools",
+            "read_file",
+            "--output-schema",
+            "schema.json",
+            "--durable",
+            "runs.db",
+            "--run-id",
+            "t1",
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "{\"city\":\"a\",\"population\":0}\n");
     let out = run(
         dir.path(),
-        &["run", "What city?", "--tools", "read_file", "--output-schema", "schema.json", "--durable", "runs.db", "--run-id", "t2", "--json"],
+        &[
+            "run",
+            "What city?",
+            "--tools",
+            "read_file",
+            "--output-schema",
+            "schema.json",
+            "--durable",
+            "runs.db",
+            "--run-id",
+            "t2",
+            "--json",
+        ],
     );
     let object: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(object["output"], json!({"city": "a", "population": 0}));
     let out = run(dir.path(), &["runs", "show", "t1", "--durable", "runs.db"]);
-    assert!(stdout(&out).contains("output") && stdout(&out).contains("tool mode, 2 retries"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("output") && stdout(&out).contains("tool mode, 2 retries"),
+        "{}",
+        stdout(&out)
+    );
 }

@@ -49,7 +49,10 @@ fn agent(later: Value, runs: &Arc<AtomicUsize>, seen: &Arc<Mutex<Vec<ModelReques
         seen.lock().unwrap().push(request.clone());
         let turn = request.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count() + 1;
         Ok(ModelResponse::tool_calls(if turn == 1 {
-            vec![ToolCall::new("s1", "slow", "{}"), ToolCall::new("r1", FINAL_RESULT_TOOL, r#"{"name":"Paris"}"#)]
+            vec![
+                ToolCall::new("s1", "slow", "{}"),
+                ToolCall::new("r1", FINAL_RESULT_TOOL, r#"{"name":"Paris"}"#),
+            ]
         } else {
             vec![ToolCall::new(format!("r{turn}"), FINAL_RESULT_TOOL, later.to_string())]
         }))
@@ -64,7 +67,10 @@ async fn start_and_crash(path: &std::path::Path, later: Value, retries: u32) -> 
     let seen = Arc::new(Mutex::new(Vec::new()));
     let runtime = AgentRuntime::sqlite(agent(later, &runs, &seen, retries), path).unwrap();
     let started = runtime.start_typed::<City>("r", "The largest city?");
-    assert!(tokio::time::timeout(Duration::from_millis(300), started).await.is_err(), "the run hangs in slow");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), started).await.is_err(),
+        "the run hangs in slow"
+    );
     assert_eq!(seen.lock().unwrap().len(), 1);
     runs
 }
@@ -156,14 +162,18 @@ async fn a_native_run_that_failed_mid_retry_resumes_with_the_same_conversation()
     assert!(e.to_string().contains("HTTP 400"), "{e}");
     let runtime = AgentRuntime::sqlite(make(), &path).unwrap();
     // Resumed with the type: its decoding check is back.
-    let result = runtime.resume_with_output("n", Output::of::<City>().mode(OutputMode::Native), None).await.unwrap();
+    let result =
+        runtime.resume_with_output("n", Output::of::<City>().mode(OutputMode::Native), None).await.unwrap();
     assert_eq!(result.value, Some(json!({"name": "Paris", "population": 3})));
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     let seen = seen.lock().unwrap();
     // The retry asked after the failure is the very request that failed.
     assert_eq!(seen[1], seen[2]);
     let Some(Message::User { content }) = seen[2].messages.last() else { panic!() };
-    assert!(content.starts_with(r#"invalid output: population: "lots" is not of type "integer""#), "{content}");
+    assert!(
+        content.starts_with(r#"invalid output: population: "lots" is not of type "integer""#),
+        "{content}"
+    );
     assert!(seen[2].output.as_ref().is_some_and(|o| o.native));
 }
 
@@ -173,8 +183,10 @@ async fn a_resume_with_another_output_is_refused() {
     let path = dir.path().join("runs.db");
     start_and_crash(&path, json!({}), 2).await;
     let runtime =
-        AgentRuntime::sqlite(agent(json!({}), &Arc::new(AtomicUsize::new(1)), &Arc::default(), 2), &path).unwrap();
-    let other = Output::json_schema(json!({"type": "object", "properties": {"x": {"type": "integer"}}})).unwrap();
+        AgentRuntime::sqlite(agent(json!({}), &Arc::new(AtomicUsize::new(1)), &Arc::default(), 2), &path)
+            .unwrap();
+    let other =
+        Output::json_schema(json!({"type": "object", "properties": {"x": {"type": "integer"}}})).unwrap();
     let e = runtime.resume_with_output("r", other, None).await.unwrap_err();
     assert!(matches!(e, DurableError::Mismatch { .. }), "{e:?}");
     assert!(e.to_string().contains("the output schema"), "{e}");
