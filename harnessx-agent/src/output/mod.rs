@@ -116,7 +116,7 @@ pub enum OutputError {
 
 /// The decoding check of a Rust type: the answer must decode into it, or it is refused
 /// like an answer the schema refuses.
-type Decode = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
+type Decode = Arc<schema::DecodeCheck>;
 
 /// What a run must answer: a JSON Schema, and optionally the mode and the number of
 /// retries (else the agent's [`AgentConfig::output_mode`](crate::AgentConfig::output_mode)

@@ -16,6 +16,9 @@ use serde_json::{Map, Value, json};
 use harnessx_core::schema::{ValueSchema, canonical_subschema, error_line_for};
 use harnessx_core::{MAX_JSON_DEPTH, depth};
 
+/// A Rust type's decoding check (see `Output::of`).
+pub(crate) type DecodeCheck = dyn Fn(&Value) -> Result<(), String> + Send + Sync;
+
 /// The property a schema that is not an object is wrapped in.
 pub(crate) const WRAPPED: &str = "response";
 
@@ -94,7 +97,7 @@ impl OutputSchema {
         &self,
         answer: Value,
         subject: &str,
-        decode: Option<&(dyn Fn(&Value) -> Result<(), String> + Send + Sync)>,
+        decode: Option<&DecodeCheck>,
     ) -> Result<Value, String> {
         if let Some(line) = self.validator.check(subject, &answer) {
             return Err(line);

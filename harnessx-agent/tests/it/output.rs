@@ -216,7 +216,7 @@ struct Even(#[allow(dead_code, reason = "only decoded")] u32);
 impl TryFrom<u32> for Even {
     type Error = String;
     fn try_from(n: u32) -> Result<Self, String> {
-        if n % 2 == 0 { Ok(Self(n)) } else { Err(format!("{n} is odd")) }
+        if n.is_multiple_of(2) { Ok(Self(n)) } else { Err(format!("{n} is odd")) }
     }
 }
 
