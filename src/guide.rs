@@ -14,6 +14,10 @@ pub mod permissions {}
 pub mod agent {}
 
 #[cfg(feature = "agent")]
+#[doc = include_str!("../docs/output.md")]
+pub mod output {}
+
+#[cfg(feature = "agent")]
 #[doc = include_str!("../docs/planning.md")]
 pub mod planning {}
 

@@ -103,6 +103,7 @@ impl Agent {
             max_tokens: self.config.max_tokens,
             tool_choice: self.config.tool_choice.clone(),
             parallel_tool_calls: self.config.parallel_tool_calls,
+            output: None,
         };
         request.messages.push(Message::user(prompt));
         request

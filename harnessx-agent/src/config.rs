@@ -2,6 +2,7 @@
 
 use crate::budget::{ModelPrice, RunLimits};
 use crate::model::{ModelRetry, ToolChoice};
+use crate::output::{DEFAULT_OUTPUT_RETRIES, OutputMode};
 use harnessx_core::ToolPolicy;
 
 /// Agent-wide settings.
@@ -51,6 +52,14 @@ pub struct AgentConfig {
     /// `false` every request uses [`tool_choice`](Self::tool_choice) and a run under
     /// `Required` ends only at `max_turns`.
     pub reset_tool_choice: bool,
+    /// How a typed run ([`Agent::run_typed`](crate::Agent::run_typed)) asks for its answer
+    /// when its [`Output`](crate::output::Output) does not say (default
+    /// [`OutputMode::Tool`]).
+    pub output_mode: OutputMode,
+    /// How many times a typed run's refused answer is asked again when its
+    /// [`Output`](crate::output::Output) does not say (default
+    /// [`DEFAULT_OUTPUT_RETRIES`], so three attempts).
+    pub output_retries: u32,
 }
 
 impl Default for AgentConfig {
@@ -68,6 +77,8 @@ impl Default for AgentConfig {
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: None,
             reset_tool_choice: true,
+            output_mode: OutputMode::Tool,
+            output_retries: DEFAULT_OUTPUT_RETRIES,
         }
     }
 }

@@ -56,6 +56,11 @@ pub enum AgentError {
         /// The registered tools, in registration order.
         registered: Vec<String>,
     },
+    /// A typed run could not start (an unusable output schema, a tool named
+    /// `final_result`) or its answers did not fit the schema after every retry (the last
+    /// error names the field).
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
     #[error(transparent)]

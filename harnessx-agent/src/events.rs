@@ -62,8 +62,12 @@ pub enum AgentEvent {
         /// `limit_reached`.
         #[serde(skip_serializing_if = "Option::is_none")]
         limit: Option<Limit>,
-        /// The final text (empty at a limit).
+        /// The final text (empty at a limit; a typed run's: its value as compact JSON).
         output: String,
+        /// A typed run's answer: the value its output schema admitted (see
+        /// `docs/output.md`); absent for a free-text run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value: Option<serde_json::Value>,
         /// What the run used: tokens, requests, tool calls, and the cost when the price
         /// is known.
         usage: Usage,

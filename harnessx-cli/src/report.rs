@@ -111,10 +111,15 @@ impl Next {
 /// its exit status.
 pub(crate) fn print(state: &RunState, next: &Next, json: bool) -> ExitCode {
     if json {
+        // A typed run's answer is a JSON value.
+        let output = match (&state.value, state.status) {
+            (Some(value), RunStatus::Completed) => value.clone(),
+            _ => json!(state.outcome()),
+        };
         let mut object = json!({
             "run_id": state.run_id,
             "status": state.status,
-            "output": state.outcome(),
+            "output": output,
             "needs_input": state.needs_input,
         });
         // At a limit, which one and what the run used (the other shapes stay as they
@@ -135,8 +140,12 @@ fn print_text(state: &RunState, next: &Next) {
     let run = shell_word(run_id);
     let output = state.outcome().unwrap_or("");
     match (state.status, next) {
+        // A typed run's answer: one line of JSON.
         (RunStatus::Completed, _) => {
-            outln!("{output}");
+            match &state.value {
+                Some(value) => outln!("{value}"),
+                None => outln!("{output}"),
+            }
             // A cluster does not report a completed run's usage.
             if state.usage.requests > 0 {
                 errln!("harnessx: {}", usage_line(&state.usage));

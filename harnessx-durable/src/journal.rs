@@ -133,6 +133,13 @@ pub enum Entry {
         /// The run whose conversation this one continues.
         run_id: String,
     },
+    /// The run is typed: its answer must fit this output (schema, mode, retries; see
+    /// `docs/output.md`). Journaled first (after [`Entry::Continues`]), so a resume checks
+    /// the answers the same way and counts the same attempts.
+    Output {
+        /// The schema as given, the mode and the retries.
+        output: harnessx_agent::output::OutputSpec,
+    },
 }
 
 /// An entry with its position in the run (1, 2, ...).

@@ -8,6 +8,7 @@ use tracing::Instrument;
 
 use harnessx_agent::budget::{Limit, RunLimits, UsageByModel, UsageSink};
 use harnessx_agent::model::{Message, ModelRequest, ModelResponse, Usage};
+use harnessx_agent::output::{Output, OutputSpec};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{
     Agent, AgentError, Events, Executed, NeedsInput, NeedsInputKind, Recorded, Recovery, RunResult, RunState,
@@ -192,6 +193,44 @@ impl AgentRuntime {
         self.start_inner(run_id, prompt, None).await
     }
 
+    /// Starts a typed run: its answer must fit `output` (see
+    /// [`Agent::run_with_output`](harnessx_agent::Agent::run_with_output)), and the
+    /// completed result's [`value`](RunResult::value) is it. The output is journaled
+    /// first, so `resume` (in any process) checks the answers the same way and counts the
+    /// attempts from the journaled responses; each attempt is a journaled step like any
+    /// other. `events` as for [`start_with_events`](Self::start_with_events).
+    pub async fn start_with_output(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        output: Output,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        self.start_run(run_id, prompt, None, Some(output), events).await
+    }
+
+    /// Starts a run that must answer with a `T` ([`start_with_output`](Self::start_with_output)
+    /// with `T`'s schema and decoding check); read it with [`RunResult::value_as`].
+    pub async fn start_typed<T>(&self, run_id: &str, prompt: &str) -> Result<RunResult, DurableError>
+    where
+        T: harnessx_core::schemars::JsonSchema + serde::de::DeserializeOwned + 'static,
+    {
+        self.start_with_output(run_id, prompt, Output::of::<T>(), None).await
+    }
+
+    /// [`resume`](Self::resume) of a typed run with `output` (the same schema, mode and
+    /// retries it was started with, else [`DurableError::Mismatch`]): answers are then
+    /// also checked to decode into the Rust type of [`Output::of`], which a plain
+    /// `resume` (the journaled schema alone) cannot do.
+    pub async fn resume_with_output(
+        &self,
+        run_id: &str,
+        output: Output,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        self.drive(run_id, events, Some(output)).await
+    }
+
     /// [`start`](Self::start), sending the run's [`AgentEvent`](harnessx_agent::AgentEvent)s
     /// to `events` as they happen: the shapes and order of
     /// [`Agent::run_stream`](harnessx_agent::Agent::run_stream)'s, from the same loop.
@@ -207,7 +246,7 @@ impl AgentRuntime {
     /// [`resume`](Self::resume), sending the events of what runs now (a replayed step
     /// sends none) to `events`.
     pub async fn resume_with_events(&self, run_id: &str, events: Events) -> Result<RunResult, DurableError> {
-        self.drive(run_id, Some(events)).await
+        self.drive(run_id, Some(events), None).await
     }
 
     /// Starts run `run_id` as the next turn of a conversation: the model sees the
@@ -230,7 +269,7 @@ impl AgentRuntime {
                 run.status.as_str()
             )));
         }
-        self.start_run(run_id, prompt, Some(previous), events).await
+        self.start_run(run_id, prompt, Some(previous), None, events).await
     }
 
     /// The messages of run `run_id` (completed) from the first turn of its conversation
@@ -247,7 +286,7 @@ impl AgentRuntime {
         prompt: &str,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
-        self.start_run(run_id, prompt, None, events).await
+        self.start_run(run_id, prompt, None, None, events).await
     }
 
     async fn start_run(
@@ -255,10 +294,14 @@ impl AgentRuntime {
         run_id: &str,
         prompt: &str,
         previous: Option<&str>,
+        output: Option<Output>,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
         // A tool choice that names no registered tool journals nothing.
         self.agent.check_tool_choice()?;
+        // Nor does an output schema that cannot be used.
+        let spec =
+            output.as_ref().map(|o| o.spec(self.agent.config())).transpose().map_err(AgentError::from)?;
         let (fingerprint, fingerprint_summary) = self.fingerprint();
         let now = now_ms();
         self.journal.create_run(&RunRecord {
@@ -274,7 +317,10 @@ impl AgentRuntime {
         if let Some(previous) = previous {
             self.journal.append(run_id, &[Entry::Continues { run_id: previous.to_owned() }], None)?;
         }
-        self.drive(run_id, events).await
+        if let Some(spec) = spec {
+            self.journal.append(run_id, &[Entry::Output { output: spec }], None)?;
+        }
+        self.drive(run_id, events, output).await
     }
 
     /// The messages of the conversation that run `last` ends (none for `None`): each run
@@ -302,7 +348,8 @@ impl AgentRuntime {
         for (run, entries) in chain.into_iter().rev() {
             let mut steps = JournalSteps::read_only(&run.run_id, self.journal.clone(), &entries);
             let permissions = self.agent.permissions().session();
-            let start = Start { history, prompt: run.prompt.clone(), limits: None };
+            let output = journaled_output(&steps.replay)?;
+            let start = Start { history, prompt: run.prompt.clone(), limits: None, output };
             let state = harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, None).await?;
             if !state.is_completed() {
                 return Err(DurableError::Conversation(format!(
@@ -318,7 +365,7 @@ impl AgentRuntime {
     /// Continues a run from its journal: after a crash, after `approve`/`answer`, or
     /// after a failure.
     pub async fn resume(&self, run_id: &str) -> Result<RunResult, DurableError> {
-        self.drive(run_id, None).await
+        self.drive(run_id, None, None).await
     }
 
     /// Where the run stands. The usage is rebuilt from the journal: every response's
@@ -350,14 +397,21 @@ impl AgentRuntime {
             }
             _ => None,
         };
+        let output = if run.status == RunStatus::Completed {
+            run.output.clone().unwrap_or_default()
+        } else {
+            String::new()
+        };
+        // A typed run's answer is its output, as JSON.
+        let value = match replay.output {
+            Some(_) if run.status == RunStatus::Completed => serde_json::from_str(&output).ok(),
+            _ => None,
+        };
         let state = RunState {
             run_id: Some(run.run_id.clone()),
             status: run.status,
-            output: if run.status == RunStatus::Completed {
-                run.output.clone().unwrap_or_default()
-            } else {
-                String::new()
-            },
+            output,
+            value,
             usage,
             limit,
             turns: replay.responses.len() as u32,
@@ -414,7 +468,12 @@ impl AgentRuntime {
         Ok(self.journal.load_run(run_id)?.ok_or_else(|| JournalError::NoSuchRun(run_id.to_owned()))?)
     }
 
-    async fn drive(&self, run_id: &str, events: Option<Events>) -> Result<RunResult, DurableError> {
+    async fn drive(
+        &self,
+        run_id: &str,
+        events: Option<Events>,
+        output: Option<Output>,
+    ) -> Result<RunResult, DurableError> {
         // One driver at a time: a second `resume` while this one runs would run the
         // same calls again.
         let _lock = self.journal.lock_run(run_id)?;
@@ -440,7 +499,8 @@ impl AgentRuntime {
                 span.record("harnessx.replayed", true);
             }
         }
-        let outcome = self.drive_journaled(&run, &entries, events.as_ref()).instrument(span.clone()).await;
+        let outcome =
+            self.drive_journaled(&run, &entries, events.as_ref(), output).instrument(span.clone()).await;
         match &outcome {
             Ok(result) => spans::record_result(&span, result),
             Err(DurableError::Agent(e)) => spans::record_error(&span, spans::agent_error_type(e), e),
@@ -462,8 +522,32 @@ impl AgentRuntime {
         run: &RunRecord,
         entries: &[JournalEntry],
         events: Option<&Events>,
+        output: Option<Output>,
     ) -> Result<RunResult, DurableError> {
         let replay = Replay::new(entries);
+        // The journaled output, or the caller's when it is the same (with its decoding
+        // check).
+        let output = match (output, journaled_output(&replay)?) {
+            (Some(given), Some(_)) => {
+                let (now, was) = (given.spec(self.agent.config()), replay.output.clone());
+                if now.as_ref().ok() != was.as_ref() {
+                    return Err(DurableError::Mismatch {
+                        run_id: run.run_id.clone(),
+                        was: format!("the output {}", describe_output(was.as_ref())),
+                        now: format!("the output {}", describe_output(now.ok().as_ref())),
+                    });
+                }
+                Some(given)
+            }
+            (Some(_), None) => {
+                return Err(DurableError::Mismatch {
+                    run_id: run.run_id.clone(),
+                    was: "no output schema".into(),
+                    now: "an output schema".into(),
+                });
+            }
+            (None, journaled) => journaled,
+        };
         // The run's own manager: its session grants belong to the run, rebuilt from the
         // journaled decisions.
         let permissions = self.agent.permissions().session();
@@ -478,8 +562,25 @@ impl AgentRuntime {
             pending: Vec::new(),
             read_only: false,
         };
-        let start = Start { history, prompt: run.prompt.clone(), limits: None };
+        let start = Start { history, prompt: run.prompt.clone(), limits: None, output };
         harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
+    }
+}
+
+/// The output a run's journal says it must answer.
+fn journaled_output(replay: &Replay) -> Result<Option<Output>, DurableError> {
+    replay
+        .output
+        .as_ref()
+        .map(|spec| Output::from_spec(spec).map_err(|e| DurableError::Agent(e.into())))
+        .transpose()
+}
+
+/// An output as [`DurableError::Mismatch`] names it.
+fn describe_output(spec: Option<&OutputSpec>) -> String {
+    match spec {
+        Some(spec) => format!("schema {} in mode {} with {} retries", spec.schema, spec.mode, spec.retries),
+        None => "none".into(),
     }
 }
 
@@ -544,6 +645,8 @@ struct Replay {
     usage: HashMap<String, UsageByModel>,
     /// The last limit the run stopped at, with the usage it had there.
     limit: Option<(Limit, Usage)>,
+    /// What a typed run must answer.
+    output: Option<OutputSpec>,
 }
 
 /// The run a run's journal says it continues.
@@ -585,6 +688,7 @@ impl Replay {
                 }
                 Entry::Continues { run_id } => s.continues = Some(run_id.clone()),
                 Entry::LimitReached { limit, usage } => s.limit = Some((*limit, *usage)),
+                Entry::Output { output } => s.output = Some(output.clone()),
                 Entry::Final { .. } | Entry::Failed { .. } => {}
             }
         }

@@ -406,6 +406,7 @@ fn kind(entry: &Entry) -> &'static str {
         Entry::Final { .. } => "final",
         Entry::Failed { .. } => "failed",
         Entry::Continues { .. } => "continues",
+        Entry::Output { .. } => "output",
     }
 }
 
@@ -479,6 +480,13 @@ mod tests {
             Entry::LimitReached {
                 limit: harnessx_agent::Limit::ToolCalls,
                 usage: harnessx_agent::model::Usage::default(),
+            },
+            Entry::Output {
+                output: harnessx_agent::output::OutputSpec {
+                    schema: json!({"type": "object"}),
+                    mode: harnessx_agent::OutputMode::Native,
+                    retries: 1,
+                },
             },
             Entry::Final { output: "o".into() },
             Entry::Failed { error: "e".into() },

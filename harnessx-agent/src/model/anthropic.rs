@@ -139,6 +139,12 @@ impl AnthropicModel {
                 body.insert("tool_choice".into(), choice);
             }
         }
+        if let Some(format) = request.output.as_ref().filter(|f| f.native) {
+            // Structured outputs (generally available, no beta header): the answer is
+            // the text, constrained to the schema.
+            let schema = structured_schema(&format.schema);
+            body.insert("output_config".into(), json!({"format": {"type": "json_schema", "schema": schema}}));
+        }
         if stream {
             body.insert("stream".into(), json!(true));
         }
@@ -158,6 +164,56 @@ impl AnthropicModel {
         }
         Ok(request)
     }
+}
+
+/// Keywords Anthropic's structured outputs refuse in a schema (numeric and length bounds,
+/// and `minItems` above 1): left out of what is sent. The answer is still checked against
+/// the whole schema, so a value outside them is refused and asked again.
+const UNSUPPORTED_KEYWORDS: [&str; 9] = [
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "maxItems",
+    "minProperties",
+];
+
+/// A canonical schema in the form Anthropic's structured outputs take: every object
+/// closed (`"additionalProperties": false` unless it says otherwise) and the keywords of
+/// [`UNSUPPORTED_KEYWORDS`] (and `minItems` above 1) left out, at every schema position
+/// (properties, items, branches). Depth is bounded by the canonical schema's.
+pub fn structured_schema(schema: &Value) -> Value {
+    fn walk(schema: &Value) -> Value {
+        let Value::Object(map) = schema else { return schema.clone() };
+        let mut out = Map::new();
+        for (key, value) in map {
+            if UNSUPPORTED_KEYWORDS.contains(&key.as_str())
+                || (key == "minItems" && value.as_u64().is_some_and(|n| n > 1))
+            {
+                continue;
+            }
+            let value = match (key.as_str(), value) {
+                ("properties" | "patternProperties" | "$defs", Value::Object(props)) => {
+                    Value::Object(props.iter().map(|(k, v)| (k.clone(), walk(v))).collect())
+                }
+                ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(list)) => {
+                    Value::Array(list.iter().map(walk).collect())
+                }
+                ("items" | "additionalProperties" | "not", sub) => walk(sub),
+                (_, other) => other.clone(),
+            };
+            out.insert(key.clone(), value);
+        }
+        let is_object = map.get("type").is_some_and(|t| t == "object") || map.contains_key("properties");
+        if is_object && !out.contains_key("additionalProperties") {
+            out.insert("additionalProperties".into(), Value::Bool(false));
+        }
+        Value::Object(out)
+    }
+    walk(schema)
 }
 
 /// `tool_choice` on the wire: `auto`, `any` (required), `none` or `tool`, with

@@ -206,6 +206,12 @@ impl OpenAiModel {
                 body.insert("parallel_tool_calls".into(), json!(parallel));
             }
         }
+        if let Some(format) = request.output.as_ref().filter(|f| f.native) {
+            // Structured outputs: the strict dialect, as strict tools get it.
+            let json_schema =
+                json!({"name": format.name, "schema": strict_schema(&format.schema), "strict": true});
+            body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": json_schema}));
+        }
         if let Some(max) = request.max_tokens {
             // OpenAI's reasoning models refuse `max_tokens`; other servers know only it.
             let field = if self.is_openai() { "max_completion_tokens" } else { "max_tokens" };

@@ -12,6 +12,7 @@ use harnessx_core::{
 
 use crate::budget::{Budget, Limit, RunLimits};
 use crate::model::{FinishReason, Message};
+use crate::output::attempts::{Attempts, Verdict};
 use crate::run::recovery::{self, Recovery, Unknown};
 use crate::run::state::{NeedsInput, NeedsInputKind, RunState, RunStatus};
 use crate::run::steps::{Answer, Executed, Recorded, Steps};
@@ -29,6 +30,8 @@ pub struct Start {
     /// [`AgentConfig::run_limits`](crate::AgentConfig::run_limits)'s); `None` for the
     /// agent's own. A run on Restate takes them from whoever started it.
     pub limits: Option<RunLimits>,
+    /// What a typed run must answer (`None`: free text). See [`crate::output`].
+    pub output: Option<crate::output::Output>,
 }
 
 /// Drives a run to its end, to a stop for input, or to a limit, over `steps`.
@@ -50,7 +53,7 @@ pub async fn drive<S: Steps>(
     permissions: &PermissionManager,
     events: Option<&Events>,
 ) -> Result<RunState, S::Error> {
-    let Start { history, prompt, limits } = start;
+    let Start { history, prompt, limits, output } = start;
     let config = agent.config();
     let price = agent.price();
     let limits = match limits {
@@ -62,6 +65,8 @@ pub async fn drive<S: Steps>(
         return Err(AgentError::UnknownPrice { model }.into());
     }
     let mut budget = Budget::new(limits, price, agent.model_name());
+    // [output] A typed run's attempts at its answer; checked before the first request.
+    let mut output = output.map(|o| Attempts::start(o, agent)).transpose()?;
     let planning = agent.planning();
     if let Some(p) = &planning
         && history.is_empty()
@@ -71,6 +76,9 @@ pub async fn drive<S: Steps>(
     let registry = agent.tools();
     let mut revision = registry.revision();
     let mut request = agent.first_request(history, prompt);
+    if let Some(o) = &output {
+        o.prepare(&mut request);
+    }
     let mut ctx = RunContext::new().with_permissions(permissions.clone());
     if let Some(tx) = events {
         let tx = tx.clone();
@@ -91,6 +99,9 @@ pub async fn drive<S: Steps>(
             revision = now;
             request.tools = registry.get_tool_params();
             budget.tools_changed();
+            if let Some(o) = &output {
+                o.tools_refreshed(&mut request.tools);
+            }
             steps.tools_changed(agent)?;
         }
         while let Some(limit) = budget.before_request(turn) {
@@ -112,27 +123,21 @@ pub async fn drive<S: Steps>(
         let calls = call_ids_for_turn(response.tool_calls, turn);
         if calls.is_empty() {
             request.messages.push(Message::assistant(response.content.clone(), Vec::new()));
-            steps.finish(&response.content).await?;
-            steps.note(format_args!("turn {turn}: the final answer"));
-            emit(events, || AgentEvent::RunEnd {
-                status: RunStatus::Completed,
-                limit: None,
-                output: response.content.clone(),
-                usage: budget.usage,
-                turns: turn,
-            });
-            return Ok(RunState {
-                run_id: steps.run_id().map(str::to_owned),
-                status: RunStatus::Completed,
-                output: response.content,
-                messages: request.messages,
-                usage: budget.usage,
-                usage_by_model: budget.by_model,
-                usage_by_turn: budget.by_turn,
-                turns: turn,
-                finish_reason,
-                ..RunState::default()
-            });
+            // [output] A typed run's text answer is checked; a refused one is asked again.
+            let value = match output.as_mut().map(|o| o.answer(&response.content)) {
+                None => None,
+                Some(Verdict::Accepted(value)) => Some(value),
+                Some(Verdict::Failed(e)) => return Err(e.into()),
+                Some(retry) => {
+                    steps.note(format_args!("turn {turn}: the answer did not fit the output schema"));
+                    if let Verdict::Retry(Some(message)) = retry {
+                        request.messages.push(Message::user(message));
+                    }
+                    continue;
+                }
+            };
+            let end = End { turn, budget, finish_reason, value };
+            return complete(steps, events, request.messages, response.content, end).await;
         }
         if steps.keeps_notes() {
             let named: Vec<String> = calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect();
@@ -167,6 +172,7 @@ pub async fn drive<S: Steps>(
                     turn,
                     chunk,
                     &mut budget,
+                    output.as_mut(),
                     planning.as_deref(),
                     &ctx,
                     &mut request.messages,
@@ -197,6 +203,15 @@ pub async fn drive<S: Steps>(
             }
         }
         request.messages.extend(results.iter().map(Message::tool));
+        // [output] The batch's other calls ran: an accepted `final_result` ends the run.
+        match output.as_mut().map(Attempts::after_batch) {
+            Some(Verdict::Accepted(value)) => {
+                let end = End { turn, budget, finish_reason, value: Some(value) };
+                return complete(steps, events, request.messages, String::new(), end).await;
+            }
+            Some(Verdict::Failed(e)) => return Err(e.into()),
+            Some(Verdict::Retry(_) | Verdict::Continue) | None => {}
+        }
         agent.after_tool_calls(&mut request);
     }
 }
@@ -211,11 +226,16 @@ async fn run_batch<S: Steps>(
     turn: u32,
     calls: &[ToolCall],
     budget: &mut Budget,
+    output: Option<&mut Attempts>,
     planning: Option<&crate::planning::PlanningState>,
     ctx: &RunContext,
     messages: &mut [Message],
 ) -> Result<Result<Vec<ToolResult>, Vec<NeedsInput>>, S::Error> {
     let mut batch = agent.tools().plan_batch(calls);
+    // [output] `final_result` calls are answered here, checked, never run.
+    if let Some(o) = output {
+        o.settle_calls(calls, &mut batch);
+    }
     let mut edits = Vec::new();
     let needs = plan(steps, permissions, turn, calls, &mut batch, budget, planning, &mut edits).await?;
     if !needs.is_empty() {
@@ -310,6 +330,7 @@ fn limited<S: Steps>(
         status: RunStatus::LimitReached,
         limit: Some(limit),
         output: String::new(),
+        value: None,
         usage: budget.usage,
         turns,
     });
@@ -325,6 +346,53 @@ fn limited<S: Steps>(
         finish_reason,
         ..RunState::default()
     }
+}
+
+/// How a run ended: its last turn, what it used, and a typed run's value.
+struct End {
+    turn: u32,
+    budget: Budget,
+    finish_reason: FinishReason,
+    value: Option<serde_json::Value>,
+}
+
+/// The run completed with `text` (a typed run: with its value, as compact JSON):
+/// recorded, announced, and its state.
+async fn complete<S: Steps>(
+    steps: &mut S,
+    events: Option<&Events>,
+    messages: Vec<Message>,
+    text: String,
+    end: End,
+) -> Result<RunState, S::Error> {
+    let End { turn, budget, finish_reason, value } = end;
+    let output = match &value {
+        Some(value) => value.to_string(),
+        None => text,
+    };
+    steps.finish(&output).await?;
+    steps.note(format_args!("turn {turn}: the final answer"));
+    emit(events, || AgentEvent::RunEnd {
+        status: RunStatus::Completed,
+        limit: None,
+        output: output.clone(),
+        value: value.clone(),
+        usage: budget.usage,
+        turns: turn,
+    });
+    Ok(RunState {
+        run_id: steps.run_id().map(str::to_owned),
+        status: RunStatus::Completed,
+        output,
+        value,
+        messages,
+        usage: budget.usage,
+        usage_by_model: budget.by_model,
+        usage_by_turn: budget.by_turn,
+        turns: turn,
+        finish_reason,
+        ..RunState::default()
+    })
 }
 
 /// The state of a run stopped for input.

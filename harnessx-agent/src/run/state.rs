@@ -101,8 +101,13 @@ pub struct RunState {
     pub run_id: Option<String>,
     /// Completed, waiting for input (durable runs only), running or failed.
     pub status: RunStatus,
-    /// The final answer (empty until the run completes).
+    /// The final answer (empty until the run completes); a typed run's is its value as
+    /// compact JSON.
     pub output: String,
+    /// A typed run's answer, once completed: the value its output schema admitted
+    /// (`docs/output.md`). `None` for a free-text run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
     /// The whole conversation so far, including the final answer.
     pub messages: Vec<Message>,
     /// What the run used: tokens (cached and reasoning ones too), requests, tool calls
@@ -192,6 +197,13 @@ impl RunState {
     /// Whether the run finished with a final answer.
     pub fn is_completed(&self) -> bool {
         self.status == RunStatus::Completed
+    }
+
+    /// A typed run's answer decoded into `T` (see
+    /// [`Agent::run_typed`](crate::Agent::run_typed)); an error when the run has no value
+    /// or it does not decode.
+    pub fn value_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::OutputError> {
+        crate::output::decode(self.value.as_ref())
     }
 
     /// What the run came to: the final answer once completed, the error once failed,

@@ -22,6 +22,9 @@ mod models_agent;
 mod models_anthropic;
 #[cfg(feature = "openai")]
 mod models_openai;
+mod output;
+#[cfg(all(feature = "openai", feature = "anthropic"))]
+mod output_providers;
 mod skills;
 #[cfg(feature = "openai")]
 mod skills_knowledge_openai;

@@ -9,7 +9,7 @@ pub(crate) mod restate;
 
 use futures_util::future::BoxFuture;
 use harnessx::ApprovalDecision;
-use harnessx::agent::{RunLimits, RunState};
+use harnessx::agent::{Output, RunLimits, RunState};
 use harnessx::durable::{JournalEntry, RunRecord, RunReport};
 
 use crate::error::CliError;
@@ -19,12 +19,13 @@ use crate::report::Next;
 /// [`RunState`]; `start` and `resume` return once the run completed, failed or stopped
 /// to wait for input (or, on a backend where a run can be left running, once it is).
 pub(crate) trait Backend {
-    /// Starts run `run_id` on `prompt`. `events`: say the run's steps on stderr as they
-    /// happen, where the backend has them.
+    /// Starts run `run_id` on `prompt`; with `output`, a typed run (`--output-schema`).
+    /// `events`: say the run's steps on stderr as they happen, where the backend has them.
     fn start<'a>(
         &'a self,
         run_id: &'a str,
         prompt: &'a str,
+        output: Option<Output>,
         events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>>;
 

@@ -6,7 +6,7 @@
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use harnessx::ApprovalDecision;
-use harnessx::agent::{RunLimits, RunState};
+use harnessx::agent::{Output, RunLimits, RunState};
 use harnessx::durable::restate::{RestateRuntime, WorkerConfig};
 use harnessx::durable::{JournalEntry, RunRecord, RunReport};
 
@@ -69,9 +69,17 @@ impl Backend for Restate {
         &'a self,
         run_id: &'a str,
         prompt: &'a str,
+        output: Option<Output>,
         events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>> {
         async move {
+            if output.is_some() {
+                // The workflow's input has no output schema (yet): refused, not ignored.
+                return Err(CliError::Usage(
+                    "--output-schema is not supported with --restate yet; use --durable FILE or a direct run"
+                        .into(),
+                ));
+            }
             self.runtime
                 .submit_with(run_id, prompt, self.expect.as_ref(), self.limits.as_ref())
                 .await

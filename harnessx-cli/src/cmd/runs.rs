@@ -136,6 +136,15 @@ fn summary(entry: &Entry) -> (&'static str, String) {
             let decision = decision.as_ref().and_then(|d| d.as_str()).unwrap_or("?");
             ("approval", format!("{call_id} {tool}: {decision}"))
         }
+        Entry::Output { output } => (
+            "output",
+            format!(
+                "{} mode, {} retries: {}",
+                output.mode,
+                output.retries,
+                one_line(&output.schema.to_string(), 80)
+            ),
+        ),
         Entry::Paused { needs_input } => {
             let waiting: Vec<String> =
                 serde_json::from_value::<Vec<harnessx::agent::NeedsInput>>(needs_input.clone())

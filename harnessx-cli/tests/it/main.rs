@@ -10,6 +10,7 @@ mod cli_config;
 mod cli_durable;
 mod cli_mcp;
 mod cli_mcp_serve;
+mod cli_output;
 mod cli_providers;
 mod cli_restate;
 mod cli_rules;

@@ -244,7 +244,7 @@ impl HarnessxRun {
             dirty: false,
             limit_stops: 0,
         };
-        let start = harnessx_agent::Start { history: Vec::new(), prompt, limits };
+        let start = harnessx_agent::Start { history: Vec::new(), prompt, limits, output: None };
         let state =
             harnessx_agent::drive(agent, &mut steps, start, &permissions, None).await.map_err(|f| f.0)?;
         Ok(state.output)

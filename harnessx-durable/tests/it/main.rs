@@ -13,6 +13,7 @@ mod crash_matrix;
 mod decisions;
 mod durable_spans;
 mod journal_stores;
+mod output;
 #[cfg(feature = "restate")]
 mod restate_failover;
 #[cfg(feature = "restate")]
