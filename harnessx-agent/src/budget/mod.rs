@@ -6,7 +6,7 @@
 //!   one a run reached ([`RunStatus::LimitReached`](crate::RunStatus::LimitReached)).
 //! - [`UsageSink`]: how a specialist's usage reaches its parent's run.
 //!
-//! The loop keeps the account ([`Budget`]): every response's usage, priced, summed for
+//! The loop keeps the account: every response's usage, priced, summed for
 //! the run, per model and per turn; calls counted; the limits checked before each
 //! request, after each response and before each batch. See `docs/budgets.md`.
 
@@ -158,7 +158,11 @@ impl Budget {
     /// used it up (the call does not run).
     pub(crate) fn per_tool(&mut self, tool: &str) -> Option<u64> {
         let max = *self.limits.max_calls_per_tool.get(tool)?;
-        let used = self.per_tool.entry(tool.to_owned()).or_default();
+        // The name is copied once per tool, not once per call.
+        let used = match self.per_tool.get_mut(tool) {
+            Some(used) => used,
+            None => self.per_tool.entry(tool.to_owned()).or_default(),
+        };
         if *used >= max {
             return Some(max);
         }
