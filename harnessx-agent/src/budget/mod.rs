@@ -14,7 +14,7 @@ mod limits;
 mod price;
 mod sink;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 pub use limits::{Limit, RunLimits};
 pub use price::{ModelPrice, PRICES_CHECKED, ParsePriceError};
@@ -33,8 +33,9 @@ pub(crate) struct Budget {
     pub(crate) usage: Usage,
     pub(crate) by_model: UsageByModel,
     pub(crate) by_turn: Vec<Usage>,
-    /// Calls per registered tool, kept only when a per-tool limit is set.
-    per_tool: HashMap<String, u64>,
+    /// Calls per registered tool, kept only for tools with a limit of their own (a few:
+    /// a sorted map compares a name or two where a hash map would hash it).
+    per_tool: BTreeMap<String, u64>,
     /// The input tokens of the last response: the next request's input is at least this
     /// (the conversation only grows) while the tool list stays the same.
     last_input: Option<u64>,
@@ -49,7 +50,7 @@ impl Budget {
             usage: Usage::default(),
             by_model: BTreeMap::new(),
             by_turn: Vec::new(),
-            per_tool: HashMap::new(),
+            per_tool: BTreeMap::new(),
             last_input: None,
         }
     }
