@@ -6,7 +6,7 @@
 //!   one a run reached ([`RunStatus::LimitReached`](crate::RunStatus::LimitReached)).
 //! - [`UsageSink`]: how a specialist's usage reaches its parent's run.
 //!
-//! The loop keeps the account ([`Budget`]): every response's usage, priced, summed for
+//! The loop keeps the account: every response's usage, priced, summed for
 //! the run, per model and per turn; calls counted; the limits checked before each
 //! request, after each response and before each batch. See `docs/budgets.md`.
 
@@ -14,7 +14,7 @@ mod limits;
 mod price;
 mod sink;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 pub use limits::{Limit, RunLimits};
 pub use price::{ModelPrice, PRICES_CHECKED, ParsePriceError};
@@ -33,8 +33,9 @@ pub(crate) struct Budget {
     pub(crate) usage: Usage,
     pub(crate) by_model: UsageByModel,
     pub(crate) by_turn: Vec<Usage>,
-    /// Calls per registered tool, kept only when a per-tool limit is set.
-    per_tool: HashMap<String, u64>,
+    /// Calls per registered tool, kept only for tools with a limit of their own (a few:
+    /// a sorted map compares a name or two where a hash map would hash it).
+    per_tool: BTreeMap<String, u64>,
     /// The input tokens of the last response: the next request's input is at least this
     /// (the conversation only grows) while the tool list stays the same.
     last_input: Option<u64>,
@@ -49,7 +50,7 @@ impl Budget {
             usage: Usage::default(),
             by_model: BTreeMap::new(),
             by_turn: Vec::new(),
-            per_tool: HashMap::new(),
+            per_tool: BTreeMap::new(),
             last_input: None,
         }
     }
@@ -158,7 +159,11 @@ impl Budget {
     /// used it up (the call does not run).
     pub(crate) fn per_tool(&mut self, tool: &str) -> Option<u64> {
         let max = *self.limits.max_calls_per_tool.get(tool)?;
-        let used = self.per_tool.entry(tool.to_owned()).or_default();
+        // The name is copied once per tool, not once per call.
+        let used = match self.per_tool.get_mut(tool) {
+            Some(used) => used,
+            None => self.per_tool.entry(tool.to_owned()).or_default(),
+        };
         if *used >= max {
             return Some(max);
         }

@@ -427,6 +427,7 @@ fn emit(events: Option<&Events>, event: impl FnOnce() -> AgentEvent) {
 /// Settles what the backend already knows of each call, applies the recovery rules to
 /// calls that started and have no result, and authorises the rest. Returns what a person
 /// has to answer before the batch can run.
+#[allow(clippy::too_many_arguments)] // the loop's state for one batch, passed as it is
 async fn plan<S: Steps>(
     steps: &mut S,
     permissions: &PermissionManager,

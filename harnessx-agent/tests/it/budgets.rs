@@ -354,7 +354,7 @@ async fn the_budget_note_tells_the_model_what_is_left_and_keeps_each_request_a_p
     let config = AgentConfig { limits, max_turns: 4, budget_note: true, ..no_planning() };
     let agent = Agent::builder().model(model).tool(counter(Arc::default())).config(config).build().unwrap();
     assert_eq!(agent.run("Count.").await.unwrap().status, RunStatus::Completed);
-    let seen = seen.lock().unwrap();
+    let seen = seen.lock().unwrap().clone();
     let last = |r: &ModelRequest| r.messages.last().map(|m| format!("{m:?}")).unwrap_or_default();
     assert!(
         last(&seen[0]).contains("[Budget left for this run: 4 model requests, 5 tool calls, 10000 tokens."),
