@@ -983,8 +983,8 @@ async fn post_raw(server: &Server, body: Value) -> (u16, String, String) {
 
 /// The loopback imitations answer the bodies issue 32 lists exactly as it says, and as
 /// the servers' code does (the rows of the compatibility table in `docs/models.md`): what
-/// each does with `content` beside tool calls, with `tool_choice`, with a stream with
-/// tools, and with usage.
+/// each does with `content` beside tool calls, with `tool_choice`, with `tool` messages
+/// (whether the model sees the result), with a stream with tools, and with usage.
 #[tokio::test]
 async fn the_local_server_imitations_answer_as_documented() {
     let tools = json!([
@@ -1031,6 +1031,17 @@ async fn the_local_server_imitations_answer_as_documented() {
     );
     let (status, _, text) = post_raw(&server, call(Some(json!("")))).await;
     assert_eq!(status, 200, "{text}");
+    // After the call, `auto` answers in words with nothing; `none` answers in words from
+    // a model that never saw the tool's result.
+    let answer = |text: &str| serde_json::from_str::<Value>(text).unwrap()["choices"][0].clone();
+    assert_eq!(
+        answer(&text),
+        json!({"index": 0, "message": {"content": "", "role": "assistant"}, "logprobs": null, "finish_reason": "stop"})
+    );
+    let mut none = call(Some(json!("")));
+    none["tool_choice"] = json!("none");
+    let (_, _, text) = post_raw(&server, none).await;
+    assert_eq!(answer(&text)["message"]["content"], "I called read_file and saw no result.");
     let (status, _, text) = post_raw(&server, first(Some(json!("required")), false)).await;
     assert_eq!(
         (status, error_of(&text)),
@@ -1067,7 +1078,8 @@ async fn the_local_server_imitations_answer_as_documented() {
         "{text}"
     );
     for content in [Value::Null, json!("")] {
-        assert_eq!(post_raw(&server, call(Some(content))).await.0, 200);
+        let (status, _, text) = post_raw(&server, call(Some(content))).await;
+        assert_eq!((status, &answer(&text)["message"]["content"]), (200, &json!("The note says: plum")));
     }
     // A named function reads as auto: the model picks (here the first tool).
     let (_, _, text) = post_raw(&server, first(Some(named("list_directory")), false)).await;
@@ -1080,7 +1092,8 @@ async fn the_local_server_imitations_answer_as_documented() {
     // vLLM, with and without --enable-auto-tool-choice.
     let server = Local::Vllm.start();
     for content in [None, Some(Value::Null), Some(json!(""))] {
-        assert_eq!(post_raw(&server, call(content)).await.0, 200);
+        let (status, _, text) = post_raw(&server, call(content)).await;
+        assert_eq!((status, &answer(&text)["message"]["content"]), (200, &json!("The note says: plum")));
     }
     let (_, _, text) = post_raw(&server, first(None, true)).await;
     assert!(text.contains("\"tool_calls\"") && text.contains("\"choices\":[],\"usage\""), "{text}");
@@ -1100,7 +1113,8 @@ async fn the_local_server_imitations_answer_as_documented() {
     // Ollama /v1.
     let server = Local::Ollama.start();
     for content in [None, Some(Value::Null), Some(json!(""))] {
-        assert_eq!(post_raw(&server, call(content)).await.0, 200);
+        let (status, _, text) = post_raw(&server, call(content)).await;
+        assert_eq!((status, &answer(&text)["message"]["content"]), (200, &json!("The note says: plum")));
     }
     let (status, _, text) =
         post_raw(&server, json!({"model": "m", "messages": [{"role": "user", "content": null}]})).await;
