@@ -38,8 +38,9 @@ const PROVIDER: Provider = Provider { name: "OpenAI-compatible server", key_env:
 /// forms all of them accept where OpenAI takes either (`"content": ""` beside tool calls,
 /// `"tool_choice": "auto"` spelled out), and what the server turns out not to take is
 /// worked around for the rest of the model's life: a refused `"required"` is retried
-/// with the one tool named, and a stream that comes back empty is asked for again
-/// without streaming (see `docs/models.md`). Each such finding is said once, through
+/// with the one tool named, a stream that comes back empty is asked for again without
+/// streaming, and an answer to `"auto"` with neither text nor tool calls is asked for
+/// again with `"none"` (see `docs/models.md`). Each such finding is said once, through
 /// [`on_warning`](Self::on_warning) and `tracing`.
 ///
 /// ```no_run
@@ -118,7 +119,8 @@ impl OpenAiModel {
 
     /// Where the one-line notices go when a server is found not to take something and
     /// the model works around it for the rest of its life (an empty stream asked again
-    /// without streaming, a refused `"required"` replaced by the tool's name). They go to
+    /// without streaming, a refused `"required"` replaced by the tool's name, an answer
+    /// of nothing to `"auto"` asked again with `"none"`). They go to
     /// `tracing` at WARN level in any case; the `harnessx` command prints them on stderr.
     pub fn on_warning(mut self, notice: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.on_warning = Some(Arc::new(notice));
