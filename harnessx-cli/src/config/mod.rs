@@ -593,10 +593,7 @@ mod tests {
         assert_eq!(args.limits.max_cost_usd, Some(0.5));
         assert!(args.price.is_some());
         assert_eq!(source(&applied, "max_cost_usd"), &Source::File("/w/harnessx.toml:3".into()));
-        for (text, line) in [
-            ("\nmax_cost_usd = -1.0\n", 2),
-            ("price = \"cheap\"\n", 1),
-        ] {
+        for (text, line) in [("\nmax_cost_usd = -1.0\n", 2), ("price = \"cheap\"\n", 1)] {
             let e = merged(&[], &[loaded("/w/harnessx.toml", text)]).unwrap_err();
             assert!(e.starts_with(&format!("/w/harnessx.toml:{line}: ")), "{text}: {e}");
             assert_eq!(e.lines().count(), 1, "{e}");
