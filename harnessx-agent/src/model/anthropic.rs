@@ -183,7 +183,7 @@ const UNSUPPORTED_KEYWORDS: [&str; 9] = [
 
 /// A canonical schema in the form Anthropic's structured outputs take: every object
 /// closed (`"additionalProperties": false` unless it says otherwise) and the keywords of
-/// [`UNSUPPORTED_KEYWORDS`] (and `minItems` above 1) left out, at every schema position
+/// `UNSUPPORTED_KEYWORDS` (and `minItems` above 1) left out, at every schema position
 /// (properties, items, branches). Depth is bounded by the canonical schema's.
 pub fn structured_schema(schema: &Value) -> Value {
     fn walk(schema: &Value) -> Value {
