@@ -134,8 +134,8 @@ fn display_path(pointer: &str) -> String {
     out
 }
 
-/// A short name for a JSON value's type, for messages.
-pub(crate) fn kind_of(value: &Value) -> &'static str {
+/// A short name for a JSON value's type, for messages (`an object`, `a string`, `null`).
+pub fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

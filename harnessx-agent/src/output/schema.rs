@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value, json};
 
-use harnessx_core::schema::{ValueSchema, canonical_subschema, error_line_for};
+use harnessx_core::schema::{ValueSchema, canonical_subschema, error_line_for, kind_of};
 use harnessx_core::{MAX_JSON_DEPTH, depth};
 
 /// A Rust type's decoding check (see `Output::of`).
@@ -177,17 +177,6 @@ fn takes_null(schema: &Value) -> bool {
         }
     }
     true
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
