@@ -15,9 +15,10 @@
 //!   pydantic errors as the message), an absent one fails the prompt template (HTTP 500).
 //!   Without `tool_choice` (or with `none`) the tools are left out of the prompt; `auto`
 //!   and a named function work; anything else fails an `assert` (HTTP 500, empty
-//!   message). A stream with `auto` or `required` answers 200 with SSE headers and then
-//!   an empty body (the handler raises after the headers are sent); named streams work.
-//!   No usage in streams. The template has no branch for the `tool` role: a tool message
+//!   message). A stream with `required`, or with `auto` when the model calls a tool,
+//!   answers 200 with SSE headers and then an empty body (the handler raises after the
+//!   headers are sent); named streams work, and so does `auto` when the model answers in
+//!   words (with nothing, as below). No usage in streams. The template has no branch for the `tool` role: a tool message
 //!   renders as `<|im_start|>tool` and nothing more, so no tool result ever reaches the
 //!   model. Under `auto` the model picks `functions.NAME:` or `message:`, and the text
 //!   after `message:` is sampled under the grammar meant for the next call's name
@@ -261,14 +262,25 @@ fn llama_cpp_python(body: &Value) -> Reply {
         Some(_) if streamed(body) => return empty_stream(),
         Some(_) => return error(500, lcp_internal("")),
     };
+    let picks_words =
+        choice == Choice::Auto && matches!(turn(body, &choice, Results::Dropped), Turn::Text(_));
     match (&choice, streamed(body)) {
-        // "Automatic streaming tool choice is not supported", raised after the headers.
-        (Choice::Auto, true) => empty_stream(),
         // The model picked `message:`; what follows is sampled under the grammar for the
         // next call's name, `functions.NAME:` or `<|im_end|>`, the stop string: nothing.
-        (Choice::Auto, false) if matches!(turn(body, &choice, Results::Dropped), Turn::Text(_)) => {
+        (Choice::Auto, false) if picks_words => {
             completion(json!({"content": "", "role": "assistant"}), "stop", Some(usage()))
         }
+        (Choice::Auto, true) if picks_words => stream(
+            vec![
+                chunk(json!({"role": "assistant"}), None),
+                chunk(json!({"content": ""}), None),
+                chunk(json!({}), Some("stop")),
+            ],
+            false,
+        ),
+        // It picked a call: "Automatic streaming tool choice is not supported", raised
+        // after the headers.
+        (Choice::Auto, true) => empty_stream(),
         (choice, streaming) => match (turn(body, choice, Results::Dropped), streaming) {
             (Turn::Text(text), false) => {
                 completion(json!({"content": text, "role": "assistant"}), "stop", Some(usage()))
@@ -566,6 +578,18 @@ mod tests {
         assert_eq!(
             message(Local::LlamaCppPython.answer(&after_call("auto"))),
             (json!({"content": "", "role": "assistant"}), json!("stop"))
+        );
+        let mut streamed = after_call("auto");
+        streamed.body["stream"] = json!(true);
+        let reply = Local::LlamaCppPython.answer(&streamed);
+        let text = String::from_utf8(reply.body).unwrap();
+        assert_eq!(
+            text,
+            crate::sse::openai(&[
+                chunk(json!({"role": "assistant"}), None),
+                chunk(json!({"content": ""}), None),
+                chunk(json!({}), Some("stop")),
+            ])
         );
         assert_eq!(
             message(Local::LlamaCppPython.answer(&after_call("none"))),

@@ -298,9 +298,11 @@ async fn a_tool_round_trip_completes_on_every_local_server() {
                     }
                     _ => assert_eq!(choices.last(), Some(&&json!("auto")), "{case}"),
                 }
-                // The answer's request goes unstreamed on llama-cpp-python (its unstreamed
-                // answers carry usage); everything else streams usage when asked.
-                assert!(usage.input_tokens > 0, "{case}: {usage:?}");
+                // Streams of llama-cpp-python carry no usage, and with a named tool nothing
+                // of that run goes unstreamed; everything else has usage.
+                if !(server_kind == Local::LlamaCppPython && stream && choice == named) {
+                    assert!(usage.input_tokens > 0, "{case}: {usage:?}");
+                }
                 let detours = match (server_kind, stream, &choice) {
                     // The empty stream, then the refused `required`; the tool named is the
                     // third send; the answer's request goes unstreamed at once, answers
@@ -309,9 +311,9 @@ async fn a_tool_round_trip_completes_on_every_local_server() {
                     // The empty stream, then the answer of nothing.
                     (Local::LlamaCppPython, true, ToolChoice::Auto) => 2,
                     (Local::LlamaCppPython, false, ToolChoice::Required) => 2,
-                    // Named streams work, but the answer's request (auto) comes back
-                    // empty, and then answers nothing.
-                    (Local::LlamaCppPython, true, ToolChoice::Tool(_)) => 2,
+                    // Named streams work, and so does `auto` when the model answers in
+                    // words: the stream of nothing is asked again, streamed, with `none`.
+                    (Local::LlamaCppPython, _, ToolChoice::Tool(_)) => 1,
                     (Local::LlamaCppPython, false, _) => 1,
                     _ => 0,
                 };

@@ -866,6 +866,20 @@ async fn an_answer_of_nothing_under_auto_is_asked_again_with_none() {
     let response = model.complete(&first_turn(ToolChoice::Auto, vec![read_file()])).await.unwrap();
     assert_eq!(response.tool_calls[0].name, "read_file");
     assert_eq!(server.bodies().len(), 5);
+
+    // Streamed, as seen live: answering in words, its `auto` streams (nothing), and the
+    // words of `none` stream too.
+    let server = Local::LlamaCppPython.start();
+    let (model, warnings) = local_model(&server);
+    let (events, outcome) = collect(model.stream(&after_a_call(ToolChoice::Auto))).await;
+    let response = outcome.unwrap();
+    assert_events_match(&events, &response);
+    assert_eq!(response.content, "I called read_file and saw no result.");
+    assert!(matches!(events[0], ModelEvent::TextDelta(_)), "{events:?}");
+    let sent: Vec<(Value, Value)> =
+        server.bodies().iter().map(|b| (b["stream"].clone(), b["tool_choice"].clone())).collect();
+    assert_eq!(sent, [(json!(true), json!("auto")), (json!(true), json!("none"))]);
+    assert_eq!(warnings.lock().unwrap().len(), 1);
 }
 
 /// Only an answer that says nothing, to `auto` with tools, is asked again, and only once:
