@@ -119,6 +119,7 @@ fn model_error_class(error: &ModelError) -> &'static str {
     match error {
         ModelError::Auth(_) => "authentication",
         ModelError::Http { .. } => "http",
+        ModelError::ContextWindow { .. } => "context_length_exceeded",
         ModelError::Transport(_) => "transport",
         ModelError::Protocol(_) => "protocol",
         ModelError::Other(_) => "model_error",
