@@ -18,6 +18,16 @@ pub enum AgentError {
     /// The run made `max_turns` model requests without a final answer.
     #[error("the run reached max_turns ({0}) without a final answer")]
     MaxTurns(u32),
+    /// The request does not fit the model's context window even after compacting the
+    /// history (the newest turn, the system prompt and the first message alone are too
+    /// large), or the provider refused it again after the one compaction a refusal earns.
+    #[error(
+        "the request does not fit the model's context window even after compacting the history ({detail}): lower the tool result cap (max_result_chars, --max-result-chars) or give the model's real window (ContextPolicy::window, --context-window)"
+    )]
+    ContextOverflow {
+        /// What was measured: the estimate and the window, or the provider's words.
+        detail: String,
+    },
     /// No model was configured.
     #[error("no model configured: pass one to Agent::builder().model(..)")]
     NoModel,

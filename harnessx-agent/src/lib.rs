@@ -5,6 +5,7 @@
 mod agent;
 mod builder;
 pub mod config;
+pub mod context;
 mod error;
 pub mod events;
 mod front_matter;
@@ -21,6 +22,7 @@ pub mod telemetry;
 pub use agent::Agent;
 pub use builder::AgentBuilder;
 pub use config::AgentConfig;
+pub use context::{ContextPolicy, Summarizer};
 pub use error::AgentError;
 pub use events::AgentEvent;
 pub use knowledge::{Knowledge, KnowledgeError, KnowledgeSource};

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tracing::Instrument;
 
-use harnessx_agent::model::{Message, ModelRequest, ModelResponse};
+use harnessx_agent::model::{Message, ModelError, ModelRequest, ModelResponse};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{
     Agent, AgentError, Events, Executed, NeedsInput, NeedsInputKind, Recorded, Recovery, RunResult, RunState,
@@ -507,6 +507,10 @@ pub(crate) fn not_awaited(
 #[derive(Default)]
 struct Replay {
     responses: HashMap<u32, Value>,
+    /// Context-length refusals by turn, each replayed once.
+    overflows: HashMap<u32, ModelError>,
+    /// Compaction summaries by (turn, attempt).
+    summaries: HashMap<(u32, u32), Value>,
     started: HashSet<String>,
     results: HashMap<String, ToolResult>,
     /// Decisions by call id, with the hash of the arguments they were made on.
@@ -553,6 +557,14 @@ impl Replay {
                     s.paused = serde_json::from_value(needs_input.clone()).unwrap_or_default();
                 }
                 Entry::Continues { run_id } => s.continues = Some(run_id.clone()),
+                Entry::ContextOverflow { turn, message, limit, requested } => {
+                    let error =
+                        ModelError::ContextWindow { message: message.clone(), limit: *limit, requested: *requested };
+                    s.overflows.insert(*turn, error);
+                }
+                Entry::Compaction { turn, attempt, response } => {
+                    s.summaries.insert((*turn, *attempt), response.clone());
+                }
                 Entry::Final { .. } | Entry::Failed { .. } => {}
             }
         }
@@ -637,10 +649,21 @@ impl Steps for JournalSteps {
             }
             return Ok(response);
         }
+        if let Some(refusal) = self.replay.overflows.remove(&turn) {
+            return Err(AgentError::Model(refusal).into());
+        }
         if self.read_only {
             return Err(self.not_journaled(&format!("the model response of turn {turn}")));
         }
-        let response = agent.request_turn(request, events, turn).await?;
+        let response = match agent.request_turn(request, events, turn).await {
+            Err(AgentError::Model(ModelError::ContextWindow { message, limit, requested })) => {
+                // Journaled, so a resume compacts as this run is about to.
+                let entry = Entry::ContextOverflow { turn, message: message.clone(), limit, requested };
+                self.commit(vec![entry], None)?;
+                return Err(AgentError::Model(ModelError::ContextWindow { message, limit, requested }).into());
+            }
+            other => other?,
+        };
         // Committed as it arrives, before anything is asked or run: a crash after this
         // never asks the model for this turn again.
         let entry = Entry::ModelResponse {
@@ -649,6 +672,42 @@ impl Steps for JournalSteps {
         };
         self.commit(vec![entry], Some((RunStatus::Running, None)))?;
         Ok(response)
+    }
+
+    async fn summary(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        attempt: u32,
+        request: &ModelRequest,
+    ) -> Result<ModelResponse, DurableError> {
+        if let Some(recorded) = self.replay.summaries.get(&(turn, attempt)) {
+            return serde_json::from_value(recorded.clone()).map_err(|e| {
+                JournalError::Storage(format!(
+                    "run {:?}: the compaction summary of turn {turn} cannot be read: {e}",
+                    self.run_id
+                ))
+                .into()
+            });
+        }
+        if self.read_only {
+            return Err(self.not_journaled(&format!("the compaction summary of turn {turn}")));
+        }
+        let response = agent.summarize(request, turn).await?;
+        let entry = Entry::Compaction {
+            turn,
+            attempt,
+            response: serde_json::to_value(&response).expect("a response serialises"),
+        };
+        self.commit(vec![entry], None)?;
+        Ok(response)
+    }
+
+    fn context_overflow(&self, error: &DurableError) -> Option<ModelError> {
+        match error {
+            DurableError::Agent(AgentError::Model(e @ ModelError::ContextWindow { .. })) => Some(e.clone()),
+            _ => None,
+        }
     }
 
     fn recorded(&self, call_id: &str) -> Recorded<'_> {

@@ -143,7 +143,8 @@ impl Tally {
 
     /// The request's estimated size in the provider's tokens: the count, corrected.
     pub fn estimate(&mut self, request: &ModelRequest) -> u64 {
-        self.corrected(self.raw(request))
+        let raw = self.raw(request);
+        self.corrected(raw)
     }
 
     /// A raw count in the provider's tokens.

@@ -7,6 +7,7 @@ pub mod function;
 #[cfg(feature = "http")]
 mod http;
 pub mod message;
+#[cfg(feature = "http")]
 pub(crate) mod overflow;
 #[cfg(feature = "openai")]
 pub mod openai;

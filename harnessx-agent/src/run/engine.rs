@@ -56,8 +56,14 @@ pub async fn drive<S: Steps>(
             }
         }));
     }
+    if let Some(dir) = &agent.config().result_dir {
+        ctx = ctx.with_result_dir(dir.clone()); // context window (issue 28): capped results saved
+    }
     let mut usage = Usage::default();
     let max_turns = agent.config().max_turns;
+    // Context window (issue 28): counts each request, compacts the history when it
+    // nears the window, recovers from a context-length refusal. See `crate::context`.
+    let mut context = crate::context::track::Tracker::new(agent);
     for turn in 1..=max_turns {
         if let Some(p) = &planning {
             crate::planning::attach(p, &mut request.messages);
@@ -71,7 +77,8 @@ pub async fn drive<S: Steps>(
             steps.tools_changed(agent)?;
         }
         emit(events, || AgentEvent::ModelRequest { turn, model: agent.model_name() });
-        let response = steps.response(agent, turn, &request, events).await?;
+        // Context window (issue 28): `steps.response`, with compaction around it.
+        let response = context.respond(agent, steps, turn, &mut request, events).await?;
         usage += response.usage;
         usage.requests += 1;
         let finish_reason = response.finish_reason;
