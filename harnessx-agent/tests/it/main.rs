@@ -13,6 +13,8 @@ mod agent_mcp;
 mod agent_prompt_cache;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod common;
+#[cfg(all(feature = "openai", feature = "anthropic"))]
+mod context;
 mod knowledge;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod models_agent;
