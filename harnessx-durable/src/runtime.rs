@@ -637,6 +637,11 @@ impl Steps for JournalSteps {
         request: &ModelRequest,
         events: Option<&Events>,
     ) -> Result<ModelResponse, DurableError> {
+        // A journaled refusal of this turn's first request comes first: the loop then
+        // compacts as it did, and asks again (the recorded response below).
+        if let Some(refusal) = self.replay.overflows.remove(&turn) {
+            return Err(AgentError::Model(refusal).into());
+        }
         if let Some(recorded) = self.replay.responses.get(&turn) {
             let response: ModelResponse = serde_json::from_value(recorded.clone()).map_err(|e| {
                 JournalError::Storage(format!(
@@ -648,9 +653,6 @@ impl Steps for JournalSteps {
                 spans::replayed_chat(&**model, request, turn, &response);
             }
             return Ok(response);
-        }
-        if let Some(refusal) = self.replay.overflows.remove(&turn) {
-            return Err(AgentError::Model(refusal).into());
         }
         if self.read_only {
             return Err(self.not_journaled(&format!("the model response of turn {turn}")));

@@ -7,6 +7,7 @@
 //! need a process. In an ordinary run those child tests do nothing.
 
 mod common;
+mod context;
 mod conversation;
 mod crash_matrix;
 mod decisions;
