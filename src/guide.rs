@@ -14,6 +14,10 @@ pub mod permissions {}
 pub mod agent {}
 
 #[cfg(feature = "agent")]
+#[doc = include_str!("../docs/context.md")]
+pub mod context {}
+
+#[cfg(feature = "agent")]
 #[doc = include_str!("../docs/planning.md")]
 pub mod planning {}
 
