@@ -58,11 +58,18 @@ impl WindowServer {
     /// Starts a server of `dialect` with a window of `window` tokens whose model makes
     /// `pages` calls before it answers.
     pub fn start(dialect: Dialect, window: u64, pages: u32) -> Self {
+        Self::calling(dialect, window, pages, "fetch", None)
+    }
+
+    /// Like [`start`](Self::start), with a model that calls `tool` with `arguments`
+    /// (`{"page": N}` when `None`).
+    pub fn calling(dialect: Dialect, window: u64, pages: u32, tool: &str, arguments: Option<&str>) -> Self {
+        let call = Call { tool: tool.to_owned(), arguments: arguments.map(str::to_owned) };
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
         let log = seen.clone();
         let page = Arc::new(Mutex::new(0u32));
         let server = Server::respond(move |request| {
-            let answer = answer(dialect, window, pages, &page, request);
+            let answer = answer(dialect, window, pages, &page, &call, request);
             log.lock().unwrap_or_else(|e| e.into_inner()).push(answer.0);
             answer.1
         });
@@ -99,7 +106,20 @@ fn system_text(dialect: Dialect, body: &Value) -> String {
     }
 }
 
-fn answer(dialect: Dialect, window: u64, pages: u32, page: &Mutex<u32>, request: &Recorded) -> (Seen, Reply) {
+/// The call the stand-in model makes.
+struct Call {
+    tool: String,
+    arguments: Option<String>,
+}
+
+fn answer(
+    dialect: Dialect,
+    window: u64,
+    pages: u32,
+    page: &Mutex<u32>,
+    call: &Call,
+    request: &Recorded,
+) -> (Seen, Reply) {
     let body = &request.body;
     let tokens = count(body);
     let summary = system_text(dialect, body).starts_with(SUMMARY_MARK);
@@ -119,7 +139,7 @@ fn answer(dialect: Dialect, window: u64, pages: u32, page: &Mutex<u32>, request:
         return (seen, text_reply(dialect, &text, tokens, streamed));
     }
     *page += 1;
-    (seen, call_reply(dialect, *page, tokens, streamed))
+    (seen, call_reply(dialect, call, *page, tokens, streamed))
 }
 
 /// The 400 each provider answers a prompt larger than its window with.
@@ -140,21 +160,23 @@ fn refusal(dialect: Dialect, window: u64, tokens: u64) -> Reply {
     Reply::json(400, body.to_string())
 }
 
-fn call_reply(dialect: Dialect, page: u32, tokens: u64, streamed: bool) -> Reply {
+fn call_reply(dialect: Dialect, call: &Call, page: u32, tokens: u64, streamed: bool) -> Reply {
     let id = format!("call_{page}");
-    let args = format!("{{\"page\": {page}}}");
+    let args = call.arguments.clone().unwrap_or_else(|| format!("{{\"page\": {page}}}"));
+    let input: Value = serde_json::from_str(&args).unwrap_or_default();
+    let name = call.tool.as_str();
     match dialect {
         Dialect::Anthropic => Reply::json(
             200,
             json!({"id": "msg", "type": "message", "role": "assistant", "model": "m",
-                "content": [{"type": "tool_use", "id": id, "name": "fetch", "input": {"page": page}}],
+                "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
                 "stop_reason": "tool_use", "usage": {"input_tokens": tokens, "output_tokens": 9}})
             .to_string(),
         ),
         _ if streamed => {
             let call = json!({"id": "r", "object": "chat.completion.chunk", "choices": [{"index": 0,
                 "delta": {"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": id,
-                "type": "function", "function": {"name": "fetch", "arguments": args}}]}, "finish_reason": null}]});
+                "type": "function", "function": {"name": name, "arguments": args}}]}, "finish_reason": null}]});
             let end = json!({"id": "r", "object": "chat.completion.chunk",
                 "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
             Reply::event_stream(stream(&[call, end], tokens))
@@ -163,7 +185,7 @@ fn call_reply(dialect: Dialect, page: u32, tokens: u64, streamed: bool) -> Reply
             200,
             json!({"id": "r", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
                 "message": {"role": "assistant", "content": null,
-                    "tool_calls": [{"id": id, "type": "function", "function": {"name": "fetch", "arguments": args}}]}}],
+                    "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": args}}]}}],
                 "usage": {"prompt_tokens": tokens, "completion_tokens": 9, "total_tokens": tokens + 9}})
             .to_string(),
         ),

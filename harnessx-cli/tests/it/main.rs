@@ -6,6 +6,7 @@ mod cli;
 mod cli_bash;
 mod cli_chat;
 mod cli_config;
+mod cli_context;
 mod cli_durable;
 mod cli_mcp;
 mod cli_mcp_serve;
