@@ -32,7 +32,11 @@ fn scripted_model() -> FunctionModel {
             ModelResponse::text("All 15 pages read.")
         } else {
             let next = n + 1;
-            ModelResponse::tool_calls(vec![ToolCall::new(format!("p{next}"), "fetch_page", format!("{{\"n\": {next}}}"))])
+            ModelResponse::tool_calls(vec![ToolCall::new(
+                format!("p{next}"),
+                "fetch_page",
+                format!("{{\"n\": {next}}}"),
+            )])
         })
     })
 }

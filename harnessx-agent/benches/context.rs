@@ -17,7 +17,9 @@ fn turn(t: usize) -> Vec<Message> {
         let mut text = String::new();
         let mut line = 0;
         while text.len() < 2_000 {
-            text.push_str(&format!("{t}.{k}.{line}: fn handle(request: &Request) -> Result<Response, Error> {{ todo }}\n"));
+            text.push_str(&format!(
+                "{t}.{k}.{line}: fn handle(request: &Request) -> Result<Response, Error> {{ todo }}\n"
+            ));
             line += 1;
         }
         text.truncate(2_000);
@@ -31,7 +33,12 @@ fn turn(t: usize) -> Vec<Message> {
                 ToolCall::new(format!("b{t}"), "grep", format!("{{\"pattern\": \"fn {t}\"}}")),
             ],
         ),
-        Message::Tool { call_id: format!("a{t}"), name: "read_file".into(), content: result(0), is_error: false },
+        Message::Tool {
+            call_id: format!("a{t}"),
+            name: "read_file".into(),
+            content: result(0),
+            is_error: false,
+        },
         Message::Tool { call_id: format!("b{t}"), name: "grep".into(), content: result(1), is_error: false },
     ]
 }

@@ -23,11 +23,19 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("cap");
     let small = ToolResult::success("c1", "read_file", ToolOutput::text(text(2_000)));
     group.bench_function("within_2kb", |b| {
-        b.iter_batched_ref(|| small.clone(), |r| cap_result(r, DEFAULT_MAX_RESULT_CHARS, None), BatchSize::SmallInput)
+        b.iter_batched_ref(
+            || small.clone(),
+            |r| cap_result(r, DEFAULT_MAX_RESULT_CHARS, None),
+            BatchSize::SmallInput,
+        )
     });
     let big = ToolResult::success("c1", "read_file", ToolOutput::text(text(200_000)));
     group.bench_function("cut_200kb", |b| {
-        b.iter_batched_ref(|| big.clone(), |r| cap_result(r, DEFAULT_MAX_RESULT_CHARS, None), BatchSize::SmallInput)
+        b.iter_batched_ref(
+            || big.clone(),
+            |r| cap_result(r, DEFAULT_MAX_RESULT_CHARS, None),
+            BatchSize::SmallInput,
+        )
     });
     let dir = tempfile::tempdir().unwrap();
     let results = ResultDir::new(dir.path());

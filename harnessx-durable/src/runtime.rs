@@ -558,8 +558,11 @@ impl Replay {
                 }
                 Entry::Continues { run_id } => s.continues = Some(run_id.clone()),
                 Entry::ContextOverflow { turn, message, limit, requested } => {
-                    let error =
-                        ModelError::ContextWindow { message: message.clone(), limit: *limit, requested: *requested };
+                    let error = ModelError::ContextWindow {
+                        message: message.clone(),
+                        limit: *limit,
+                        requested: *requested,
+                    };
                     s.overflows.insert(*turn, error);
                 }
                 Entry::Compaction { turn, attempt, response } => {

@@ -11,14 +11,17 @@ use harnessx_core::engine::cap::cap_text;
 use crate::model::{Message, ModelRequest, ToolChoice};
 
 /// The first line of a summary message (how a later compaction recognises one).
-pub const SUMMARY_PREFIX: &str = "[Summary of the earlier part of this conversation, written to fit the context window]";
+pub const SUMMARY_PREFIX: &str =
+    "[Summary of the earlier part of this conversation, written to fit the context window]";
 
 /// The system prompt of the summarising request.
 pub const SUMMARY_INSTRUCTIONS: &str = "You compact the history of an AI agent's run so that it fits the model's context window. Summarise the transcript you are given for the agent that will continue the run: the task and the user's requirements, what was done (tools called and what they returned, with exact names, paths, identifiers, numbers and errors that may matter later), what was learned, decisions made, and what remains to be done. Be concise and factual, write in the language of the conversation, and answer with the summary only.";
 
 /// The stub that replaces a cleared tool result.
 pub fn cleared_stub(name: &str, call_id: &str) -> String {
-    format!("[The result of this {name} call ({call_id}) was cleared to fit the context window; call the tool again if it is needed.]")
+    format!(
+        "[The result of this {name} call ({call_id}) was cleared to fit the context window; call the tool again if it is needed.]"
+    )
 }
 
 /// The end (exclusive) of the pinned head: up to and including the first user message.
@@ -49,13 +52,21 @@ pub fn clear_results(messages: &mut [Message], from: usize, to: usize) -> usize 
 /// The index of the run's prompt in `messages[from..to]`, if it is there: the last user
 /// message that is not a summary.
 pub fn prompt_in(messages: &[Message], from: usize, to: usize) -> Option<usize> {
-    (from..to).rev().find(|&i| matches!(&messages[i], Message::User { content } if !content.starts_with(SUMMARY_PREFIX)))
+    (from..to)
+        .rev()
+        .find(|&i| matches!(&messages[i], Message::User { content } if !content.starts_with(SUMMARY_PREFIX)))
 }
 
 /// The summarising request for `messages[from..to]`: the transcript as one user message,
 /// at most `budget_chars` characters (each message cut to its share first, then the whole
 /// transcript, head and tail kept), no tools.
-pub fn summary_request(messages: &[Message], from: usize, to: usize, budget_chars: usize, max_tokens: u32) -> ModelRequest {
+pub fn summary_request(
+    messages: &[Message],
+    from: usize,
+    to: usize,
+    budget_chars: usize,
+    max_tokens: u32,
+) -> ModelRequest {
     let region = &messages[from..to];
     let share = (budget_chars / region.len().max(1)).max(400);
     let mut transcript = String::new();
@@ -99,7 +110,9 @@ pub fn fallback_summary(messages: &[Message], from: usize, to: usize) -> String 
     let calls: Vec<String> = messages[from..to]
         .iter()
         .flat_map(|m| match m {
-            Message::Assistant { tool_calls, .. } => tool_calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect(),
+            Message::Assistant { tool_calls, .. } => {
+                tool_calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect()
+            }
             _ => Vec::new(),
         })
         .collect();
@@ -149,10 +162,23 @@ mod tests {
     fn history(turns: usize) -> Vec<Message> {
         let mut m = vec![Message::user("the task")];
         for t in 0..turns {
-            let calls = vec![ToolCall::new(format!("a{t}"), "read", "{}"), ToolCall::new(format!("b{t}"), "grep", "{}")];
+            let calls = vec![
+                ToolCall::new(format!("a{t}"), "read", "{}"),
+                ToolCall::new(format!("b{t}"), "grep", "{}"),
+            ];
             m.push(Message::assistant(format!("turn {t}"), calls));
-            m.push(Message::Tool { call_id: format!("a{t}"), name: "read".into(), content: "x".repeat(100), is_error: false });
-            m.push(Message::Tool { call_id: format!("b{t}"), name: "grep".into(), content: "y".repeat(100), is_error: false });
+            m.push(Message::Tool {
+                call_id: format!("a{t}"),
+                name: "read".into(),
+                content: "x".repeat(100),
+                is_error: false,
+            });
+            m.push(Message::Tool {
+                call_id: format!("b{t}"),
+                name: "grep".into(),
+                content: "y".repeat(100),
+                is_error: false,
+            });
         }
         m
     }

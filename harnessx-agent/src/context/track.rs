@@ -65,7 +65,8 @@ impl Tracker {
                 }
                 Err(error) => error,
             };
-            let Some(ModelError::ContextWindow { message, limit, requested }) = steps.context_overflow(&error)
+            let Some(ModelError::ContextWindow { message, limit, requested }) =
+                steps.context_overflow(&error)
             else {
                 return Err(error);
             };
@@ -145,7 +146,8 @@ impl Tracker {
                 let summary_window = self.summarizer_window.unwrap_or(budget);
                 let max_tokens = (summary_window / 10).clamp(256, SUMMARY_MAX_TOKENS);
                 let budget_chars = (summary_window as f64 * SUMMARY_INPUT_SHARE * CHARS_PER_TOKEN) as usize;
-                let ask = compact::summary_request(&request.messages, head, cut, budget_chars, max_tokens as u32);
+                let ask =
+                    compact::summary_request(&request.messages, head, cut, budget_chars, max_tokens as u32);
                 let response = steps.summary(agent, turn, attempt, &ask).instrument(span.clone()).await?;
                 let text = if response.content.trim().is_empty() {
                     fallback_summary(&request.messages, head, cut)

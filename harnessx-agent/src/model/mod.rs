@@ -7,10 +7,10 @@ pub mod function;
 #[cfg(feature = "http")]
 mod http;
 pub mod message;
-#[cfg(feature = "http")]
-pub(crate) mod overflow;
 #[cfg(feature = "openai")]
 pub mod openai;
+#[cfg(feature = "http")]
+pub(crate) mod overflow;
 pub mod response;
 pub mod sse;
 pub mod test_model;

@@ -137,10 +137,14 @@ mod tests {
 
     #[test]
     fn other_errors_are_not_overflows() {
-        assert_eq!(classify(400, r#"{"error":{"message":"bad tool schema","type":"invalid_request_error"}}"#), None);
+        assert_eq!(
+            classify(400, r#"{"error":{"message":"bad tool schema","type":"invalid_request_error"}}"#),
+            None
+        );
         assert_eq!(classify(400, "not json"), None);
         // A 500 that mentions the window is a server fault, not a refusal of this request.
-        let body = r#"{"error":{"message":"maximum context length is 5 tokens","code":"context_length_exceeded"}}"#;
+        let body =
+            r#"{"error":{"message":"maximum context length is 5 tokens","code":"context_length_exceeded"}}"#;
         assert_eq!(classify(500, body), None);
         assert_eq!(classify(400, body), Some((Some(5), None)));
     }

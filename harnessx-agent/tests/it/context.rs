@@ -126,7 +126,11 @@ async fn a_run_whose_results_add_up_to_several_windows_completes() {
     let total: usize = 40 * 3_000;
     assert!(total as u64 / 3 > 6 * 6_000, "the results add up to several windows");
     // No request over the window reached the server: none was refused.
-    assert!(seen.iter().all(|s| !s.refused && s.tokens <= 6_000), "{:?}", seen.iter().map(|s| s.tokens).collect::<Vec<_>>());
+    assert!(
+        seen.iter().all(|s| !s.refused && s.tokens <= 6_000),
+        "{:?}",
+        seen.iter().map(|s| s.tokens).collect::<Vec<_>>()
+    );
     assert!(compactions.len() >= 2, "compacted {} times", compactions.len());
     assert!(compactions.len() <= 20, "compaction should be rare: {}", compactions.len());
     for (before, after) in &compactions {
@@ -167,7 +171,8 @@ async fn recovers(dialect: Dialect) {
     let server = WindowServer::start(dialect, 4_000, 20);
     let model: Box<dyn FnOnce() -> Agent> = match dialect {
         Dialect::Anthropic => Box::new(|| {
-            let model = AnthropicModel::new("local-claude").base_url(&server.server.url).api_key("sk-ant-test");
+            let model =
+                AnthropicModel::new("local-claude").base_url(&server.server.url).api_key("sk-ant-test");
             agent(model, fetching(2_000), None)
         }),
         _ => Box::new(|| agent(openai(&server, "local-model"), fetching(2_000), None)),
@@ -205,7 +210,8 @@ async fn a_context_length_refusal_is_recovered_vllm() {
 async fn a_request_that_cannot_fit_fails_clearly_without_looping() {
     // One result alone (the cap raised past it) is larger than the window.
     let server = WindowServer::start(Dialect::OpenAi, 2_000, 5);
-    let registry = ToolRegistry::with_policy(ToolPolicy { max_result_chars: Some(30_000), ..Default::default() });
+    let registry =
+        ToolRegistry::with_policy(ToolPolicy { max_result_chars: Some(30_000), ..Default::default() });
     let big = fetching(12_000);
     let spec = big.get_tool("fetch").unwrap();
     registry.register_tool(spec).unwrap();
@@ -214,7 +220,10 @@ async fn a_request_that_cannot_fit_fails_clearly_without_looping() {
     let error = result.unwrap_err();
     assert!(matches!(error, AgentError::ContextOverflow { .. }), "{error:?}");
     let text = error.to_string();
-    assert!(text.contains("does not fit the model's context window") && text.contains("--max-result-chars"), "{text}");
+    assert!(
+        text.contains("does not fit the model's context window") && text.contains("--max-result-chars"),
+        "{text}"
+    );
     assert!(server.seen().len() <= 3, "bounded: {} requests", server.seen().len());
 }
 
@@ -222,7 +231,8 @@ async fn a_request_that_cannot_fit_fails_clearly_without_looping() {
 async fn a_user_tool_s_long_result_is_capped_and_saved() {
     let dir = tempfile::tempdir().unwrap();
     let server = WindowServer::start(Dialect::OpenAi, 1_000_000, 1);
-    let registry = ToolRegistry::with_policy(ToolPolicy { max_result_chars: Some(2_000), ..Default::default() });
+    let registry =
+        ToolRegistry::with_policy(ToolPolicy { max_result_chars: Some(2_000), ..Default::default() });
     let big = fetching(100_000);
     registry.register_tool(big.get_tool("fetch").unwrap()).unwrap();
     let mut agent = agent(openai(&server, "gpt-4o"), registry, None);
@@ -233,7 +243,10 @@ async fn a_user_tool_s_long_result_is_capped_and_saved() {
     let content = messages(second).last().unwrap()["content"].as_str().unwrap().to_owned();
     assert!(content.chars().count() <= 2_000, "{}", content.chars().count());
     assert!(content.starts_with("page 1 line 0:"), "the head");
-    assert!(content.contains("characters cut here; the whole result is saved in results/fetch-call_1.txt"), "{content}");
+    assert!(
+        content.contains("characters cut here; the whole result is saved in results/fetch-call_1.txt"),
+        "{content}"
+    );
     let saved = std::fs::read_to_string(dir.path().join("results/fetch-call_1.txt")).unwrap();
     assert_eq!(saved.len(), 100_000);
     assert!(saved.ends_with(content.lines().last().unwrap()), "the tail is the end of the whole text");
@@ -257,13 +270,19 @@ async fn a_built_in_tool_s_long_result_is_capped() {
     let dir = tempfile::tempdir().unwrap();
     let text: String = (0..20_000).map(|i| format!("row {i}\n")).collect();
     std::fs::write(dir.path().join("big.txt"), &text).unwrap();
-    let registry = ToolRegistry::with_policy(ToolPolicy { max_result_chars: Some(1_500), ..Default::default() });
+    let registry =
+        ToolRegistry::with_policy(ToolPolicy { max_result_chars: Some(1_500), ..Default::default() });
     registry.load_builtin("read_file", json!({"base_path": dir.path()})).unwrap();
-    let ctx = harnessx_core::RunContext::new().with_result_dir(ResultDir::new(dir.path().join("out")).shown_as("out"));
+    let ctx = harnessx_core::RunContext::new()
+        .with_result_dir(ResultDir::new(dir.path().join("out")).shown_as("out"));
     let result = registry.execute_in(&ToolCall::new("c9", "read_file", r#"{"path": "big.txt"}"#), &ctx).await;
     assert!(!result.is_error, "{}", result.content);
     assert!(result.content.chars().count() <= 1_500);
-    assert!(result.content.contains("row 0") && result.content.contains("saved in out/read_file-c9.txt"), "{}", result.content);
+    assert!(
+        result.content.contains("row 0") && result.content.contains("saved in out/read_file-c9.txt"),
+        "{}",
+        result.content
+    );
     let saved = std::fs::read_to_string(dir.path().join("out/read_file-c9.txt")).unwrap();
     // The whole output, after read_file's own limits: the capped text's head and tail
     // are its ends.
@@ -280,15 +299,19 @@ async fn an_mcp_tool_s_long_result_is_capped() {
     use harnessx_mcp::{McpOptions, McpServer};
     use harnessx_test_support::npm::ensure_npm_package;
 
-    let Some(prefix) =
-        tokio::task::spawn_blocking(|| ensure_npm_package("@modelcontextprotocol/server-everything", "2026.8.31"))
-            .await
-            .unwrap()
-    else {
+    let Some(prefix) = tokio::task::spawn_blocking(|| {
+        ensure_npm_package("@modelcontextprotocol/server-everything", "2026.8.31")
+    })
+    .await
+    .unwrap() else {
         return;
     };
     let script = prefix.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let server = McpServer::stdio("node", [script.display().to_string(), "stdio".into()], Vec::<(String, String)>::new());
+    let server = McpServer::stdio(
+        "node",
+        [script.display().to_string(), "stdio".into()],
+        Vec::<(String, String)>::new(),
+    );
     let long = "mcp ".repeat(5_000);
     let arguments = json!({"message": long}).to_string();
     let model = FunctionModel::new(move |request| {
@@ -302,8 +325,13 @@ async fn an_mcp_tool_s_long_result_is_capped() {
         tools: ToolPolicy { max_result_chars: Some(1_000), ..Default::default() },
         ..AgentConfig::default()
     };
-    let agent =
-        Agent::builder().model(model).config(config).mcp_with(server, McpOptions::default()).connect().await.unwrap();
+    let agent = Agent::builder()
+        .model(model)
+        .config(config)
+        .mcp_with(server, McpOptions::default())
+        .connect()
+        .await
+        .unwrap();
     let output = agent.run("Echo it.").await.unwrap().output;
     agent.close().await;
     assert!(output.chars().count() <= 1_000, "{}", output.chars().count());

@@ -32,9 +32,12 @@ pub(crate) fn check_window(tokens: u64) -> Result<u64, CliError> {
 }
 
 fn parse_window(text: &str) -> Result<u64, String> {
-    let tokens: u64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of tokens (e.g. 8192)"))?;
+    let tokens: u64 =
+        text.trim().parse().map_err(|_| format!("{text:?} is not a number of tokens (e.g. 8192)"))?;
     if tokens < MIN_CONTEXT_WINDOW {
-        return Err(format!("give the model's window in tokens, at least {MIN_CONTEXT_WINDOW} (e.g. 8192, 128000)"));
+        return Err(format!(
+            "give the model's window in tokens, at least {MIN_CONTEXT_WINDOW} (e.g. 8192, 128000)"
+        ));
     }
     Ok(tokens)
 }

@@ -358,9 +358,9 @@ fn agent_builder(
     let model = model.build(only_tool);
     // The whole text of a capped result goes where the file tools can read it.
     let result_dir = match tools.base_path.dir() {
-        Some(dir) if registry.contains("read_file") => Some(
-            harnessx::ResultDir::new(dir.join(RESULTS_DIR)).shown_as(RESULTS_DIR),
-        ),
+        Some(dir) if registry.contains("read_file") => {
+            Some(harnessx::ResultDir::new(dir.join(RESULTS_DIR)).shown_as(RESULTS_DIR))
+        }
         _ => None,
     };
     let (manager, rules) =
@@ -368,7 +368,10 @@ fn agent_builder(
     let mut builder =
         Agent::builder().model_arc(model).registry(registry).permissions(manager).config(AgentConfig {
             max_turns: args.max_turns,
-            tools: harnessx::ToolPolicy { max_result_chars: Some(args.max_result_chars), ..Default::default() },
+            tools: harnessx::ToolPolicy {
+                max_result_chars: Some(args.max_result_chars),
+                ..Default::default()
+            },
             context: harnessx::agent::ContextPolicy {
                 window: args.context_window,
                 ..harnessx::agent::ContextPolicy::default()

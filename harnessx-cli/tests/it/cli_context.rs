@@ -31,7 +31,10 @@ fn a_long_run_compacts_and_caps_within_the_window() {
     let server = server();
     let base = format!("{}/v1", server.server.url);
     let args = ["run", "Read big.txt again and again.", "--model", "openai:local-model", "--base-url", &base];
-    let out = run(dir.path(), &[&args[..], &["--max-result-chars", "3000", "--context-window", "8000", "--json"]].concat());
+    let out = run(
+        dir.path(),
+        &[&args[..], &["--max-result-chars", "3000", "--context-window", "8000", "--json"]].concat(),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let events = json_lines(&out);
     let compactions: Vec<_> = events.iter().filter(|e| e["type"] == "compaction").collect();
@@ -47,14 +50,19 @@ fn a_long_run_compacts_and_caps_within_the_window() {
     // The results reached the model capped, the whole text saved for the file tools.
     let ends: Vec<_> = events.iter().filter(|e| e["type"] == "tool_call_end").collect();
     let content = ends[0]["content"].as_str().unwrap();
-    assert!(content.chars().count() <= 3_000 && content.contains(".harnessx/results/read_file-call_1.txt"), "{content}");
+    assert!(
+        content.chars().count() <= 3_000 && content.contains(".harnessx/results/read_file-call_1.txt"),
+        "{content}"
+    );
     assert!(dir.path().join(".harnessx/results/read_file-call_1.txt").is_file());
 }
 
 #[test]
 fn the_flags_refuse_bad_values_in_one_line() {
     let dir = workspace();
-    for (flag, value) in [("--context-window", "12"), ("--context-window", "lots"), ("--max-result-chars", "many")] {
+    for (flag, value) in
+        [("--context-window", "12"), ("--context-window", "lots"), ("--max-result-chars", "many")]
+    {
         let out = run(dir.path(), &["run", "hi", flag, value]);
         assert_eq!(out.status.code(), Some(2), "{flag} {value}");
         let err = stderr(&out);
@@ -67,8 +75,12 @@ fn a_config_file_sets_both() {
     let dir = workspace();
     let server = server();
     let base = format!("{}/v1", server.server.url);
-    std::fs::write(dir.path().join("harnessx.toml"), "max_result_chars = 2500\ncontext_window = 8000\n").unwrap();
-    let out = run(dir.path(), &["run", "Read big.txt.", "--model", "openai:local-model", "--base-url", &base, "--json"]);
+    std::fs::write(dir.path().join("harnessx.toml"), "max_result_chars = 2500\ncontext_window = 8000\n")
+        .unwrap();
+    let out = run(
+        dir.path(),
+        &["run", "Read big.txt.", "--model", "openai:local-model", "--base-url", &base, "--json"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let events = json_lines(&out);
     let end = events.iter().find(|e| e["type"] == "tool_call_end").unwrap();

@@ -227,7 +227,8 @@ mod tests {
     #[test]
     fn policy_precedence_fills_unset_values_only() {
         let explicit = ToolPolicy { default_timeout_seconds: Some(60.0), ..Default::default() };
-        let agent = ToolPolicy { default_timeout_seconds: Some(5.0), dedupe_calls: Some(true), ..Default::default() };
+        let agent =
+            ToolPolicy { default_timeout_seconds: Some(5.0), dedupe_calls: Some(true), ..Default::default() };
         let eff = explicit.or(&agent).effective();
         assert_eq!(eff.default_timeout_seconds, 60.0);
         assert!(eff.dedupe_calls);

@@ -57,8 +57,12 @@ async fn sleep_for(registry: &ToolRegistry, secs: f64) -> (bool, Duration) {
 #[test]
 fn the_built_in_default_is_25_seconds_no_deduplication_and_tool_retry_default() {
     assert_eq!(DEFAULT_TOOL_TIMEOUT_SECONDS, 25.0);
-    let expected =
-        EffectivePolicy { default_timeout_seconds: 25.0, dedupe_calls: false, retry: ToolRetry::default(), max_result_chars: 40_000 };
+    let expected = EffectivePolicy {
+        default_timeout_seconds: 25.0,
+        dedupe_calls: false,
+        retry: ToolRetry::default(),
+        max_result_chars: 40_000,
+    };
     assert_eq!(ToolRegistry::new().policy(), expected);
     assert_eq!(ToolRegistry::default().policy(), expected);
     assert_eq!(ToolRegistry::with_policy(ToolPolicy::default()).policy(), expected);
@@ -120,7 +124,12 @@ fn precedence_applies_value_by_value() {
     });
     assert_eq!(
         registry.policy(),
-        EffectivePolicy { default_timeout_seconds: 10.0, dedupe_calls: true, retry: ToolRetry::default(), max_result_chars: 40_000 }
+        EffectivePolicy {
+            default_timeout_seconds: 10.0,
+            dedupe_calls: true,
+            retry: ToolRetry::default(),
+            max_result_chars: 40_000
+        }
     );
 }
 

@@ -316,8 +316,12 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         match answered {
             Answered::Response(response) => Ok(response),
             Answered::Overflow { message, limit, requested } => {
-                Err(harnessx_agent::AgentError::Model(ModelError::ContextWindow { message, limit, requested })
-                    .into())
+                Err(harnessx_agent::AgentError::Model(ModelError::ContextWindow {
+                    message,
+                    limit,
+                    requested,
+                })
+                .into())
             }
         }
     }

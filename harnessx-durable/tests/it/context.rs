@@ -2,8 +2,8 @@
 //! history was summarised resumes with the same summary, never asking for a new one; a
 //! provider's context-length refusal is journaled too, so a resume compacts the same way.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use harnessx_agent::model::{FunctionModel, Message, ModelError, ModelResponse};
@@ -75,11 +75,19 @@ fn agent(world: &Arc<World>, refuse: bool) -> Agent {
             return Ok(ModelResponse::text(format!("done with {}", summaries.join(","))));
         }
         let next = page + 1;
-        Ok(ModelResponse::tool_calls(vec![ToolCall::new(format!("c{next}"), "fetch", format!("{{\"page\": {next}}}"))]))
+        Ok(ModelResponse::tool_calls(vec![ToolCall::new(
+            format!("c{next}"),
+            "fetch",
+            format!("{{\"page\": {next}}}"),
+        )]))
     });
     let config = AgentConfig {
         planning: false,
-        context: ContextPolicy { window: Some(if refuse { 100_000 } else { 3_000 }), keep_turns: 2, ..ContextPolicy::default() },
+        context: ContextPolicy {
+            window: Some(if refuse { 100_000 } else { 3_000 }),
+            keep_turns: 2,
+            ..ContextPolicy::default()
+        },
         ..AgentConfig::default()
     };
     Agent::builder().model(model).tool(fetch(world)).config(config).build().unwrap()
