@@ -197,7 +197,8 @@ mod tests {
         assert_eq!(m.len(), 2 + 2 * 3);
         // A second compaction folds the first summary in, and keeps the prompt first.
         let starts = turn_starts(&m, head_end(&m));
-        apply_summary(&mut m, head_end(&m), starts[1], "again");
+        let head = head_end(&m);
+        apply_summary(&mut m, head, starts[1], "again");
         assert!(well_paired(&m));
         assert_eq!(m[0], Message::user("the task"));
         assert_eq!(m.iter().filter(|x| x.content().starts_with(SUMMARY_PREFIX)).count(), 1);
