@@ -57,7 +57,9 @@ impl Tracker {
         }
         let mut refused = false;
         loop {
-            let raw = self.tally.raw(request);
+            // Counted only while the window is known (nothing to compare with otherwise;
+            // a refusal counts the request then).
+            let raw = if self.window.is_some() { self.tally.raw(request) } else { 0 };
             let error = match steps.response(agent, turn, request, events).await {
                 Ok(response) => {
                     self.tally.calibrate(raw, response.usage.input_tokens);
@@ -78,6 +80,7 @@ impl Tracker {
             }
             refused = true;
             tracing::warn!(turn, %message, "the provider refused the request as larger than the context window; compacting");
+            let raw = if raw == 0 { self.tally.raw(request) } else { raw };
             // Learn from the refusal: the window it names, the size it measured.
             if let Some(limit) = limit {
                 self.window = Some(self.window.map_or(limit, |w| w.min(limit)));
