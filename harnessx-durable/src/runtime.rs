@@ -139,6 +139,25 @@ pub(crate) fn fingerprint(agent: &Agent) -> (String, String) {
             summary.push_str(" without reset");
         }
     }
+    // The context settings decide when the history is compacted: a resume with others
+    // would not replay the run's requests (and on Restate, not its journal).
+    let context = &config.context;
+    let defaults = harnessx_agent::ContextPolicy::default();
+    let cap = agent.tools().policy().max_result_chars;
+    if context.window.is_some()
+        || context.compact_at != defaults.compact_at
+        || context.keep_turns != defaults.keep_turns
+        || cap != harnessx_core::DEFAULT_MAX_RESULT_CHARS
+    {
+        full["context"] = serde_json::json!({
+            "window": context.window,
+            "compact_at": context.compact_at,
+            "keep_turns": context.keep_turns,
+            "max_result_chars": cap,
+        });
+        let window = context.window.map_or_else(|| "the model's".to_owned(), |w| w.to_string());
+        summary.push_str(&format!(", context window {window}, result cap {cap}"));
+    }
     (full.to_string(), summary)
 }
 

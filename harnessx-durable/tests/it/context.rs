@@ -165,3 +165,16 @@ async fn a_journaled_refusal_is_replayed_so_the_resume_compacts_the_same_way() {
     assert_eq!(world.summaries.load(Ordering::SeqCst) - asked, after.len() - before.len());
     assert!(result.output.starts_with("done with SUMMARY-"), "{}", result.output);
 }
+
+#[tokio::test]
+async fn a_resume_with_other_context_settings_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let world = Arc::new(World::default());
+    crash(&AgentRuntime::new(agent(&world, false), Arc::new(SqliteJournal::open(&path).unwrap())), "w").await;
+    // The same agent with another window would compact elsewhere: refused.
+    let other = agent(&world, true);
+    let err = AgentRuntime::new(other, Arc::new(SqliteJournal::open(&path).unwrap())).resume("w").await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("context window 3000") && text.contains("context window 100000"), "{text}");
+}
