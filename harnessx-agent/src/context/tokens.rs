@@ -3,9 +3,11 @@
 //! calibrated estimate otherwise; either one corrected by the size the provider reported
 //! for the previous request ([`Tally::calibrate`]).
 //!
-//! A run counts each message once: [`Tally`] keeps every message's count beside a cheap
-//! fingerprint of it (its lengths), so a request costs the new messages' counting plus
-//! one comparison per older message.
+//! A run counts each message once: [`Tally`] keeps every message's count and their
+//! running sum, so a request costs the counting of its new messages plus a check of the
+//! newest two counted ones (by a fingerprint of their lengths: the planning list is
+//! appended to the newest message); a compaction says which messages it changed
+//! ([`Tally::forget_from`]).
 
 use crate::model::{Message, ModelRequest};
 
@@ -14,6 +16,9 @@ use crate::model::{Message, ModelRequest};
 const PER_MESSAGE: u64 = 4;
 /// Tokens a request costs beside its messages (the reply's priming).
 const PER_REQUEST: u64 = 3;
+/// How many of the newest counted messages are counted again on each request (the
+/// planning list is appended to the newest message).
+const RECHECK: usize = 2;
 
 /// How the text of a request is turned into a token count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +84,8 @@ pub struct Tally {
     encoding: Encoding,
     /// Per message: (fingerprint, tokens).
     messages: Vec<(u64, u64)>,
+    /// `sums[i]`: the tokens of the first `i` messages (one longer than `messages`).
+    sums: Vec<u64>,
     system: Option<(usize, u64)>,
     /// (address and length of the tool list, tokens): a new list is a new vector.
     tools: Option<((usize, usize), u64)>,
@@ -89,7 +96,7 @@ pub struct Tally {
 impl Tally {
     /// A tally counting with `encoding`, uncorrected.
     pub fn new(encoding: Encoding) -> Self {
-        Self { encoding, messages: Vec::new(), system: None, tools: None, ratio: 1.0 }
+        Self { encoding, messages: Vec::new(), sums: vec![0], system: None, tools: None, ratio: 1.0 }
     }
 
     /// The encoding it counts with.
@@ -121,24 +128,29 @@ impl Tally {
                 tokens
             }
         };
-        self.messages.truncate(request.messages.len());
-        let mut total = system + tools + PER_REQUEST;
-        for (i, message) in request.messages.iter().enumerate() {
+        // The messages counted before are trusted but for the last few (the loop only
+        // appends, and changes the newest messages before it sends them; a compaction
+        // says what it changed with `forget_from`): a request costs its new messages.
+        let n = request.messages.len();
+        let trusted = self.messages.len().min(n).saturating_sub(RECHECK);
+        let rechecked: Vec<(u64, u64)> = self.messages.drain(trusted..).collect();
+        self.sums.truncate(trusted + 1);
+        for (i, message) in request.messages[trusted..].iter().enumerate() {
             let print = fingerprint(message);
-            match self.messages.get(i) {
-                Some(&(p, tokens)) if p == print => total += tokens,
-                _ => {
-                    let tokens = count_message(encoding, message);
-                    if i < self.messages.len() {
-                        self.messages[i] = (print, tokens);
-                    } else {
-                        self.messages.push((print, tokens));
-                    }
-                    total += tokens;
-                }
-            }
+            let tokens = match rechecked.get(i) {
+                Some(&(p, tokens)) if p == print => tokens,
+                _ => count_message(encoding, message),
+            };
+            self.messages.push((print, tokens));
+            self.sums.push(self.sums[self.sums.len() - 1] + tokens);
         }
-        total
+        system + tools + PER_REQUEST + self.sums[n]
+    }
+
+    /// The messages from `index` on changed (a compaction): they are counted again.
+    pub fn forget_from(&mut self, index: usize) {
+        self.messages.truncate(index);
+        self.sums.truncate(index + 1);
     }
 
     /// The request's estimated size in the provider's tokens: the count, corrected.

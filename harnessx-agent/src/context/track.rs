@@ -142,6 +142,7 @@ impl Tracker {
             "nothing"
         } else {
             // Clearing first: no model request, when it is enough.
+            self.tally.forget_from(head);
             if self.cleared_size(request, head, cut, before) <= target {
                 compact::clear_results(&mut request.messages, head, cut);
                 "cleared"
