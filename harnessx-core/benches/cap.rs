@@ -39,9 +39,16 @@ fn bench(c: &mut Criterion) {
     });
     let dir = tempfile::tempdir().unwrap();
     let results = ResultDir::new(dir.path());
+    let mut call = 0u64;
     group.bench_function("cut_and_save_200kb", |b| {
         b.iter_batched_ref(
-            || big.clone(),
+            || {
+                // A new call id each time, as in a run (each saves a file of its own).
+                call += 1;
+                let mut r = big.clone();
+                r.call_id = format!("c{call}");
+                r
+            },
             |r| cap_result(r, DEFAULT_MAX_RESULT_CHARS, Some(&results)),
             BatchSize::SmallInput,
         )

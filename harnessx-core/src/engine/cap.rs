@@ -91,7 +91,9 @@ pub fn cap_text(text: &str, max_chars: usize, saved: Option<&str>) -> Option<Str
     if text.len() <= max_chars {
         return None;
     }
-    let total = text.chars().count();
+    // ASCII text (most tool output) has a character per byte: no counting, no walking.
+    let ascii = text.is_ascii();
+    let total = if ascii { text.len() } else { text.chars().count() };
     if total <= max_chars {
         return None;
     }
@@ -100,12 +102,12 @@ pub fn cap_text(text: &str, max_chars: usize, saved: Option<&str>) -> Option<Str
     let keep = max_chars.saturating_sub(marker_room).max(2);
     let head_chars = keep * 3 / 5;
     let tail_chars = keep - head_chars;
-    let head_end = byte_at(text, head_chars);
-    let head_end = line_back(text, head_end);
-    let tail_start = byte_at(text, total - tail_chars);
-    let tail_start = line_forward(text, tail_start);
+    let at = |n: usize| if ascii { n.min(text.len()) } else { byte_at(text, n) };
+    let head_end = line_back(text, at(head_chars));
+    let tail_start = line_forward(text, at(total - tail_chars));
     let (head, tail) = (&text[..head_end], &text[tail_start..]);
-    let cut = total - head.chars().count() - tail.chars().count();
+    let count = |s: &str| if ascii { s.len() } else { s.chars().count() };
+    let cut = total - count(head) - count(tail);
     let mut out = String::with_capacity(head.len() + tail.len() + marker_room + 8);
     out.push_str(head);
     if !head.ends_with('\n') {
@@ -168,8 +170,18 @@ fn save(dir: &ResultDir, tool: &str, call_id: &str, content: &str) -> Option<Str
         return None;
     }
     let stem = format!("{}-{}", safe_name(tool), safe_name(call_id));
-    for n in 0..1000u32 {
-        let name = if n == 0 { format!("{stem}.txt") } else { format!("{stem}-{n}.txt") };
+    // Call ids are unique within a run; another run may have used the same one (a test
+    // model's `call_1_0`): a few numbered names, then one made unique by the time.
+    let stamp = || {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        format!("{stem}-{}-{}.txt", now.as_nanos(), std::process::id())
+    };
+    for n in 0..=16u32 {
+        let name = match n {
+            0 => format!("{stem}.txt"),
+            16 => stamp(),
+            n => format!("{stem}-{n}.txt"),
+        };
         let path = dir.path.join(&name);
         match OpenOptions::new().write(true).create_new(true).open(&path) {
             Ok(mut file) => {
