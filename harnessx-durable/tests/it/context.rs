@@ -174,7 +174,10 @@ async fn a_resume_with_other_context_settings_is_refused() {
     crash(&AgentRuntime::new(agent(&world, false), Arc::new(SqliteJournal::open(&path).unwrap())), "w").await;
     // The same agent with another window would compact elsewhere: refused.
     let other = agent(&world, true);
-    let err = AgentRuntime::new(other, Arc::new(SqliteJournal::open(&path).unwrap())).resume("w").await.unwrap_err();
+    let err = AgentRuntime::new(other, Arc::new(SqliteJournal::open(&path).unwrap()))
+        .resume("w")
+        .await
+        .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("context window 3000") && text.contains("context window 100000"), "{text}");
 }
