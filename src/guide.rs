@@ -16,6 +16,8 @@ pub mod agent {}
 #[cfg(feature = "agent")]
 #[doc = include_str!("../docs/context.md")]
 pub mod context {}
+#[doc = include_str!("../docs/output.md")]
+pub mod output {}
 
 #[cfg(feature = "agent")]
 #[doc = include_str!("../docs/planning.md")]
@@ -56,6 +58,10 @@ pub mod workspace {}
 #[cfg(feature = "durable")]
 #[doc = include_str!("../docs/durable.md")]
 pub mod durable {}
+
+#[cfg(feature = "durable")]
+#[doc = include_str!("../docs/budgets.md")]
+pub mod budgets {}
 
 #[cfg(feature = "mcp")]
 #[doc = include_str!("../docs/mcp.md")]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::AgentBuilder;
+use crate::budget::ModelPrice;
 use crate::model::{Message, Model, ModelRequest, ModelResponse};
 use crate::{
     AgentConfig, AgentError, Knowledge, PLANNING_PROMPT_LINE, PlanningState, Skill, ToolChoice, skills,
@@ -84,6 +85,13 @@ impl Agent {
         self.model.as_ref()
     }
 
+    /// The price of the agent's model, for the cost of its runs:
+    /// [`AgentConfig::price`], else the built-in price of the model's name
+    /// ([`ModelPrice::builtin`]); `None` when neither is known.
+    pub fn price(&self) -> Option<ModelPrice> {
+        self.config.price.or_else(|| ModelPrice::builtin(&self.model.as_ref()?.model_name()))
+    }
+
     /// The first request of a run on `prompt` after `history`: the system prompt, the
     /// tools' schemas and the token limit, as [`run`](Self::run) builds it. For a
     /// runtime that drives the loop itself (the durable one).
@@ -95,6 +103,7 @@ impl Agent {
             max_tokens: self.config.max_tokens,
             tool_choice: self.config.tool_choice.clone(),
             parallel_tool_calls: self.config.parallel_tool_calls,
+            output: None,
         };
         request.messages.push(Message::user(prompt));
         request

@@ -1,7 +1,9 @@
 //! [`AgentConfig`]: the agent-wide settings.
 
+use crate::budget::{ModelPrice, RunLimits};
 use crate::context::ContextPolicy;
 use crate::model::{ModelRetry, ToolChoice};
+use crate::output::{DEFAULT_OUTPUT_RETRIES, OutputMode};
 use harnessx_core::{ResultDir, ToolPolicy};
 
 /// Agent-wide settings.
@@ -13,8 +15,22 @@ pub struct AgentConfig {
     /// Registry-wide tool options, adopted by the agent's registry below the registry's
     /// own values.
     pub tools: ToolPolicy,
-    /// Most model requests in one run (default 50).
+    /// Most model requests in one run (default 50). A run that reaches it ends with
+    /// [`RunStatus::LimitReached`](crate::RunStatus::LimitReached) ([`Limit::Turns`](crate::budget::Limit::Turns)).
+    /// [`RunLimits::max_turns`] in [`limits`](Self::limits), when set, takes its place.
     pub max_turns: u32,
+    /// What a run may not exceed besides `max_turns`: tool calls, tokens, dollars, calls
+    /// per tool (default: no limit). See [`RunLimits`].
+    pub limits: RunLimits,
+    /// The price of the agent's model, for the cost of its runs; `None` (the default)
+    /// takes the built-in price of its model's name
+    /// ([`ModelPrice::builtin`]), if the table has it. A run with
+    /// [`RunLimits::max_cost_usd`] and no price fails before its first request.
+    pub price: Option<ModelPrice>,
+    /// Tell the model what is left of its limits, appended to the newest message of each
+    /// request (as the planning list is, so request prefixes stay cacheable), so it can
+    /// wrap up before the hard stop (default `false`).
+    pub budget_note: bool,
     /// Retries of model requests on 429, 5xx and connection errors.
     pub model_retry: ModelRetry,
     /// Output token limit per model request, if any.
@@ -44,6 +60,14 @@ pub struct AgentConfig {
     /// [`ToolPolicy::max_result_chars`]; its marker then names the file, for the file
     /// tools to read parts of. `None` (the default): nothing is saved.
     pub result_dir: Option<ResultDir>,
+    /// How a typed run ([`Agent::run_typed`](crate::Agent::run_typed)) asks for its answer
+    /// when its [`Output`](crate::output::Output) does not say (default
+    /// [`OutputMode::Tool`]).
+    pub output_mode: OutputMode,
+    /// How many times a typed run's refused answer is asked again when its
+    /// [`Output`](crate::output::Output) does not say (default
+    /// [`DEFAULT_OUTPUT_RETRIES`], so three attempts).
+    pub output_retries: u32,
 }
 
 impl Default for AgentConfig {
@@ -52,6 +76,9 @@ impl Default for AgentConfig {
             planning: true,
             tools: ToolPolicy::default(),
             max_turns: 50,
+            limits: RunLimits::default(),
+            price: None,
+            budget_note: false,
             model_retry: ModelRetry::default(),
             max_tokens: None,
             stream: true,
@@ -60,6 +87,18 @@ impl Default for AgentConfig {
             reset_tool_choice: true,
             context: ContextPolicy::default(),
             result_dir: None,
+            output_mode: OutputMode::Tool,
+            output_retries: DEFAULT_OUTPUT_RETRIES,
         }
+    }
+}
+
+impl AgentConfig {
+    /// The limits a run is held to: [`limits`](Self::limits), with
+    /// [`max_turns`](Self::max_turns) when `limits` does not set it.
+    pub fn run_limits(&self) -> RunLimits {
+        let mut limits = self.limits.clone();
+        limits.max_turns = Some(limits.max_turns.unwrap_or(self.max_turns));
+        limits
     }
 }

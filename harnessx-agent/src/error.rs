@@ -16,6 +16,12 @@ pub enum AgentError {
     #[error(transparent)]
     Registry(#[from] RegistryError),
     /// The run made `max_turns` model requests without a final answer.
+    ///
+    /// No longer returned by a run: one that reaches `max_turns` ends with
+    /// [`RunStatus::LimitReached`](crate::RunStatus::LimitReached) and
+    /// [`Limit::Turns`](crate::Limit::Turns), as at its other limits. Kept so that code
+    /// matching it compiles.
+    #[deprecated(note = "a run that reaches max_turns ends with RunStatus::LimitReached (Limit::Turns)")]
     #[error("the run reached max_turns ({0}) without a final answer")]
     MaxTurns(u32),
     /// The request does not fit the model's context window even after compacting the
@@ -27,6 +33,15 @@ pub enum AgentError {
     ContextOverflow {
         /// What was measured: the estimate and the window, or the provider's words.
         detail: String,
+    },
+    /// [`RunLimits::max_cost_usd`](crate::RunLimits::max_cost_usd) is set and the price of
+    /// the model is not known: the run fails before its first request.
+    #[error(
+        "a cost limit is set, but the price of the model {model:?} is not known: give it with AgentConfig::price (the command line's --price IN,OUT[,CACHED_IN])"
+    )]
+    UnknownPrice {
+        /// The model's name.
+        model: String,
     },
     /// No model was configured.
     #[error("no model configured: pass one to Agent::builder().model(..)")]
@@ -51,6 +66,11 @@ pub enum AgentError {
         /// The registered tools, in registration order.
         registered: Vec<String>,
     },
+    /// A typed run could not start (an unusable output schema, a tool named
+    /// `final_result`) or its answers did not fit the schema after every retry (the last
+    /// error names the field).
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
     #[error(transparent)]

@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 
+use crate::budget::Limit;
 use crate::model::Usage;
+use crate::run::state::RunStatus;
 
 /// One event of [`Agent::run_stream`](crate::Agent::run_stream). Serializes as a
 /// JSON object with a `type` field (`model_request`, `text_delta`, `tool_call_start`,
@@ -58,11 +60,24 @@ pub enum AgentEvent {
         /// Its estimated size after.
         tokens_after: u64,
     },
-    /// The run finished with a final answer.
+    /// The run ended: with a final answer (`status` `completed`), or at a limit
+    /// (`limit_reached`, with `limit`). A durable run that stops to wait for input sends
+    /// none.
     RunEnd {
-        /// The final text.
+        /// [`RunStatus::Completed`] or [`RunStatus::LimitReached`].
+        status: RunStatus,
+        /// The limit reached (`turns`, `tool_calls`, `tokens`, `cost`), with
+        /// `limit_reached`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        limit: Option<Limit>,
+        /// The final text (empty at a limit; a typed run's: its value as compact JSON).
         output: String,
-        /// Tokens used.
+        /// A typed run's answer: the value its output schema admitted (see
+        /// `docs/output.md`); absent for a free-text run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value: Option<serde_json::Value>,
+        /// What the run used: tokens, requests, tool calls, and the cost when the price
+        /// is known.
         usage: Usage,
         /// Model requests made.
         turns: u32,

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod agent;
+pub mod budget;
 mod builder;
 pub mod config;
 pub mod context;
@@ -11,6 +12,7 @@ pub mod events;
 mod front_matter;
 pub mod knowledge;
 pub mod model;
+pub mod output;
 pub mod planning;
 pub mod run;
 pub mod skills;
@@ -20,6 +22,7 @@ pub mod specialist;
 pub mod telemetry;
 
 pub use agent::Agent;
+pub use budget::{Limit, ModelPrice, RunLimits};
 pub use builder::AgentBuilder;
 pub use config::AgentConfig;
 pub use context::{ContextPolicy, Summarizer};
@@ -27,10 +30,11 @@ pub use error::AgentError;
 pub use events::AgentEvent;
 pub use knowledge::{Knowledge, KnowledgeError, KnowledgeSource};
 pub use model::{ParseToolChoiceError, ToolChoice};
+pub use output::{Output, OutputError, OutputMode};
 pub use planning::{PLANNING_PROMPT_LINE, PlanningState};
 pub use run::engine::{Start, drive};
 pub use run::recovery::{Recovery, Unknown};
-pub use run::state::{NeedsInput, NeedsInputKind, RunResult, RunState, RunStatus};
+pub use run::state::{NeedsInput, NeedsInputKind, RunOutcome, RunResult, RunState, RunStatus};
 pub use run::steps::{Answer, Executed, Recorded, Steps};
 pub use run::{Events, RunStream, call_ids_for_turn, history_safe};
 pub use skills::{SKILL_TOOL_NAME, Skill, SkillError, SkillSource};

@@ -40,6 +40,12 @@ pub fn invoke_agent(agent: &Agent) -> Span {
         "gen_ai.request.model" = %model.model_name(),
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.usage.cache_read.input_tokens" = Empty,
+        "gen_ai.usage.cache_creation.input_tokens" = Empty,
+        "gen_ai.usage.reasoning.output_tokens" = Empty,
+        "harnessx.usage.cost_usd" = Empty,
+        "harnessx.usage.tool_calls" = Empty,
+        "harnessx.limit_reached" = Empty,
         "harnessx.turns" = Empty,
         "harnessx.run_id" = Empty,
         "harnessx.replayed" = Empty,
@@ -66,16 +72,36 @@ pub fn record_run(span: &Span, outcome: &Result<RunResult, AgentError>) {
     }
 }
 
-/// Records a finished run on its `invoke_agent` span: usage totals and turns.
+/// Records a finished run on its `invoke_agent` span: usage totals (with the tool calls
+/// and, when the price is known, the cost), turns, and the limit it stopped at, if any.
 pub fn record_result(span: &Span, result: &RunResult) {
     record_usage(span, &result.usage);
+    span.record("harnessx.usage.tool_calls", int(result.usage.tool_calls));
+    if let Some(cost) = result.usage.cost_usd {
+        span.record("harnessx.usage.cost_usd", cost);
+    }
+    if let Some(limit) = result.limit {
+        span.record("harnessx.limit_reached", limit.as_str());
+    }
     span.record("harnessx.turns", i64::from(result.turns));
 }
 
-/// Records token totals (`gen_ai.usage.input_tokens` / `output_tokens`) on a span.
+/// Records token totals on a span: `gen_ai.usage.input_tokens` / `output_tokens`, and
+/// the cache reads and writes (`gen_ai.usage.cache_read.input_tokens`,
+/// `gen_ai.usage.cache_creation.input_tokens`) and reasoning tokens
+/// (`gen_ai.usage.reasoning.output_tokens`) when there are any.
 pub fn record_usage(span: &Span, usage: &Usage) {
     span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
     span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
+    for (name, count) in [
+        ("gen_ai.usage.cache_read.input_tokens", usage.cached_input_tokens),
+        ("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens),
+        ("gen_ai.usage.reasoning.output_tokens", usage.reasoning_tokens),
+    ] {
+        if count > 0 {
+            span.record(name, int(count));
+        }
+    }
 }
 
 /// Integers go in as `i64`: tracing-opentelemetry records an unsigned field as text.
@@ -121,8 +147,10 @@ pub fn record_compaction(span: &Span, tokens_after: u64, how: &str) {
 pub fn agent_error_type(error: &AgentError) -> &'static str {
     match error {
         AgentError::Model(e) => model_error_class(e),
+        #[allow(deprecated)] // still classed, for code that builds the error itself
         AgentError::MaxTurns(_) => "max_turns",
         AgentError::ContextOverflow { .. } => "context_length_exceeded",
+        AgentError::UnknownPrice { .. } => "unknown_price",
         AgentError::NoModel => "no_model",
         AgentError::Closed => "closed",
         _ => "agent_error",
@@ -166,6 +194,9 @@ pub fn chat(model: &dyn Model, request: &ModelRequest, turn: u32) -> Span {
         "gen_ai.response.finish_reasons" = Empty,
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.usage.cache_read.input_tokens" = Empty,
+        "gen_ai.usage.cache_creation.input_tokens" = Empty,
+        "gen_ai.usage.reasoning.output_tokens" = Empty,
         "gen_ai.system_instructions" = Empty,
         "gen_ai.input.messages" = Empty,
         "gen_ai.output.messages" = Empty,
@@ -298,10 +329,67 @@ mod tests {
         );
     }
 
+    /// A subscriber that keeps every field recorded on a span, as `name=value`.
+    #[derive(Clone, Default)]
+    struct Fields(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl tracing::field::Visit for Fields {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            self.0.lock().unwrap().push(format!("{}={value:?}", field.name()));
+        }
+    }
+
+    impl tracing::Subscriber for Fields {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            span.record(&mut self.clone());
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+            values.record(&mut self.clone());
+        }
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn chat_spans_carry_the_cache_and_reasoning_usage_and_leave_out_zeros() {
+        let fields = Fields::default();
+        let response = ModelResponse {
+            usage: Usage {
+                input_tokens: 1000,
+                cached_input_tokens: 800,
+                cache_write_tokens: 100,
+                reasoning_tokens: 0,
+                output_tokens: 40,
+                ..Usage::default()
+            },
+            ..ModelResponse::default()
+        };
+        tracing::subscriber::with_default(fields.clone(), || {
+            let span = chat(&crate::model::TestModel::new(), &ModelRequest::default(), 1);
+            record_response(&span, &response);
+        });
+        let seen = fields.0.lock().unwrap().clone();
+        for expected in [
+            "gen_ai.usage.input_tokens=1000",
+            "gen_ai.usage.output_tokens=40",
+            "gen_ai.usage.cache_read.input_tokens=800",
+            "gen_ai.usage.cache_creation.input_tokens=100",
+        ] {
+            assert!(seen.iter().any(|f| f == expected), "{expected} not in {seen:?}");
+        }
+        assert!(!seen.iter().any(|f| f.starts_with("gen_ai.usage.reasoning")), "{seen:?}");
+    }
+
     #[test]
     fn model_errors_are_classed_by_status_or_kind() {
         assert_eq!(model_error_type(&ModelError::Http { status: 429, message: "slow down".into() }), "429");
         assert_eq!(model_error_type(&ModelError::Transport("reset".into())), "transport");
-        assert_eq!(agent_error_type(&AgentError::MaxTurns(3)), "max_turns");
+        assert_eq!(agent_error_type(&AgentError::NoModel), "no_model");
     }
 }

@@ -96,7 +96,7 @@ impl SubAgent {
         let SubAgent { name, description, system_prompt, tools, model, timeout_seconds, config } = self;
         let model = model.or(parent_model);
         let shared = Arc::new((tools, system_prompt, config, name.clone()));
-        let handler = ToolHandler::from_async(move |args, _ctx| {
+        let handler = ToolHandler::from_async(move |args, ctx: harnessx_core::ToolContext| {
             let shared = shared.clone();
             let model = model.clone();
             let permissions = permissions.clone();
@@ -126,6 +126,16 @@ impl SubAgent {
                     AgentError::Model(e) => format!("the specialist failed: {}", e.for_model()),
                     e => format!("the specialist failed: {e}"),
                 })?;
+                // Its usage is its parent's too.
+                crate::budget::report(ctx.call_id(), &result.usage_by_model);
+                if let Some(limit) = result.limit {
+                    let limits = agent.config().run_limits();
+                    return Err(format!(
+                        "the specialist stopped at {} before it answered",
+                        limit.describe(&limits)
+                    )
+                    .into());
+                }
                 Ok(ToolOutput::text(result.output))
             }
         });

@@ -1,7 +1,8 @@
 #![doc = include_str!("../README.md")]
 // Exit status: 0 for a result, 1 for an error result (or a failed run), 2 for a usage
-// error, 3 when a durable run stopped to wait for input (`report::NEEDS_INPUT`), 74 when
-// the output cannot be written (`error::EX_IOERR`).
+// error, 3 when a durable run stopped to wait for input (`report::NEEDS_INPUT`), 4 when a
+// run stopped at a limit (`report::LIMIT_REACHED`), 74 when the output cannot be written
+// (`error::EX_IOERR`).
 //
 // The commands (`cmd`) are put together from the one set-up of tools and agents
 // (`setup`), the one place durable runs live behind (`backend`), and the one run report
@@ -29,7 +30,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::cmd::{chat, config as config_cmd, durable, mcp, run, runs, tools, worker};
 use crate::error::CliError;
 
-const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a failed run, a journal error); 2 usage error; 3 a durable run waits for input (`harnessx approve` or `harnessx answer`, then `harnessx resume`); 74 the output cannot be written.";
+const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a failed run, a journal error); 2 usage error; 3 a durable run waits for input (`harnessx approve` or `harnessx answer`, then `harnessx resume`); 4 the run stopped at a limit (--max-turns, --max-tool-calls, --max-tokens, --max-cost-usd; a durable run resumes with a higher one); 74 the output cannot be written.";
 
 /// Safe, fast and predictable tools for LLM agents.
 #[derive(Debug, Parser)]

@@ -1,13 +1,15 @@
 //! The run report, written once: where a durable run stands when `run`, `resume` or
-//! a follow of a Restate run stops (completed, failed, waiting for input, still
-//! running), as text or as the `--json` object `{"run_id", "status", "output",
-//! "needs_input"}`, and the exit status it maps to. The commands that continue a run are
+//! a follow of a Restate run stops (completed, failed, waiting for input, at a limit,
+//! still running), as text or as the `--json` object `{"run_id", "status", "output",
+//! "needs_input"}` (with `"limit"` and `"usage"` at a limit), and the exit status it
+//! maps to. The commands that continue a run are
 //! printed for where it lives ([`Next`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use harnessx::agent::{NeedsInput, NeedsInputKind, RunState, RunStatus};
+use harnessx::agent::model::Usage;
+use harnessx::agent::{Limit, NeedsInput, NeedsInputKind, RunState, RunStatus};
 use serde_json::json;
 
 use crate::text::{one_line, shell_word};
@@ -15,14 +17,62 @@ use crate::text::{one_line, shell_word};
 /// The exit status of a run that stopped to wait for input.
 pub(crate) const NEEDS_INPUT: u8 = 3;
 
+/// The exit status of a run that stopped at a limit.
+pub(crate) const LIMIT_REACHED: u8 = 4;
+
 /// The exit status of a run in `status`: 0 completed, 1 failed (or still running),
-/// [`NEEDS_INPUT`] waiting.
+/// [`NEEDS_INPUT`] waiting, [`LIMIT_REACHED`] at a limit.
 pub(crate) fn exit_status(status: RunStatus) -> ExitCode {
     match status {
         RunStatus::Completed => ExitCode::SUCCESS,
         RunStatus::NeedsInput => ExitCode::from(NEEDS_INPUT),
+        RunStatus::LimitReached => ExitCode::from(LIMIT_REACHED),
         RunStatus::Failed | RunStatus::Running => ExitCode::FAILURE,
     }
+}
+
+/// The flag that sets `limit`.
+pub(crate) fn limit_flag(limit: Limit) -> &'static str {
+    match limit {
+        Limit::Turns => "--max-turns",
+        Limit::ToolCalls => "--max-tool-calls",
+        Limit::Tokens => "--max-tokens",
+        Limit::Cost => "--max-cost-usd",
+        // A limit added later: the guide names its flag.
+        _ => "the limit's flag",
+    }
+}
+
+/// What a run used, on one line: `usage: 1200 input tokens (800 cached), 300 output
+/// tokens, 2 requests, 3 tool calls, $0.004200`.
+pub(crate) fn usage_line(usage: &Usage) -> String {
+    let mut input = format!("{} input tokens ({} cached", usage.input_tokens, usage.cached_input_tokens);
+    if usage.cache_write_tokens > 0 {
+        input.push_str(&format!(", {} written to the cache", usage.cache_write_tokens));
+    }
+    input.push(')');
+    let mut output = format!("{} output tokens", usage.output_tokens);
+    if usage.reasoning_tokens > 0 {
+        output.push_str(&format!(" ({} reasoning)", usage.reasoning_tokens));
+    }
+    let mut line = format!(
+        "usage: {input}, {output}, {} request{}, {} tool call{}",
+        usage.requests,
+        if usage.requests == 1 { "" } else { "s" },
+        usage.tool_calls,
+        if usage.tool_calls == 1 { "" } else { "s" },
+    );
+    if let Some(cost) = usage.cost_usd {
+        line.push_str(&format!(", ${cost:.6}"));
+    }
+    line
+}
+
+/// `usage` as `--json` gives it: `input_tokens`, `output_tokens`, `cached_input_tokens`,
+/// `cache_write_tokens`, `reasoning_tokens`, `requests`, `tool_calls`, and `cost_usd`
+/// when the price is known.
+pub(crate) fn usage_json(usage: &Usage) -> serde_json::Value {
+    serde_json::to_value(usage).unwrap_or_default()
 }
 
 /// Where a run lives, as the printed commands that continue it name it.
@@ -61,12 +111,23 @@ impl Next {
 /// its exit status.
 pub(crate) fn print(state: &RunState, next: &Next, json: bool) -> ExitCode {
     if json {
-        let object = json!({
+        // A typed run's answer is a JSON value.
+        let output = match (&state.value, state.status) {
+            (Some(value), RunStatus::Completed) => value.clone(),
+            _ => json!(state.outcome()),
+        };
+        let mut object = json!({
             "run_id": state.run_id,
             "status": state.status,
-            "output": state.outcome(),
+            "output": output,
             "needs_input": state.needs_input,
         });
+        // At a limit, which one and what the run used (the other shapes stay as they
+        // were: `runs show --json` has the usage of any run).
+        if let Some(limit) = state.limit {
+            object["limit"] = json!(limit);
+            object["usage"] = usage_json(&state.usage);
+        }
         outln!("{object}");
     } else {
         print_text(state, next);
@@ -79,7 +140,36 @@ fn print_text(state: &RunState, next: &Next) {
     let run = shell_word(run_id);
     let output = state.outcome().unwrap_or("");
     match (state.status, next) {
-        (RunStatus::Completed, _) => outln!("{output}"),
+        // A typed run's answer: one line of JSON.
+        (RunStatus::Completed, _) => {
+            match &state.value {
+                Some(value) => outln!("{value}"),
+                None => outln!("{output}"),
+            }
+            // A cluster does not report a completed run's usage.
+            if state.usage.requests > 0 {
+                errln!("harnessx: {}", usage_line(&state.usage));
+            }
+        }
+        (RunStatus::LimitReached, _) => {
+            let limit = state.limit.unwrap_or(Limit::Turns);
+            let flag = limit_flag(limit);
+            errln!(
+                "harnessx: run {run_id} stopped at its {limit} limit ({flag}); {}",
+                usage_line(&state.usage)
+            );
+            match next {
+                Next::Journal { .. } => {
+                    errln!("harnessx: resume it with a higher {flag}: {}", next.resume_command(run_id))
+                }
+                Next::Cluster { .. } => {
+                    errln!(
+                        "harnessx: raise it (it then goes on by itself): {} {flag} N",
+                        next.resume_command(run_id)
+                    )
+                }
+            }
+        }
         (RunStatus::Failed, Next::Journal { .. }) => {
             errln!("harnessx: the run failed: {output}");
             errln!("harnessx: resume it with: {}", next.resume_command(run_id));

@@ -47,6 +47,70 @@ impl CompiledSchema {
     }
 }
 
+/// A JSON Schema compiled once, checking any value (not only an object of arguments) with
+/// the one-line error of an argument error: the subject, the path of the first wrong
+/// field, what is wrong. For schemas that are not a tool's input: an agent's output
+/// schema (`invalid output: items[0].name: 5 is not of type "string"`).
+///
+/// ```
+/// use harnessx_core::schema::ValueSchema;
+/// use serde_json::json;
+///
+/// let schema = ValueSchema::compile(&json!({
+///     "type": "object",
+///     "properties": {"city": {"type": "string"}},
+///     "required": ["city"]
+/// }))
+/// .unwrap();
+/// assert_eq!(schema.check("invalid output", &json!({"city": "Paris"})), None);
+/// assert_eq!(
+///     schema.check("invalid output", &json!({"city": 5})).unwrap(),
+///     r#"invalid output: city: 5 is not of type "string""#
+/// );
+/// assert!(ValueSchema::compile(&json!({"type": 5})).is_err());
+/// ```
+pub struct ValueSchema {
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for ValueSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ValueSchema").finish_non_exhaustive()
+    }
+}
+
+impl ValueSchema {
+    /// Compiles `schema` (JSON Schema 2020-12 unless it says otherwise). The error is one
+    /// line saying why the schema is not usable.
+    pub fn compile(schema: &Value) -> Result<Self, String> {
+        let validator = jsonschema::validator_for(schema)
+            .map_err(|e| e.to_string().split_whitespace().collect::<Vec<_>>().join(" "))?;
+        Ok(Self { validator })
+    }
+
+    /// Whether `value` conforms.
+    pub fn is_valid(&self, value: &Value) -> bool {
+        self.validator.is_valid(value)
+    }
+
+    /// `None` when `value` conforms; otherwise one line, `{subject}: {path}: {message}`
+    /// (without `{path}: ` for the value as a whole), naming the first wrong field, at most
+    /// 400 bytes: the wording of every argument error.
+    pub fn check(&self, subject: &str, value: &Value) -> Option<String> {
+        let error = self.validator.validate(value).err()?;
+        let path = display_path(error.instance_path().as_str());
+        Some(crate::tool::decode::subject_line(format_args!("{subject}"), &path, &error))
+    }
+}
+
+/// The one-line form of an argument error for another subject than a tool's arguments:
+/// `{subject}: {path}: {message}` (without `{path}: ` when it is empty), whitespace
+/// folded to single spaces, at most 400 bytes. For a value that decoded badly after the
+/// schema let it through (a serde error).
+pub fn error_line_for(subject: &str, path: &str, message: &dyn std::fmt::Display) -> String {
+    crate::tool::decode::subject_line(format_args!("{subject}"), path, message)
+}
+
 /// Turns a JSON pointer (`/items/0/name`) into `items[0].name`.
 fn display_path(pointer: &str) -> String {
     let mut out = String::new();

@@ -35,6 +35,7 @@ fn turn(calls: usize) -> Vec<Entry> {
                 structured_content: None,
             },
             timed_out: false,
+            usage: Default::default(),
         });
     }
     entries

@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use harnessx_agent::budget::{Limit, UsageByModel};
+use harnessx_agent::model::Usage;
 use harnessx_core::{ApprovalDecision, ToolResult};
 
 /// Where a run stands (one type for every backend: the agent crate's).
@@ -97,6 +99,10 @@ pub enum Entry {
         result: ToolResult,
         /// Whether the call timed out.
         timed_out: bool,
+        /// What a specialist the call ran used, by model (absent for other tools): added
+        /// to the run's usage again when the call is replayed.
+        #[serde(default, skip_serializing_if = "UsageByModel::is_empty")]
+        usage: UsageByModel,
     },
     /// A decision on an ASK call (from the approval callback, or from
     /// `AgentRuntime::approve`, possibly in another process).
@@ -128,6 +134,13 @@ pub enum Entry {
         /// The answer.
         text: String,
     },
+    /// The run stopped at a limit (it can be resumed under a higher one).
+    LimitReached {
+        /// Which limit.
+        limit: Limit,
+        /// What the run had used.
+        usage: Usage,
+    },
     /// The final answer.
     Final {
         /// The text.
@@ -145,6 +158,13 @@ pub enum Entry {
     Continues {
         /// The run whose conversation this one continues.
         run_id: String,
+    },
+    /// The run is typed: its answer must fit this output (schema, mode, retries; see
+    /// `docs/output.md`). Journaled first (after [`Entry::Continues`]), so a resume checks
+    /// the answers the same way and counts the same attempts.
+    Output {
+        /// The schema as given, the mode and the retries.
+        output: harnessx_agent::output::OutputSpec,
     },
 }
 

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tracing::Instrument;
 
-use harnessx_agent::model::{Message, ModelError, ModelRequest, ModelResponse};
+use harnessx_agent::budget::{Limit, RunLimits, UsageByModel, UsageSink};
+use harnessx_agent::model::{Message, ModelError, ModelRequest, ModelResponse, Usage};
+use harnessx_agent::output::{Output, OutputSpec};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{
     Agent, AgentError, Events, Executed, NeedsInput, NeedsInputKind, Recorded, Recovery, RunResult, RunState,
@@ -72,7 +74,8 @@ pub enum DurableError {
 /// everything it waits for; the conversation itself comes from driving the run).
 ///
 /// Serialises as `{"run": RunRecord, "turns", "calls", "needs_input", "usage"}`, the
-/// shape `harnessx runs show --json` has always printed.
+/// shape `harnessx runs show --json` has always printed, with `"limit"` once the run
+/// stopped at one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
     /// The header.
@@ -86,12 +89,15 @@ pub struct RunReport {
 impl serde::Serialize for RunReport {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(5))?;
+        let mut map = s.serialize_map(None)?;
         map.serialize_entry("run", &self.run)?;
         map.serialize_entry("turns", &self.state.turns)?;
         map.serialize_entry("calls", &self.calls)?;
         map.serialize_entry("needs_input", &self.state.needs_input)?;
         map.serialize_entry("usage", &self.state.usage)?;
+        if let Some(limit) = self.state.limit {
+            map.serialize_entry("limit", &limit)?;
+        }
         map.end()
     }
 }
@@ -206,6 +212,44 @@ impl AgentRuntime {
         self.start_inner(run_id, prompt, None).await
     }
 
+    /// Starts a typed run: its answer must fit `output` (see
+    /// [`Agent::run_with_output`](harnessx_agent::Agent::run_with_output)), and the
+    /// completed result's [`value`](RunResult::value) is it. The output is journaled
+    /// first, so `resume` (in any process) checks the answers the same way and counts the
+    /// attempts from the journaled responses; each attempt is a journaled step like any
+    /// other. `events` as for [`start_with_events`](Self::start_with_events).
+    pub async fn start_with_output(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        output: Output,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        self.start_run(run_id, prompt, None, Some(output), events).await
+    }
+
+    /// Starts a run that must answer with a `T` ([`start_with_output`](Self::start_with_output)
+    /// with `T`'s schema and decoding check); read it with [`RunResult::value_as`].
+    pub async fn start_typed<T>(&self, run_id: &str, prompt: &str) -> Result<RunResult, DurableError>
+    where
+        T: harnessx_core::schemars::JsonSchema + serde::de::DeserializeOwned + 'static,
+    {
+        self.start_with_output(run_id, prompt, Output::of::<T>(), None).await
+    }
+
+    /// [`resume`](Self::resume) of a typed run with `output` (the same schema, mode and
+    /// retries it was started with, else [`DurableError::Mismatch`]): answers are then
+    /// also checked to decode into the Rust type of [`Output::of`], which a plain
+    /// `resume` (the journaled schema alone) cannot do.
+    pub async fn resume_with_output(
+        &self,
+        run_id: &str,
+        output: Output,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        self.drive(run_id, events, Some(output)).await
+    }
+
     /// [`start`](Self::start), sending the run's [`AgentEvent`](harnessx_agent::AgentEvent)s
     /// to `events` as they happen: the shapes and order of
     /// [`Agent::run_stream`](harnessx_agent::Agent::run_stream)'s, from the same loop.
@@ -221,7 +265,7 @@ impl AgentRuntime {
     /// [`resume`](Self::resume), sending the events of what runs now (a replayed step
     /// sends none) to `events`.
     pub async fn resume_with_events(&self, run_id: &str, events: Events) -> Result<RunResult, DurableError> {
-        self.drive(run_id, Some(events)).await
+        self.drive(run_id, Some(events), None).await
     }
 
     /// Starts run `run_id` as the next turn of a conversation: the model sees the
@@ -244,7 +288,7 @@ impl AgentRuntime {
                 run.status.as_str()
             )));
         }
-        self.start_run(run_id, prompt, Some(previous), events).await
+        self.start_run(run_id, prompt, Some(previous), None, events).await
     }
 
     /// The messages of run `run_id` (completed) from the first turn of its conversation
@@ -261,7 +305,7 @@ impl AgentRuntime {
         prompt: &str,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
-        self.start_run(run_id, prompt, None, events).await
+        self.start_run(run_id, prompt, None, None, events).await
     }
 
     async fn start_run(
@@ -269,10 +313,14 @@ impl AgentRuntime {
         run_id: &str,
         prompt: &str,
         previous: Option<&str>,
+        output: Option<Output>,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
         // A tool choice that names no registered tool journals nothing.
         self.agent.check_tool_choice()?;
+        // Nor does an output schema that cannot be used.
+        let spec =
+            output.as_ref().map(|o| o.spec(self.agent.config())).transpose().map_err(AgentError::from)?;
         let (fingerprint, fingerprint_summary) = self.fingerprint();
         let now = now_ms();
         self.journal.create_run(&RunRecord {
@@ -288,7 +336,10 @@ impl AgentRuntime {
         if let Some(previous) = previous {
             self.journal.append(run_id, &[Entry::Continues { run_id: previous.to_owned() }], None)?;
         }
-        self.drive(run_id, events).await
+        if let Some(spec) = spec {
+            self.journal.append(run_id, &[Entry::Output { output: spec }], None)?;
+        }
+        self.drive(run_id, events, output).await
     }
 
     /// The messages of the conversation that run `last` ends (none for `None`): each run
@@ -316,7 +367,8 @@ impl AgentRuntime {
         for (run, entries) in chain.into_iter().rev() {
             let mut steps = JournalSteps::read_only(&run.run_id, self.journal.clone(), &entries);
             let permissions = self.agent.permissions().session();
-            let start = Start { history, prompt: run.prompt.clone() };
+            let output = journaled_output(&steps.replay)?;
+            let start = Start { history, prompt: run.prompt.clone(), limits: None, output };
             let state = harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, None).await?;
             if !state.is_completed() {
                 return Err(DurableError::Conversation(format!(
@@ -332,29 +384,55 @@ impl AgentRuntime {
     /// Continues a run from its journal: after a crash, after `approve`/`answer`, or
     /// after a failure.
     pub async fn resume(&self, run_id: &str) -> Result<RunResult, DurableError> {
-        self.drive(run_id, None).await
+        self.drive(run_id, None, None).await
     }
 
-    /// Where the run stands.
+    /// Where the run stands. The usage is rebuilt from the journal: every response's
+    /// (priced with this runtime's agent's price, if it has one), the specialists' usage
+    /// recorded with their calls, and the calls with a result; a run stopped at a limit
+    /// reports the usage it had there.
     pub fn status(&self, run_id: &str) -> Result<RunReport, DurableError> {
         let (run, entries) = self.load(run_id)?;
         let replay = Replay::new(&entries);
-        let mut usage = harnessx_agent::model::Usage::default();
+        let price = self.agent.price();
+        let mut usage = Usage::default();
         for response in replay.responses.values() {
-            if let Some(u) = response.get("usage").and_then(|u| serde_json::from_value(u.clone()).ok()) {
-                usage += u;
+            if let Some(u) =
+                response.get("usage").and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok())
+            {
+                let cost_usd = price.map(|p| p.cost(&u));
+                usage += Usage { requests: 0, tool_calls: 0, cost_usd, ..u };
             }
             usage.requests += 1;
         }
+        for spent in replay.usage.values() {
+            usage += spent.values().copied().sum::<Usage>();
+        }
+        usage.tool_calls += replay.results.len() as u64;
+        let limit = match (run.status, replay.limit) {
+            (RunStatus::LimitReached, Some((limit, at))) => {
+                usage = at;
+                Some(limit)
+            }
+            _ => None,
+        };
+        let output = if run.status == RunStatus::Completed {
+            run.output.clone().unwrap_or_default()
+        } else {
+            String::new()
+        };
+        // A typed run's answer is its output, as JSON.
+        let value = match replay.output {
+            Some(_) if run.status == RunStatus::Completed => serde_json::from_str(&output).ok(),
+            _ => None,
+        };
         let state = RunState {
             run_id: Some(run.run_id.clone()),
             status: run.status,
-            output: if run.status == RunStatus::Completed {
-                run.output.clone().unwrap_or_default()
-            } else {
-                String::new()
-            },
+            output,
+            value,
             usage,
+            limit,
             turns: replay.responses.len() as u32,
             needs_input: if run.status == RunStatus::NeedsInput { replay.paused.clone() } else { Vec::new() },
             error: if run.status == RunStatus::Failed { run.output.clone() } else { None },
@@ -409,7 +487,12 @@ impl AgentRuntime {
         Ok(self.journal.load_run(run_id)?.ok_or_else(|| JournalError::NoSuchRun(run_id.to_owned()))?)
     }
 
-    async fn drive(&self, run_id: &str, events: Option<Events>) -> Result<RunResult, DurableError> {
+    async fn drive(
+        &self,
+        run_id: &str,
+        events: Option<Events>,
+        output: Option<Output>,
+    ) -> Result<RunResult, DurableError> {
         // One driver at a time: a second `resume` while this one runs would run the
         // same calls again.
         let _lock = self.journal.lock_run(run_id)?;
@@ -435,7 +518,8 @@ impl AgentRuntime {
                 span.record("harnessx.replayed", true);
             }
         }
-        let outcome = self.drive_journaled(&run, &entries, events.as_ref()).instrument(span.clone()).await;
+        let outcome =
+            self.drive_journaled(&run, &entries, events.as_ref(), output).instrument(span.clone()).await;
         match &outcome {
             Ok(result) => spans::record_result(&span, result),
             Err(DurableError::Agent(e)) => spans::record_error(&span, spans::agent_error_type(e), e),
@@ -457,8 +541,32 @@ impl AgentRuntime {
         run: &RunRecord,
         entries: &[JournalEntry],
         events: Option<&Events>,
+        output: Option<Output>,
     ) -> Result<RunResult, DurableError> {
         let replay = Replay::new(entries);
+        // The journaled output, or the caller's when it is the same (with its decoding
+        // check).
+        let output = match (output, journaled_output(&replay)?) {
+            (Some(given), Some(_)) => {
+                let (now, was) = (given.spec(self.agent.config()), replay.output.clone());
+                if now.as_ref().ok() != was.as_ref() {
+                    return Err(DurableError::Mismatch {
+                        run_id: run.run_id.clone(),
+                        was: format!("the output {}", describe_output(was.as_ref())),
+                        now: format!("the output {}", describe_output(now.ok().as_ref())),
+                    });
+                }
+                Some(given)
+            }
+            (Some(_), None) => {
+                return Err(DurableError::Mismatch {
+                    run_id: run.run_id.clone(),
+                    was: "no output schema".into(),
+                    now: "an output schema".into(),
+                });
+            }
+            (None, journaled) => journaled,
+        };
         // The run's own manager: its session grants belong to the run, rebuilt from the
         // journaled decisions.
         let permissions = self.agent.permissions().session();
@@ -473,8 +581,25 @@ impl AgentRuntime {
             pending: Vec::new(),
             read_only: false,
         };
-        let start = Start { history, prompt: run.prompt.clone() };
+        let start = Start { history, prompt: run.prompt.clone(), limits: None, output };
         harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
+    }
+}
+
+/// The output a run's journal says it must answer.
+fn journaled_output(replay: &Replay) -> Result<Option<Output>, DurableError> {
+    replay
+        .output
+        .as_ref()
+        .map(|spec| Output::from_spec(spec).map_err(|e| DurableError::Agent(e.into())))
+        .transpose()
+}
+
+/// An output as [`DurableError::Mismatch`] names it.
+fn describe_output(spec: Option<&OutputSpec>) -> String {
+    match spec {
+        Some(spec) => format!("schema {} in mode {} with {} retries", spec.schema, spec.mode, spec.retries),
+        None => "none".into(),
     }
 }
 
@@ -539,6 +664,12 @@ struct Replay {
     paused: Vec<NeedsInput>,
     /// The run whose conversation this one continues.
     continues: Option<String>,
+    /// What specialists used, by call id.
+    usage: HashMap<String, UsageByModel>,
+    /// The last limit the run stopped at, with the usage it had there.
+    limit: Option<(Limit, Usage)>,
+    /// What a typed run must answer.
+    output: Option<OutputSpec>,
 }
 
 /// The run a run's journal says it continues.
@@ -560,8 +691,11 @@ impl Replay {
                 Entry::CallStart { call_id, .. } => {
                     s.started.insert(call_id.clone());
                 }
-                Entry::CallResult { result, .. } => {
+                Entry::CallResult { result, usage, .. } => {
                     s.results.insert(result.call_id.clone(), result.clone());
+                    if !usage.is_empty() {
+                        s.usage.insert(result.call_id.clone(), usage.clone());
+                    }
                 }
                 Entry::Approval { call_id, tool, decision, arguments_hash } => {
                     s.decisions.insert(call_id.clone(), (arguments_hash.clone(), decision.clone()));
@@ -587,6 +721,8 @@ impl Replay {
                 Entry::Compaction { turn, attempt, response } => {
                     s.summaries.insert((*turn, *attempt), response.clone());
                 }
+                Entry::LimitReached { limit, usage } => s.limit = Some((*limit, *usage)),
+                Entry::Output { output } => s.output = Some(output.clone()),
                 Entry::Final { .. } | Entry::Failed { .. } => {}
             }
         }
@@ -746,6 +882,10 @@ impl Steps for JournalSteps {
         }
     }
 
+    fn recorded_usage(&self, call_id: &str) -> Option<&UsageByModel> {
+        self.replay.usage.get(call_id)
+    }
+
     fn recorded_decision(&self, call_id: &str, arguments: &str) -> Option<ApprovalDecision> {
         let (hash, decision) = self.replay.decisions.get(call_id)?;
         (hash.as_deref() == Some(arguments_hash(arguments).as_str())).then(|| decision.clone())
@@ -773,7 +913,12 @@ impl Steps for JournalSteps {
     }
 
     fn record(&mut self, turn: u32, result: &ToolResult) {
-        self.pending.push(Entry::CallResult { turn, result: result.clone(), timed_out: false });
+        self.pending.push(Entry::CallResult {
+            turn,
+            result: result.clone(),
+            timed_out: false,
+            usage: UsageByModel::new(),
+        });
     }
 
     async fn execute(
@@ -823,7 +968,10 @@ impl Steps for JournalSteps {
         self.commit(starts, Some((RunStatus::Running, None)))?;
         let writer = GroupCommit::new(self.journal.clone(), self.run_id.clone());
         let unknown: Arc<Mutex<Vec<usize>>> = Arc::default();
+        // What specialists report, journaled with their calls' results.
+        let spent = UsageSink::new();
         let hooks = {
+            let spent = spent.clone();
             let sink = writer.clone();
             let journal = self.journal.clone();
             let run = self.run_id.clone();
@@ -862,19 +1010,24 @@ impl Steps for JournalSteps {
                         turn,
                         result: outcome.result.clone(),
                         timed_out: outcome.timed_out,
+                        usage: spent.get(&outcome.result.call_id),
                     });
                 })
         };
-        let outcomes = agent.tools().run_planned(batch, ctx, &hooks).await;
+        let outcomes = spent.scope(agent.tools().run_planned(batch, ctx, &hooks)).await;
         drop(hooks);
         writer.flush().await?;
         let unknown = std::mem::take(&mut *unknown.lock().unwrap_or_else(|e| e.into_inner()));
         Ok(outcomes
             .into_iter()
             .enumerate()
-            .map(|(i, o)| Executed {
-                result: o.result,
-                unknown: unknown.contains(&i).then_some(Unknown::TimedOut),
+            .map(|(i, o)| {
+                let usage = spent.take(&o.result.call_id);
+                Executed {
+                    result: o.result,
+                    unknown: unknown.contains(&i).then_some(Unknown::TimedOut),
+                    usage,
+                }
             })
             .collect())
     }
@@ -886,6 +1039,19 @@ impl Steps for JournalSteps {
         let entry = Entry::Paused { needs_input: serde_json::to_value(needs).expect("serialises") };
         self.commit(vec![entry], Some((RunStatus::NeedsInput, None)))?;
         Ok(false)
+    }
+
+    async fn limit_reached(
+        &mut self,
+        _turn: u32,
+        limit: Limit,
+        _limits: &RunLimits,
+        usage: &Usage,
+    ) -> Result<Option<RunLimits>, DurableError> {
+        // Stops here; `resume` under a higher limit goes on from the journal.
+        let entry = Entry::LimitReached { limit, usage: *usage };
+        self.commit(vec![entry], Some((RunStatus::LimitReached, None)))?;
+        Ok(None)
     }
 
     async fn finish(&mut self, output: &str) -> Result<(), DurableError> {

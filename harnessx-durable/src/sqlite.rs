@@ -402,11 +402,13 @@ fn kind(entry: &Entry) -> &'static str {
         Entry::Approval { .. } => "approval",
         Entry::Paused { .. } => "paused",
         Entry::Answer { .. } => "answer",
+        Entry::LimitReached { .. } => "limit_reached",
         Entry::Final { .. } => "final",
         Entry::Failed { .. } => "failed",
         Entry::Continues { .. } => "continues",
         Entry::ContextOverflow { .. } => "context_overflow",
         Entry::Compaction { .. } => "compaction",
+        Entry::Output { .. } => "output",
     }
 }
 
@@ -468,7 +470,7 @@ mod tests {
                 replay: "safe".into(),
                 idempotency_key: "k".into(),
             },
-            Entry::CallResult { turn: 1, result, timed_out: false },
+            Entry::CallResult { turn: 1, result, timed_out: false, usage: Default::default() },
             Entry::Approval {
                 call_id: "c".into(),
                 tool: "t".into(),
@@ -477,6 +479,17 @@ mod tests {
             },
             Entry::Paused { needs_input: json!(null) },
             Entry::Answer { call_id: "c".into(), text: "yes".into() },
+            Entry::LimitReached {
+                limit: harnessx_agent::Limit::ToolCalls,
+                usage: harnessx_agent::model::Usage::default(),
+            },
+            Entry::Output {
+                output: harnessx_agent::output::OutputSpec {
+                    schema: json!({"type": "object"}),
+                    mode: harnessx_agent::OutputMode::Native,
+                    retries: 1,
+                },
+            },
             Entry::Final { output: "o".into() },
             Entry::Failed { error: "e".into() },
             Entry::Continues { run_id: "r0".into() },

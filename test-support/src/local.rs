@@ -1,9 +1,10 @@
 //! Imitations of the OpenAI-compatible servers people run at home, answering
 //! `POST /v1/chat/completions` as their code does: which request bodies each refuses and
 //! how (status and body), what it does with `tool_choice`, what a stream with tools looks
-//! like, and whether token usage comes back. Each stands in front of a stand-in model
-//! that calls a tool (the forced one, else the first offered) until a tool result is in
-//! the conversation, then answers with that result's text.
+//! like, what of the tool results reaches the model, and whether token usage comes back.
+//! Each stands in front of a stand-in model that calls a tool (the forced one, else the
+//! first offered) until it has called one in the conversation, then answers with the text
+//! of the last tool result in its prompt, or says that it saw none.
 //!
 //! The behaviour of each, and where it was read (the rows of `docs/models.md`):
 //!
@@ -16,7 +17,14 @@
 //!   and a named function work; anything else fails an `assert` (HTTP 500, empty
 //!   message). A stream with `auto` or `required` answers 200 with SSE headers and then
 //!   an empty body (the handler raises after the headers are sent); named streams work.
-//!   No usage in streams.
+//!   No usage in streams. The template has no branch for the `tool` role: a tool message
+//!   renders as `<|im_start|>tool` and nothing more, so no tool result ever reaches the
+//!   model. Under `auto` the model picks `functions.NAME:` or `message:`, and the text
+//!   after `message:` is sampled under the grammar meant for the next call's name
+//!   (`functions.NAME:` or `<|im_end|>`, the stop string): an answer in words comes back
+//!   as `{"content": "", "role": "assistant"}`, finish reason `stop`. Only without
+//!   `tool_choice` or with `none` does the model answer in words. (All of this seen live
+//!   with 0.3.36 and Gemma 3 270M, which under `auto` also often calls a tool again.)
 //! - [`Local::LlamaServer`]: llama.cpp's `llama-server --jinja` (`tools/server`,
 //!   `common/chat.cpp`). `content` may be a string, an array or `null`, but must be
 //!   there (HTTP 500 `Failed to parse messages: Expected 'content'`). `tool_choice` is
@@ -118,22 +126,40 @@ fn include_usage(body: &Value) -> bool {
     streamed(body) && body["stream_options"]["include_usage"] == true
 }
 
-/// The stand-in model: calls the forced tool, or the first offered one while no tool
-/// result is in the conversation (always under `required`); otherwise answers with the
-/// last tool result's text.
-fn turn(body: &Value, choice: &Choice) -> Turn {
+/// What the server puts in the model's prompt of the tool results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Results {
+    /// Each `tool` message, as its chat template renders it.
+    Shown,
+    /// Nothing: the template has no branch for the `tool` role.
+    Dropped,
+}
+
+/// The stand-in model: calls the forced tool, or the first offered one while it has not
+/// called one yet in the conversation (always under `required`); otherwise answers with
+/// the text of the last tool result it was shown, or says it saw none.
+fn turn(body: &Value, choice: &Choice, results: Results) -> Turn {
     let tools = tool_names(body);
-    let has_result = messages(body).iter().any(|m| m["role"] == "tool");
-    let last_result = messages(body).iter().rev().find(|m| m["role"] == "tool");
-    let text = match last_result {
-        Some(m) => format!("The note says: {}", m["content"].as_str().unwrap_or_default()),
-        None => "Hello.".to_owned(),
+    let called = messages(body).iter().find_map(|m| {
+        let call = m["tool_calls"].as_array().and_then(|calls| calls.first());
+        (m["role"] == "assistant").then_some(call).flatten()
+    });
+    let shown = match results {
+        Results::Shown => messages(body).iter().rev().find(|m| m["role"] == "tool"),
+        Results::Dropped => None,
+    };
+    let text = match (shown, called) {
+        (Some(m), _) => format!("The note says: {}", m["content"].as_str().unwrap_or_default()),
+        (None, Some(call)) => {
+            format!("I called {} and saw no result.", call["function"]["name"].as_str().unwrap_or_default())
+        }
+        (None, None) => "Hello.".to_owned(),
     };
     match choice {
         Choice::NoTools => Turn::Text(text),
         Choice::Named(name) => Turn::Call(name.clone()),
         Choice::Required => tools.first().map_or(Turn::Text(text), |t| Turn::Call((*t).to_owned())),
-        Choice::Auto if has_result => Turn::Text(text),
+        Choice::Auto if called.is_some() => Turn::Text(text),
         Choice::Auto => tools.first().map_or(Turn::Text(text), |t| Turn::Call((*t).to_owned())),
     }
 }
@@ -238,9 +264,14 @@ fn llama_cpp_python(body: &Value) -> Reply {
     match (&choice, streamed(body)) {
         // "Automatic streaming tool choice is not supported", raised after the headers.
         (Choice::Auto, true) => empty_stream(),
-        (choice, streaming) => match (turn(body, choice), streaming) {
+        // The model picked `message:`; what follows is sampled under the grammar for the
+        // next call's name, `functions.NAME:` or `<|im_end|>`, the stop string: nothing.
+        (Choice::Auto, false) if matches!(turn(body, &choice, Results::Dropped), Turn::Text(_)) => {
+            completion(json!({"content": "", "role": "assistant"}), "stop", Some(usage()))
+        }
+        (choice, streaming) => match (turn(body, choice, Results::Dropped), streaming) {
             (Turn::Text(text), false) => {
-                completion(json!({"role": "assistant", "content": text}), "stop", Some(usage()))
+                completion(json!({"content": text, "role": "assistant"}), "stop", Some(usage()))
             }
             (Turn::Text(text), true) => stream(text_chunks(&text), false),
             (Turn::Call(name), false) => {
@@ -340,7 +371,7 @@ fn llama_server(body: &Value) -> Reply {
         }
     };
     let usage_on = include_usage(body);
-    match (turn(body, &choice), streamed(body)) {
+    match (turn(body, &choice, Results::Shown), streamed(body)) {
         (Turn::Text(text), false) => {
             completion(json!({"role": "assistant", "content": text}), "stop", Some(usage()))
         }
@@ -405,7 +436,7 @@ fn vllm(body: &Value, auto_tool_choice: bool) -> Reply {
     };
     let usage_on = include_usage(body);
     let id = "chatcmpl-tool-4f1c0c3e9b2a4d5e8f6a7b8c9d0e1f2a";
-    match (turn(body, &choice), streamed(body)) {
+    match (turn(body, &choice, Results::Shown), streamed(body)) {
         (Turn::Text(text), false) => {
             completion(json!({"role": "assistant", "content": text}), "stop", Some(usage()))
         }
@@ -451,7 +482,7 @@ fn ollama(body: &Value) -> Reply {
     // No `tool_choice` field: the model always chooses.
     let choice = if tool_names(body).is_empty() { Choice::NoTools } else { Choice::Auto };
     let usage_on = include_usage(body);
-    match (turn(body, &choice), streamed(body)) {
+    match (turn(body, &choice, Results::Shown), streamed(body)) {
         (Turn::Text(text), false) => {
             completion(json!({"role": "assistant", "content": text}), "stop", Some(usage()))
         }
@@ -513,5 +544,39 @@ mod tests {
         streamed["tool_choice"] = json!("auto");
         let reply = Local::LlamaCppPython.answer(&post(streamed));
         assert_eq!((reply.status, reply.content_type, reply.body.len()), (200, "text/event-stream", 0));
+    }
+
+    /// As seen live: after a call, `auto` answers in words with an empty content, and
+    /// `none` answers without having seen the tool result; other servers show it.
+    #[test]
+    fn llama_cpp_python_drops_tool_results_and_answers_auto_with_nothing() {
+        let after_call = |tool_choice: &str| {
+            post(json!({"messages": [
+                {"role": "user", "content": "Read note.txt."},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c", "content": "plum"}],
+                "tools": tools(), "tool_choice": tool_choice}))
+        };
+        let message = |reply: Reply| {
+            assert_eq!(reply.status, 200);
+            let body: Value = serde_json::from_slice(&reply.body).unwrap();
+            (body["choices"][0]["message"].clone(), body["choices"][0]["finish_reason"].clone())
+        };
+        assert_eq!(
+            message(Local::LlamaCppPython.answer(&after_call("auto"))),
+            (json!({"content": "", "role": "assistant"}), json!("stop"))
+        );
+        assert_eq!(
+            message(Local::LlamaCppPython.answer(&after_call("none"))),
+            (json!({"content": "I called read_file and saw no result.", "role": "assistant"}), json!("stop"))
+        );
+        for server in [Local::LlamaServer, Local::Vllm, Local::Ollama] {
+            assert_eq!(
+                message(server.answer(&after_call("auto"))).0["content"],
+                "The note says: plum",
+                "{server:?}"
+            );
+        }
     }
 }

@@ -96,6 +96,7 @@ pub fn summary_request(
         max_tokens: Some(max_tokens),
         tool_choice: ToolChoice::Auto,
         parallel_tool_calls: None,
+        output: None,
     }
 }
 

@@ -139,6 +139,12 @@ impl AnthropicModel {
                 body.insert("tool_choice".into(), choice);
             }
         }
+        if let Some(format) = request.output.as_ref().filter(|f| f.native) {
+            // Structured outputs (generally available, no beta header): the answer is
+            // the text, constrained to the schema.
+            let schema = structured_schema(&format.schema);
+            body.insert("output_config".into(), json!({"format": {"type": "json_schema", "schema": schema}}));
+        }
         if stream {
             body.insert("stream".into(), json!(true));
         }
@@ -158,6 +164,56 @@ impl AnthropicModel {
         }
         Ok(request)
     }
+}
+
+/// Keywords Anthropic's structured outputs refuse in a schema (numeric and length bounds,
+/// and `minItems` above 1): left out of what is sent. The answer is still checked against
+/// the whole schema, so a value outside them is refused and asked again.
+const UNSUPPORTED_KEYWORDS: [&str; 9] = [
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "maxItems",
+    "minProperties",
+];
+
+/// A canonical schema in the form Anthropic's structured outputs take: every object
+/// closed (`"additionalProperties": false` unless it says otherwise) and the keywords of
+/// [`UNSUPPORTED_KEYWORDS`] (and `minItems` above 1) left out, at every schema position
+/// (properties, items, branches). Depth is bounded by the canonical schema's.
+pub fn structured_schema(schema: &Value) -> Value {
+    fn walk(schema: &Value) -> Value {
+        let Value::Object(map) = schema else { return schema.clone() };
+        let mut out = Map::new();
+        for (key, value) in map {
+            if UNSUPPORTED_KEYWORDS.contains(&key.as_str())
+                || (key == "minItems" && value.as_u64().is_some_and(|n| n > 1))
+            {
+                continue;
+            }
+            let value = match (key.as_str(), value) {
+                ("properties" | "patternProperties" | "$defs", Value::Object(props)) => {
+                    Value::Object(props.iter().map(|(k, v)| (k.clone(), walk(v))).collect())
+                }
+                ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(list)) => {
+                    Value::Array(list.iter().map(walk).collect())
+                }
+                ("items" | "additionalProperties" | "not", sub) => walk(sub),
+                (_, other) => other.clone(),
+            };
+            out.insert(key.clone(), value);
+        }
+        let is_object = map.get("type").is_some_and(|t| t == "object") || map.contains_key("properties");
+        if is_object && !out.contains_key("additionalProperties") {
+            out.insert("additionalProperties".into(), Value::Bool(false));
+        }
+        Value::Object(out)
+    }
+    walk(schema)
 }
 
 /// `tool_choice` on the wire: `auto`, `any` (required), `none` or `tool`, with
@@ -257,19 +313,41 @@ fn stop_reason(reason: &str) -> FinishReason {
     }
 }
 
-fn add_usage(usage: &mut Usage, value: &Value) {
-    let n = |k: &str| value.get(k).and_then(Value::as_u64);
-    // Cached prompt tokens are prompt tokens too.
-    let input: Option<u64> = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"]
-        .iter()
-        .filter_map(|k| n(k))
-        .reduce(|a, b| a + b);
-    if let Some(input) = input {
-        usage.input_tokens = input;
+/// The token counts of a Messages API `usage` object, each kept until a later event gives
+/// it again: `message_start` has the input counts, `message_delta` the cumulative output
+/// count (and, from some servers, the input counts again).
+#[derive(Debug, Default, Clone, Copy)]
+struct AnthropicUsage {
+    input: u64,
+    cache_read: u64,
+    cache_write: u64,
+    output: u64,
+}
+
+impl AnthropicUsage {
+    fn add(&mut self, value: &Value) {
+        let n = |k: &str| value.get(k).and_then(Value::as_u64);
+        for (field, key) in [
+            (&mut self.input, "input_tokens"),
+            (&mut self.cache_read, "cache_read_input_tokens"),
+            (&mut self.cache_write, "cache_creation_input_tokens"),
+            (&mut self.output, "output_tokens"),
+        ] {
+            if let Some(count) = n(key) {
+                *field = count;
+            }
+        }
     }
-    // `message_delta` reports the cumulative output count.
-    if let Some(output) = n("output_tokens") {
-        usage.output_tokens = output;
+
+    /// Cache reads and writes are input tokens too.
+    fn usage(self) -> Usage {
+        Usage {
+            input_tokens: self.input.saturating_add(self.cache_read).saturating_add(self.cache_write),
+            output_tokens: self.output,
+            cached_input_tokens: self.cache_read,
+            cache_write_tokens: self.cache_write,
+            ..Usage::default()
+        }
     }
 }
 
@@ -305,11 +383,11 @@ fn parse_message(body: &Value) -> Result<ModelResponse, ModelError> {
         // not run.
         call.arguments.pop();
     }
-    let mut usage = Usage::default();
+    let mut usage = AnthropicUsage::default();
     if let Some(u) = body.get("usage") {
-        add_usage(&mut usage, u);
+        usage.add(u);
     }
-    Ok(ModelResponse { content, tool_calls, finish_reason, usage })
+    Ok(ModelResponse { content, tool_calls, finish_reason, usage: usage.usage() })
 }
 
 #[derive(Debug, Default)]
@@ -330,7 +408,7 @@ struct AnthropicDecoder {
     /// Tool blocks by their content block index.
     tools: HashMap<u64, ToolBlock>,
     stop: Option<FinishReason>,
-    usage: Usage,
+    usage: AnthropicUsage,
 }
 
 impl AnthropicDecoder {
@@ -402,7 +480,7 @@ impl Decoder for AnthropicDecoder {
         match kind {
             "message_start" => {
                 if let Some(u) = value.get("message").and_then(|m| m.get("usage")) {
-                    add_usage(&mut self.usage, u);
+                    self.usage.add(u);
                 }
             }
             "content_block_start" => {
@@ -421,7 +499,7 @@ impl Decoder for AnthropicDecoder {
                     self.stop = Some(stop_reason(reason));
                 }
                 if let Some(u) = value.get("usage") {
-                    add_usage(&mut self.usage, u);
+                    self.usage.add(u);
                 }
             }
             "message_stop" => return Ok(Step::Complete),
@@ -460,7 +538,7 @@ impl Decoder for AnthropicDecoder {
                 ToolCall::new(t.id, t.name, arguments)
             })
             .collect();
-        Ok(ModelResponse { content: self.content, tool_calls, finish_reason, usage: self.usage })
+        Ok(ModelResponse { content: self.content, tool_calls, finish_reason, usage: self.usage.usage() })
     }
 
     fn parse_full(&self, body: &Value) -> Result<ModelResponse, ModelError> {

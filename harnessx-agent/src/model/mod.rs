@@ -60,6 +60,24 @@ pub struct ModelRequest {
     /// (the provider's default, which allows it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// The JSON answer a typed run expects (`None` for a free-text answer). Adapters send
+    /// it as the provider's answer format when it is [`native`](OutputFormat::native);
+    /// test models answer with a value of its schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputFormat>,
+}
+
+/// The JSON answer a typed run expects (see `docs/output.md`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputFormat {
+    /// A name for the format (OpenAI's `json_schema.name`): `final_result`.
+    pub name: String,
+    /// The schema, canonical, of an object.
+    pub schema: serde_json::Value,
+    /// Whether the provider is asked for it (mode `native`: OpenAI's `response_format`,
+    /// Anthropic's `output_config.format`); otherwise the system prompt asks (mode
+    /// `prompted`) and adapters send nothing.
+    pub native: bool,
 }
 
 /// A failure talking to a model. Only these fail a run; tool failures never do.

@@ -38,8 +38,9 @@ const PROVIDER: Provider = Provider { name: "OpenAI-compatible server", key_env:
 /// forms all of them accept where OpenAI takes either (`"content": ""` beside tool calls,
 /// `"tool_choice": "auto"` spelled out), and what the server turns out not to take is
 /// worked around for the rest of the model's life: a refused `"required"` is retried
-/// with the one tool named, and a stream that comes back empty is asked for again
-/// without streaming (see `docs/models.md`). Each such finding is said once, through
+/// with the one tool named, a stream that comes back empty is asked for again without
+/// streaming, and an answer to `"auto"` with neither text nor tool calls is asked for
+/// again with `"none"` (see `docs/models.md`). Each such finding is said once, through
 /// [`on_warning`](Self::on_warning) and `tracing`.
 ///
 /// ```no_run
@@ -118,7 +119,8 @@ impl OpenAiModel {
 
     /// Where the one-line notices go when a server is found not to take something and
     /// the model works around it for the rest of its life (an empty stream asked again
-    /// without streaming, a refused `"required"` replaced by the tool's name). They go to
+    /// without streaming, a refused `"required"` replaced by the tool's name, an answer
+    /// of nothing to `"auto"` asked again with `"none"`). They go to
     /// `tracing` at WARN level in any case; the `harnessx` command prints them on stderr.
     pub fn on_warning(mut self, notice: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.on_warning = Some(Arc::new(notice));
@@ -205,6 +207,12 @@ impl OpenAiModel {
             if let Some(parallel) = request.parallel_tool_calls {
                 body.insert("parallel_tool_calls".into(), json!(parallel));
             }
+        }
+        if let Some(format) = request.output.as_ref().filter(|f| f.native) {
+            // Structured outputs: the strict dialect, as strict tools get it.
+            let json_schema =
+                json!({"name": format.name, "schema": strict_schema(&format.schema), "strict": true});
+            body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": json_schema}));
         }
         if let Some(max) = request.max_tokens {
             // OpenAI's reasoning models refuse `max_tokens`; other servers know only it.
@@ -599,9 +607,18 @@ fn finish_reason(reason: &str) -> FinishReason {
     }
 }
 
+/// A Chat Completions `usage` object: `prompt_tokens` (cached ones included),
+/// `completion_tokens` (reasoning included) and their details, where the server gives them.
 fn usage_of(usage: &Value) -> Usage {
-    let n = |k| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-    Usage { input_tokens: n("prompt_tokens"), output_tokens: n("completion_tokens"), requests: 0 }
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let detail = |outer: &str, inner: &str| n(usage.get(outer).and_then(|d| d.get(inner)));
+    Usage {
+        input_tokens: n(usage.get("prompt_tokens")),
+        output_tokens: n(usage.get("completion_tokens")),
+        cached_input_tokens: detail("prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens: detail("completion_tokens_details", "reasoning_tokens"),
+        ..Usage::default()
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,11 @@ mod explore;
 /// it answers with one line per result. With no tools to call it answers with
 /// [`final_text`](Self::final_text), by default `"success (no tool calls)"`.
 ///
+/// A typed run's answer (`docs/output.md`) is a value made from its schema the same way:
+/// in mode `tool` it calls `final_result` like any other tool, in modes `native` and
+/// `prompted` its answer is the value as JSON (in a ```` ```json ```` fence for
+/// `prompted`).
+///
 /// It follows the request's [`tool_choice`](ModelRequest::tool_choice): under
 /// [`ToolChoice::None`] it calls nothing, under [`ToolChoice::Tool`] only that tool
 /// (whatever [`call_tools`](Self::call_tools) says); `Auto` and `Required` change
@@ -74,6 +79,23 @@ impl TestModel {
     }
 
     fn respond(&self, request: &ModelRequest) -> ModelResponse {
+        let response = self.respond_text(request);
+        // A typed run's answer (modes `native` and `prompted`): a value of the schema, in
+        // a fence when the prompt asked for it.
+        match &request.output {
+            Some(format) if response.tool_calls.is_empty() => {
+                let value = example_value(&format.schema);
+                ModelResponse::text(if format.native {
+                    value.to_string()
+                } else {
+                    format!("```json\n{value}\n```")
+                })
+            }
+            _ => response,
+        }
+    }
+
+    fn respond_text(&self, request: &ModelRequest) -> ModelResponse {
         if self.exploring {
             return explore::respond(request);
         }

@@ -10,7 +10,9 @@ use harnessx_core::{
     RunContext, ToolCall, ToolEvent, ToolOutput, ToolResult,
 };
 
-use crate::model::{FinishReason, Message, Usage};
+use crate::budget::{Budget, Limit, RunLimits};
+use crate::model::{FinishReason, Message};
+use crate::output::attempts::{Attempts, Verdict};
 use crate::run::recovery::{self, Recovery, Unknown};
 use crate::run::state::{NeedsInput, NeedsInputKind, RunState, RunStatus};
 use crate::run::steps::{Answer, Executed, Recorded, Steps};
@@ -24,12 +26,26 @@ pub struct Start {
     pub history: Vec<crate::model::Message>,
     /// The prompt.
     pub prompt: String,
+    /// Limits of this run in place of the agent's (those set replace
+    /// [`AgentConfig::run_limits`](crate::AgentConfig::run_limits)'s); `None` for the
+    /// agent's own. A run on Restate takes them from whoever started it.
+    pub limits: Option<RunLimits>,
+    /// What a typed run must answer (`None`: free text). See [`crate::output`].
+    pub output: Option<crate::output::Output>,
 }
 
-/// Drives a run to its end, or to a stop for input, over `steps`. `permissions` is the
-/// manager the run decides with: the agent's own for a direct run (its session grants
-/// last as long as the agent), a fork of it for a durable run (grants belong to the
-/// run, rebuilt from its recorded decisions on resume).
+/// Drives a run to its end, to a stop for input, or to a limit, over `steps`.
+/// `permissions` is the manager the run decides with: the agent's own for a direct run
+/// (its session grants last as long as the agent), a fork of it for a durable run
+/// (grants belong to the run, rebuilt from its recorded decisions on resume).
+///
+/// The run's limits ([`AgentConfig::run_limits`](crate::AgentConfig::run_limits)) are
+/// checked here, so they hold on every backend: the turns and anything already reached
+/// before each request (and a request whose input alone passes the tokens left is not
+/// sent), tokens and cost after each response (its calls then do not run), tool calls
+/// before each batch (the calls past the limit get an error result and do not run). At
+/// a limit the backend records the stop ([`Steps::limit_reached`]), or waits for higher
+/// limits.
 pub async fn drive<S: Steps>(
     agent: &Agent,
     steps: &mut S,
@@ -37,7 +53,20 @@ pub async fn drive<S: Steps>(
     permissions: &PermissionManager,
     events: Option<&Events>,
 ) -> Result<RunState, S::Error> {
-    let Start { history, prompt } = start;
+    let Start { history, prompt, limits, output } = start;
+    let config = agent.config();
+    let price = agent.price();
+    let limits = match limits {
+        Some(changes) => config.run_limits().with(&changes),
+        None => config.run_limits(),
+    };
+    if limits.max_cost_usd.is_some() && price.is_none() {
+        let model = agent.model().map(|m| m.model_name()).unwrap_or_default();
+        return Err(AgentError::UnknownPrice { model }.into());
+    }
+    let mut budget = Budget::new(limits, price, agent.model_name());
+    // [output] A typed run's attempts at its answer; checked before the first request.
+    let mut output = output.map(|o| Attempts::start(o, agent)).transpose()?;
     let planning = agent.planning();
     if let Some(p) = &planning
         && history.is_empty()
@@ -47,6 +76,9 @@ pub async fn drive<S: Steps>(
     let registry = agent.tools();
     let mut revision = registry.revision();
     let mut request = agent.first_request(history, prompt);
+    if let Some(o) = &output {
+        o.prepare(&mut request);
+    }
     let mut ctx = RunContext::new().with_permissions(permissions.clone());
     if let Some(tx) = events {
         let tx = tx.clone();
@@ -59,45 +91,60 @@ pub async fn drive<S: Steps>(
     if let Some(dir) = &agent.config().result_dir {
         ctx = ctx.with_result_dir(dir.clone()); // context window (issue 28): capped results saved
     }
-    let mut usage = Usage::default();
-    let max_turns = agent.config().max_turns;
     // Context window (issue 28): counts each request, compacts the history when it
     // nears the window, recovers from a context-length refusal. See `crate::context`.
     let mut context = crate::context::track::Tracker::new(agent);
-    for turn in 1..=max_turns {
-        if let Some(p) = &planning {
-            crate::planning::attach(p, &mut request.messages);
-        }
+    let mut finish_reason = FinishReason::Stop;
+    let mut turn: u32 = 0;
+    loop {
+        turn = turn.saturating_add(1);
         // Tools registered or removed since the last request (an MCP server's
         // `tools/list_changed`): the model sees the new set from this turn on.
         let now = registry.revision();
         if now != revision {
             revision = now;
             request.tools = registry.get_tool_params();
+            budget.tools_changed();
+            if let Some(o) = &output {
+                o.tools_refreshed(&mut request.tools);
+            }
             steps.tools_changed(agent)?;
+        }
+        while let Some(limit) = budget.before_request(turn) {
+            if !hold(steps, &mut budget, turn - 1, limit).await? {
+                let stop = Stopped { turns: turn - 1, finish_reason, limit };
+                return Ok(limited(steps, request.messages, budget, stop, events));
+            }
+        }
+        if let Some(p) = &planning {
+            crate::planning::attach(p, &mut request.messages);
+        }
+        if config.budget_note {
+            budget.attach_note(turn, &mut request.messages);
         }
         emit(events, || AgentEvent::ModelRequest { turn, model: agent.model_name() });
         // Context window (issue 28): `steps.response`, with compaction around it.
         let response = context.respond(agent, steps, turn, &mut request, events).await?;
-        usage += response.usage;
-        usage.requests += 1;
-        let finish_reason = response.finish_reason;
+        budget.response(turn, response.usage);
+        finish_reason = response.finish_reason;
         let calls = call_ids_for_turn(response.tool_calls, turn);
         if calls.is_empty() {
             request.messages.push(Message::assistant(response.content.clone(), Vec::new()));
-            steps.finish(&response.content).await?;
-            steps.note(format_args!("turn {turn}: the final answer"));
-            emit(events, || AgentEvent::RunEnd { output: response.content.clone(), usage, turns: turn });
-            return Ok(RunState {
-                run_id: steps.run_id().map(str::to_owned),
-                status: RunStatus::Completed,
-                output: response.content,
-                messages: request.messages,
-                usage,
-                turns: turn,
-                finish_reason,
-                ..RunState::default()
-            });
+            // [output] A typed run's text answer is checked; a refused one is asked again.
+            let value = match output.as_mut().map(|o| o.answer(&response.content)) {
+                None => None,
+                Some(Verdict::Accepted(value)) => Some(value),
+                Some(Verdict::Failed(e)) => return Err(e.into()),
+                Some(retry) => {
+                    steps.note(format_args!("turn {turn}: the answer did not fit the output schema"));
+                    if let Verdict::Retry(Some(message)) = retry {
+                        request.messages.push(Message::user(message));
+                    }
+                    continue;
+                }
+            };
+            let end = End { turn, budget, finish_reason, value };
+            return complete(steps, events, request.messages, response.content, end).await;
         }
         if steps.keeps_notes() {
             let named: Vec<String> = calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect();
@@ -105,57 +152,56 @@ pub async fn drive<S: Steps>(
         }
         request.messages.push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
 
-        let mut batch = registry.plan_batch(&calls);
-        let mut edits = Vec::new();
-        let needs =
-            plan(steps, permissions, turn, &calls, &mut batch, planning.as_deref(), &mut edits).await?;
-        if !needs.is_empty() {
-            // Nothing of this batch runs until every question is answered.
-            if !steps.pause(turn, &needs).await? {
-                return Ok(waiting(steps, request.messages, usage, turn, finish_reason, needs));
+        // Tokens or money reached with this response: its calls do not run.
+        while let Some(limit) = budget.reached() {
+            if !hold(steps, &mut budget, turn, limit).await? {
+                let text = budget.not_run(limit);
+                request.messages.extend(
+                    calls.iter().map(|c| Message::tool(&ToolResult::error(&c.id, &c.name, text.as_str()))),
+                );
+                let stop = Stopped { turns: turn, finish_reason, limit };
+                return Ok(limited(steps, request.messages, budget, stop, events));
             }
-            for need in &needs {
-                answer(steps, permissions, turn, &calls, &mut batch, need, &mut edits).await?;
-            }
-            steps.resumed().await?;
         }
-        // The calls a person edited show the arguments they ran with from the next
-        // request on.
-        show_edits(&mut request.messages, &edits);
-
-        let writes: Vec<_> = match &planning {
-            Some(_) => (0..batch.len()).filter_map(|i| todo_write(&batch, i)).collect(),
-            None => Vec::new(),
-        };
-        let executed = steps.execute(agent, turn, batch, &ctx).await?;
-        if let Some(p) = &planning {
-            for (index, todos) in writes {
-                if executed.get(index).is_some_and(|e| !e.result.is_error && e.unknown.is_none()) {
-                    p.replace(todos);
+        // The calls run in batches of what the tool-call limit allows: one batch, unless
+        // the limit cuts it and a backend that waits in place is given a higher one.
+        let mut results: Vec<ToolResult> = Vec::with_capacity(calls.len());
+        let mut done = 0;
+        while done < calls.len() {
+            let allowed = budget.calls_allowed(calls.len() - done);
+            if allowed > 0 {
+                let chunk = &calls[done..done + allowed];
+                budget.count_calls(turn, allowed);
+                let ran = run_batch(
+                    agent,
+                    steps,
+                    permissions,
+                    turn,
+                    chunk,
+                    &mut budget,
+                    output.as_mut(),
+                    planning.as_deref(),
+                    &ctx,
+                    &mut request.messages,
+                )
+                .await?;
+                match ran {
+                    Ok(ran) => results.extend(ran),
+                    Err(needs) => {
+                        let state = waiting(steps, request.messages, &budget, turn, finish_reason, needs);
+                        return Ok(state);
+                    }
                 }
+                done += allowed;
             }
-        }
-        let mut results: Vec<ToolResult> = Vec::with_capacity(executed.len());
-        let mut unknown: Vec<NeedsInput> = Vec::new();
-        for (call, Executed { result, unknown: why }) in calls.iter().zip(executed) {
-            if let Some(why) = why {
-                unknown.push(recovery::ask(why, &call.id, &result.name, &call.arguments));
+            if done < calls.len() && !hold(steps, &mut budget, turn, Limit::ToolCalls).await? {
+                let text = budget.not_run(Limit::ToolCalls);
+                results
+                    .extend(calls[done..].iter().map(|c| ToolResult::error(&c.id, &c.name, text.as_str())));
+                request.messages.extend(results.iter().map(Message::tool));
+                let stop = Stopped { turns: turn, finish_reason, limit: Limit::ToolCalls };
+                return Ok(limited(steps, request.messages, budget, stop, events));
             }
-            results.push(result);
-        }
-        if !unknown.is_empty() {
-            if !steps.pause(turn, &unknown).await? {
-                return Ok(waiting(steps, request.messages, usage, turn, finish_reason, unknown));
-            }
-            for need in &unknown {
-                let text = match steps.wait(need).await? {
-                    Answer::Outcome(text) => text,
-                    Answer::Decision(_) => need.reason.clone(),
-                };
-                let i = calls.iter().position(|c| c.id == need.call_id).unwrap_or_default();
-                results[i] = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
-            }
-            steps.resumed().await?;
         }
         if steps.keeps_notes() {
             for (call, result) in calls.iter().zip(&results) {
@@ -164,16 +210,203 @@ pub async fn drive<S: Steps>(
             }
         }
         request.messages.extend(results.iter().map(Message::tool));
+        // [output] The batch's other calls ran: an accepted `final_result` ends the run.
+        match output.as_mut().map(Attempts::after_batch) {
+            Some(Verdict::Accepted(value)) => {
+                let end = End { turn, budget, finish_reason, value: Some(value) };
+                return complete(steps, events, request.messages, String::new(), end).await;
+            }
+            Some(Verdict::Failed(e)) => return Err(e.into()),
+            Some(Verdict::Retry(_) | Verdict::Continue) | None => {}
+        }
         agent.after_tool_calls(&mut request);
     }
-    Err(AgentError::MaxTurns(max_turns).into())
+}
+
+/// Plans, authorises and runs the calls of one batch (all of a turn's, or those the
+/// tool-call limit lets through). `Ok(Err(needs))`: the run stopped to wait for them.
+#[allow(clippy::too_many_arguments)] // the loop's state for one batch, passed as it is
+async fn run_batch<S: Steps>(
+    agent: &Agent,
+    steps: &mut S,
+    permissions: &PermissionManager,
+    turn: u32,
+    calls: &[ToolCall],
+    budget: &mut Budget,
+    output: Option<&mut Attempts>,
+    planning: Option<&crate::planning::PlanningState>,
+    ctx: &RunContext,
+    messages: &mut [Message],
+) -> Result<Result<Vec<ToolResult>, Vec<NeedsInput>>, S::Error> {
+    let mut batch = agent.tools().plan_batch(calls);
+    // [output] `final_result` calls are answered here, checked, never run.
+    if let Some(o) = output {
+        o.settle_calls(calls, &mut batch);
+    }
+    let mut edits = Vec::new();
+    let needs = plan(steps, permissions, turn, calls, &mut batch, budget, planning, &mut edits).await?;
+    if !needs.is_empty() {
+        // Nothing of this batch runs until every question is answered.
+        if !steps.pause(turn, &needs).await? {
+            return Ok(Err(needs));
+        }
+        for need in &needs {
+            answer(steps, permissions, turn, calls, &mut batch, need, &mut edits).await?;
+        }
+        steps.resumed().await?;
+    }
+    // The calls a person edited show the arguments they ran with from the next request
+    // on.
+    show_edits(messages, &edits);
+
+    let writes: Vec<_> = match &planning {
+        Some(_) => (0..batch.len()).filter_map(|i| todo_write(&batch, i)).collect(),
+        None => Vec::new(),
+    };
+    let executed = steps.execute(agent, turn, batch, ctx).await?;
+    if let Some(p) = &planning {
+        for (index, todos) in writes {
+            if executed.get(index).is_some_and(|e| !e.result.is_error && e.unknown.is_none()) {
+                p.replace(todos);
+            }
+        }
+    }
+    let mut results: Vec<ToolResult> = Vec::with_capacity(executed.len());
+    let mut unknown: Vec<NeedsInput> = Vec::new();
+    for (call, Executed { result, unknown: why, usage }) in calls.iter().zip(executed) {
+        if let Some(why) = why {
+            unknown.push(recovery::ask(why, &call.id, &result.name, &call.arguments));
+        }
+        if !usage.is_empty() {
+            budget.specialist(turn, &usage);
+        }
+        results.push(result);
+    }
+    if !unknown.is_empty() {
+        if !steps.pause(turn, &unknown).await? {
+            return Ok(Err(unknown));
+        }
+        for need in &unknown {
+            let text = match steps.wait(need).await? {
+                Answer::Outcome(text) => text,
+                Answer::Decision(_) => need.reason.clone(),
+            };
+            let i = calls.iter().position(|c| c.id == need.call_id).unwrap_or_default();
+            results[i] = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
+        }
+        steps.resumed().await?;
+    }
+    Ok(Ok(results))
+}
+
+/// Asks the backend what to do at `limit`: `true` when it was given higher limits (the
+/// loop goes on), `false` when the run stops.
+async fn hold<S: Steps>(
+    steps: &mut S,
+    budget: &mut Budget,
+    turn: u32,
+    limit: Limit,
+) -> Result<bool, S::Error> {
+    steps.note(format_args!("turn {turn}: reached {}", limit.describe(&budget.limits)));
+    match steps.limit_reached(turn, limit, &budget.limits, &budget.usage).await? {
+        Some(changes) => {
+            budget.raise(&changes);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// Where a run stopped at a limit.
+struct Stopped {
+    turns: u32,
+    finish_reason: FinishReason,
+    limit: Limit,
+}
+
+/// The state of a run stopped at a limit, its `run_end` sent.
+fn limited<S: Steps>(
+    steps: &S,
+    messages: Vec<Message>,
+    budget: Budget,
+    stop: Stopped,
+    events: Option<&Events>,
+) -> RunState {
+    let Stopped { turns, finish_reason, limit } = stop;
+    emit(events, || AgentEvent::RunEnd {
+        status: RunStatus::LimitReached,
+        limit: Some(limit),
+        output: String::new(),
+        value: None,
+        usage: budget.usage,
+        turns,
+    });
+    RunState {
+        run_id: steps.run_id().map(str::to_owned),
+        status: RunStatus::LimitReached,
+        messages,
+        usage: budget.usage,
+        usage_by_model: budget.by_model,
+        usage_by_turn: budget.by_turn,
+        limit: Some(limit),
+        turns,
+        finish_reason,
+        ..RunState::default()
+    }
+}
+
+/// How a run ended: its last turn, what it used, and a typed run's value.
+struct End {
+    turn: u32,
+    budget: Budget,
+    finish_reason: FinishReason,
+    value: Option<serde_json::Value>,
+}
+
+/// The run completed with `text` (a typed run: with its value, as compact JSON):
+/// recorded, announced, and its state.
+async fn complete<S: Steps>(
+    steps: &mut S,
+    events: Option<&Events>,
+    messages: Vec<Message>,
+    text: String,
+    end: End,
+) -> Result<RunState, S::Error> {
+    let End { turn, budget, finish_reason, value } = end;
+    let output = match &value {
+        Some(value) => value.to_string(),
+        None => text,
+    };
+    steps.finish(&output).await?;
+    steps.note(format_args!("turn {turn}: the final answer"));
+    emit(events, || AgentEvent::RunEnd {
+        status: RunStatus::Completed,
+        limit: None,
+        output: output.clone(),
+        value: value.clone(),
+        usage: budget.usage,
+        turns: turn,
+    });
+    Ok(RunState {
+        run_id: steps.run_id().map(str::to_owned),
+        status: RunStatus::Completed,
+        output,
+        value,
+        messages,
+        usage: budget.usage,
+        usage_by_model: budget.by_model,
+        usage_by_turn: budget.by_turn,
+        turns: turn,
+        finish_reason,
+        ..RunState::default()
+    })
 }
 
 /// The state of a run stopped for input.
 fn waiting<S: Steps>(
     steps: &S,
     messages: Vec<Message>,
-    usage: Usage,
+    budget: &Budget,
     turns: u32,
     finish_reason: FinishReason,
     needs: Vec<NeedsInput>,
@@ -182,7 +415,9 @@ fn waiting<S: Steps>(
         run_id: steps.run_id().map(str::to_owned),
         status: RunStatus::NeedsInput,
         messages,
-        usage,
+        usage: budget.usage,
+        usage_by_model: budget.by_model.clone(),
+        usage_by_turn: budget.by_turn.clone(),
         turns,
         finish_reason,
         needs_input: needs,
@@ -199,21 +434,32 @@ fn emit(events: Option<&Events>, event: impl FnOnce() -> AgentEvent) {
 /// Settles what the backend already knows of each call, applies the recovery rules to
 /// calls that started and have no result, and authorises the rest. Returns what a person
 /// has to answer before the batch can run.
+#[allow(clippy::too_many_arguments)] // the loop's state for one batch, passed as it is
 async fn plan<S: Steps>(
     steps: &mut S,
     permissions: &PermissionManager,
     turn: u32,
     calls: &[ToolCall],
     batch: &mut PlannedBatch,
+    budget: &mut Budget,
     planning: Option<&crate::planning::PlanningState>,
     edits: &mut Vec<(String, serde_json::Value)>,
 ) -> Result<Vec<NeedsInput>, S::Error> {
     let run_id = steps.run_id().map(str::to_owned);
     let mut needs = Vec::new();
     for (index, call) in calls.iter().enumerate() {
+        // Counted in call order whether the call runs now or is replayed, so a resumed
+        // run counts as the first did.
+        let over = match batch.tool(index) {
+            Some(tool) if budget.has_per_tool() => budget.per_tool(tool).map(|max| (max, tool.to_owned())),
+            _ => None,
+        };
         match steps.recorded(&call.id) {
             Recorded::Result(result) => {
                 let result = result.clone();
+                if let Some(usage) = steps.recorded_usage(&call.id) {
+                    budget.specialist(turn, usage);
+                }
                 if let Some(ApprovalDecision::ApproveEdited { arguments, .. }) =
                     steps.recorded_decision(&call.id, &call.arguments)
                 {
@@ -237,6 +483,14 @@ async fn plan<S: Steps>(
             // Refused before it could run (unknown tool, bad arguments).
             let result = result.clone();
             steps.record(turn, &result);
+            continue;
+        }
+        if let Some((max, tool)) = over {
+            // The tool used its own limit up; the run goes on without it.
+            let text = format!("tool-call limit of {max} for {tool} reached: this call was not run");
+            let result = ToolResult::error(&call.id, tool, text);
+            steps.record(turn, &result);
+            batch.settle(index, result);
             continue;
         }
         let policy = batch.replay_policy(index).unwrap_or_default();

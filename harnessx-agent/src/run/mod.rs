@@ -17,6 +17,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracing::Instrument;
 
 use crate::model::{Message, ModelError, ModelEvent, ModelRequest, ModelResponse};
+use crate::output::Output;
 use crate::{Agent, AgentError, AgentEvent, RunResult, spans};
 use harnessx_core::ToolCall;
 use harnessx_core::ToolEvent;
@@ -36,17 +37,69 @@ impl Agent {
         history: Vec<Message>,
         prompt: impl Into<String>,
     ) -> Result<RunResult, AgentError> {
-        self.run_inner(history, prompt.into(), None).await
+        self.run_inner(history, prompt.into(), None, None).await
+    }
+
+    /// Runs the agent until it answers with a `T`: its answer must fit `T`'s JSON
+    /// Schema (from `schemars`) and decode into `T`, and a refused answer is asked again
+    /// with the error, up to [`AgentConfig::output_retries`](crate::AgentConfig::output_retries)
+    /// times (in [`AgentConfig::output_mode`](crate::AgentConfig::output_mode)). See
+    /// `docs/output.md`.
+    ///
+    /// ```
+    /// use harnessx_agent::Agent;
+    /// use harnessx_agent::model::TestModel;
+    /// use harnessx_core::schemars::{self, JsonSchema};
+    ///
+    /// #[derive(serde::Deserialize, JsonSchema)]
+    /// struct City {
+    ///     name: String,
+    ///     population: u64,
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let agent = Agent::builder().model(TestModel::new()).build().unwrap();
+    /// // The test model calls `final_result` with a value made from the schema.
+    /// let city: City = agent.run_typed("The largest city of France?").await.unwrap();
+    /// assert_eq!((city.name.as_str(), city.population), ("a", 0));
+    /// # }
+    /// ```
+    pub async fn run_typed<T>(&self, prompt: impl Into<String>) -> Result<T, AgentError>
+    where
+        T: harnessx_core::schemars::JsonSchema + serde::de::DeserializeOwned + 'static,
+    {
+        let result = self.run_with_output(prompt, Output::of::<T>()).await?;
+        Ok(result.value_as::<T>()?)
+    }
+
+    /// Runs the agent until it answers with a value `output`'s schema admits (the untyped
+    /// form of [`run_typed`](Self::run_typed), or a typed one with its own mode and
+    /// retries): the result's [`value`](RunResult::value) is the answer.
+    pub async fn run_with_output(
+        &self,
+        prompt: impl Into<String>,
+        output: Output,
+    ) -> Result<RunResult, AgentError> {
+        self.run_inner(Vec::new(), prompt.into(), None, Some(output)).await
+    }
+
+    /// [`run_with_output`](Self::run_with_output), streaming the run's events as
+    /// [`run_stream`](Self::run_stream) does; `run_end` carries the answer as its `value`.
+    pub fn run_stream_with_output(&self, prompt: impl Into<String>, output: Output) -> RunStream<'_> {
+        self.stream_inner(prompt.into(), Some(output))
     }
 
     /// Runs the agent and streams its events: `model_request`, text deltas,
     /// `tool_call_start` (in call order), `tool_call_end`, and finally `run_end` (or
     /// `error`).
     pub fn run_stream(&self, prompt: impl Into<String>) -> RunStream<'_> {
+        self.stream_inner(prompt.into(), None)
+    }
+
+    fn stream_inner(&self, prompt: String, output: Option<Output>) -> RunStream<'_> {
         let (tx, rx) = unbounded_channel();
-        let prompt = prompt.into();
         RunStream {
-            run: Some(Box::pin(self.run_inner(Vec::new(), prompt, Some(tx)))),
+            run: Some(Box::pin(self.run_inner(Vec::new(), prompt, Some(tx), output))),
             events: rx,
             result: None,
             tail: None,
@@ -58,6 +111,7 @@ impl Agent {
         history: Vec<Message>,
         prompt: String,
         events: Option<Events>,
+        output: Option<Output>,
     ) -> Result<RunResult, AgentError> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(AgentError::Closed);
@@ -65,7 +119,7 @@ impl Agent {
         self.model.clone().ok_or(AgentError::NoModel)?;
         self.check_tool_choice()?;
         let span = spans::invoke_agent(self);
-        let start = engine::Start { history, prompt };
+        let start = engine::Start { history, prompt, limits: None, output };
         let outcome = engine::drive(self, &mut steps::Direct, start, &self.permissions, events.as_ref())
             .instrument(span.clone())
             .await;

@@ -2,6 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
+use crate::budget::Limit;
 use crate::model::{FinishReason, Message, Usage};
 
 /// Where a run stands.
@@ -15,8 +18,11 @@ pub enum RunStatus {
     NeedsInput,
     /// Finished with a final answer.
     Completed,
-    /// Finished with an error (model failure, too many turns); `resume` tries again.
+    /// Finished with an error (a model failure); `resume` tries again.
     Failed,
+    /// Stopped at a limit ([`RunState::limit`] says which): a distinct end, not an error.
+    /// A durable run pauses there; resuming it under a higher limit continues it.
+    LimitReached,
 }
 
 impl RunStatus {
@@ -27,6 +33,7 @@ impl RunStatus {
             Self::NeedsInput => "needs_input",
             Self::Completed => "completed",
             Self::Failed => "failed",
+            Self::LimitReached => "limit_reached",
         }
     }
 
@@ -37,6 +44,7 @@ impl RunStatus {
             "needs_input" => Self::NeedsInput,
             "completed" => Self::Completed,
             "failed" => Self::Failed,
+            "limit_reached" => Self::LimitReached,
             _ => return None,
         })
     }
@@ -93,12 +101,29 @@ pub struct RunState {
     pub run_id: Option<String>,
     /// Completed, waiting for input (durable runs only), running or failed.
     pub status: RunStatus,
-    /// The final answer (empty until the run completes).
+    /// The final answer (empty until the run completes); a typed run's is its value as
+    /// compact JSON.
     pub output: String,
+    /// A typed run's answer, once completed: the value its output schema admitted
+    /// (`docs/output.md`). `None` for a free-text run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
     /// The whole conversation so far, including the final answer.
     pub messages: Vec<Message>,
-    /// Tokens used.
+    /// What the run used: tokens (cached and reasoning ones too), requests, tool calls
+    /// and, when the model's price is known, the cost; a specialist's usage included.
     pub usage: Usage,
+    /// [`usage`](Self::usage) by model name (`openai:gpt-4o`): the agent's model and its
+    /// specialists' (empty where a backend does not keep it).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage_by_model: BTreeMap<String, Usage>,
+    /// [`usage`](Self::usage) by turn: the response of each turn, its tool calls and
+    /// what its specialists used (empty where a backend does not keep it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub usage_by_turn: Vec<Usage>,
+    /// The limit the run stopped at, once [`RunStatus::LimitReached`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Limit>,
     /// Model responses so far.
     pub turns: u32,
     /// Why the model stopped on its last response: [`FinishReason::Length`] on a final
@@ -118,19 +143,90 @@ pub struct RunState {
 /// The outcome of a run: a [`RunState`] (the name the spec uses for `agent.run`).
 pub type RunResult = RunState;
 
+/// How a run ended, or where it stands: [`RunState::run_outcome`].
+///
+/// ```
+/// use harnessx_agent::{Agent, AgentConfig, RunOutcome};
+/// use harnessx_agent::model::TestModel;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// // The test model calls the planning tools, then answers: one turn is not enough.
+/// let agent = Agent::builder()
+///     .model(TestModel::new())
+///     .config(AgentConfig { max_turns: 1, ..AgentConfig::default() })
+///     .build()
+///     .unwrap();
+/// match agent.run("Make a plan.").await.unwrap().run_outcome() {
+///     RunOutcome::LimitReached { limit, usage } => {
+///         assert_eq!((limit.as_str(), usage.requests), ("turns", 1));
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum RunOutcome<'a> {
+    /// A final answer.
+    Completed {
+        /// The answer.
+        output: &'a str,
+    },
+    /// Stopped at a limit: not an error.
+    LimitReached {
+        /// Which one.
+        limit: Limit,
+        /// What the run used.
+        usage: Usage,
+    },
+    /// Waiting for input (a durable run).
+    NeedsInput {
+        /// Everything it waits for.
+        needs: &'a [NeedsInput],
+    },
+    /// Failed; a durable run can be resumed.
+    Failed {
+        /// Why.
+        error: &'a str,
+    },
+    /// Still running, or interrupted.
+    Running,
+}
+
 impl RunState {
     /// Whether the run finished with a final answer.
     pub fn is_completed(&self) -> bool {
         self.status == RunStatus::Completed
     }
 
+    /// A typed run's answer decoded into `T` (see
+    /// [`Agent::run_typed`](crate::Agent::run_typed)); an error when the run has no value
+    /// or it does not decode.
+    pub fn value_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::OutputError> {
+        crate::output::decode(self.value.as_ref())
+    }
+
     /// What the run came to: the final answer once completed, the error once failed,
-    /// nothing while it runs or waits.
+    /// nothing while it runs or waits, or once it stopped at a limit
+    /// ([`run_outcome`](Self::run_outcome) says which).
     pub fn outcome(&self) -> Option<&str> {
         match self.status {
             RunStatus::Completed => Some(&self.output),
             RunStatus::Failed => self.error.as_deref(),
-            RunStatus::Running | RunStatus::NeedsInput => None,
+            RunStatus::Running | RunStatus::NeedsInput | RunStatus::LimitReached => None,
+        }
+    }
+
+    /// How the run ended, or where it stands, with what goes with it.
+    pub fn run_outcome(&self) -> RunOutcome<'_> {
+        match self.status {
+            RunStatus::Completed => RunOutcome::Completed { output: &self.output },
+            RunStatus::LimitReached => {
+                RunOutcome::LimitReached { limit: self.limit.unwrap_or(Limit::Turns), usage: self.usage }
+            }
+            RunStatus::NeedsInput => RunOutcome::NeedsInput { needs: &self.needs_input },
+            RunStatus::Failed => RunOutcome::Failed { error: self.error.as_deref().unwrap_or_default() },
+            RunStatus::Running => RunOutcome::Running,
         }
     }
 }

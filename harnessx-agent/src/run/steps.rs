@@ -10,7 +10,8 @@ use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolResult,
 };
 
-use crate::model::{ModelError, ModelRequest, ModelResponse};
+use crate::budget::{Limit, RunLimits, UsageByModel};
+use crate::model::{ModelError, ModelRequest, ModelResponse, Usage};
 use crate::run::Events;
 use crate::run::recovery::Unknown;
 use crate::run::state::NeedsInput;
@@ -36,6 +37,16 @@ pub struct Executed {
     pub result: ToolResult,
     /// Set when the outcome is unknown and the recovery rules ask a person.
     pub unknown: Option<Unknown>,
+    /// What a specialist the call ran used, by model (empty for other tools); added to
+    /// the run's usage. See [`UsageSink`](crate::budget::UsageSink).
+    pub usage: UsageByModel,
+}
+
+impl Executed {
+    /// A call's result, with nothing unknown and no specialist usage.
+    pub fn new(result: ToolResult) -> Self {
+        Self { result, unknown: None, usage: UsageByModel::new() }
+    }
 }
 
 /// An answer a durable run waited for.
@@ -98,6 +109,12 @@ pub trait Steps: Send {
         Recorded::Nothing
     }
 
+    /// What a specialist used in the call `call_id`, recorded with its result (a
+    /// replayed call adds it to the run's usage again, as it does not run again).
+    fn recorded_usage(&self, _call_id: &str) -> Option<&UsageByModel> {
+        None
+    }
+
     /// A decision recorded for the call `call_id` with exactly these raw `arguments`
     /// (bound by a hash: never applied to other arguments).
     fn recorded_decision(&self, _call_id: &str, _arguments: &str) -> Option<ApprovalDecision> {
@@ -153,6 +170,22 @@ pub trait Steps: Send {
     /// Every awaited answer of the last pause arrived.
     fn resumed(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         std::future::ready(Ok(()))
+    }
+
+    /// The run reached `limit` in `turn`, having used `usage`; everything before it is
+    /// recorded. `Ok(None)`: the run stops here, recorded as
+    /// [`RunStatus::LimitReached`](crate::RunStatus::LimitReached), and a resume under
+    /// higher limits continues it. `Ok(Some(changes))`: a backend that waits in place
+    /// (Restate) was given higher limits (the fields set replace the run's) and the loop
+    /// goes on.
+    fn limit_reached(
+        &mut self,
+        _turn: u32,
+        _limit: Limit,
+        _limits: &RunLimits,
+        _usage: &Usage,
+    ) -> impl Future<Output = Result<Option<RunLimits>, Self::Error>> + Send {
+        std::future::ready(Ok(None))
     }
 
     /// The tool list changed between turns (an MCP server's `tools/list_changed`): the
@@ -218,8 +251,16 @@ impl Steps for Direct {
         batch: PlannedBatch,
         ctx: &RunContext,
     ) -> Result<Vec<Executed>, AgentError> {
-        let outcomes = agent.tools().run_planned(batch, ctx, &harnessx_core::RunHooks::new()).await;
-        Ok(outcomes.into_iter().map(|o| Executed { result: o.result, unknown: None }).collect())
+        let sink = crate::budget::UsageSink::new();
+        let outcomes =
+            sink.scope(agent.tools().run_planned(batch, ctx, &harnessx_core::RunHooks::new())).await;
+        Ok(outcomes
+            .into_iter()
+            .map(|o| {
+                let usage = sink.take(&o.result.call_id);
+                Executed { result: o.result, unknown: None, usage }
+            })
+            .collect())
     }
 
     async fn finish(&mut self, _output: &str) -> Result<(), AgentError> {

@@ -8,7 +8,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use harnessx_agent::model::{FunctionModel, Message, ModelRequest, ModelResponse, TestModel};
 use harnessx_agent::{
-    Agent, AgentConfig, AgentError, AgentEvent, KnowledgeSource, PLANNING_PROMPT_LINE, SkillSource, SubAgent,
+    Agent, AgentConfig, AgentError, AgentEvent, KnowledgeSource, Limit, PLANNING_PROMPT_LINE, RunStatus,
+    SkillSource, SubAgent,
 };
 use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PERMISSION_DENIED, PermissionLevel, PermissionManager, ToolCall,
@@ -321,7 +322,11 @@ async fn max_turns_stops_a_model_that_never_answers() {
         .config(AgentConfig { max_turns: 3, ..AgentConfig::default() })
         .build()
         .unwrap();
-    assert_eq!(agent.run("loop").await.unwrap_err(), AgentError::MaxTurns(3));
+    // A limit, not an error: the calls of the third turn ran, and no fourth request went.
+    let state = agent.run("loop").await.unwrap();
+    assert_eq!((state.status, state.limit, state.turns), (RunStatus::LimitReached, Some(Limit::Turns), 3));
+    assert_eq!((state.usage.requests, state.usage.tool_calls), (3, 3));
+    assert!(matches!(state.messages.last(), Some(Message::Tool { .. })), "{:?}", state.messages.last());
 }
 
 /// A serial tool that records how many serial tools run at once.

@@ -11,6 +11,8 @@ mod agent_loop;
 mod agent_mcp;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod agent_prompt_cache;
+#[cfg(all(feature = "openai", feature = "anthropic"))]
+mod budgets;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod common;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
@@ -22,6 +24,9 @@ mod models_agent;
 mod models_anthropic;
 #[cfg(feature = "openai")]
 mod models_openai;
+mod output;
+#[cfg(all(feature = "openai", feature = "anthropic"))]
+mod output_providers;
 mod skills;
 #[cfg(feature = "openai")]
 mod skills_knowledge_openai;

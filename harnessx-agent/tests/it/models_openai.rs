@@ -814,14 +814,111 @@ async fn an_empty_stream_is_asked_again_without_streaming_once_per_model() {
         warned[0]
     );
 
+    // After the call its `auto` answers nothing, and `none` is asked for the words.
     let (_, outcome) = collect(model.stream(&after_a_call(ToolChoice::Auto))).await;
-    assert_eq!(outcome.unwrap().content, "The note says: The secret word is plum.");
-    assert_eq!(server.bodies().len(), 3);
-    assert_eq!(server.bodies()[2].get("stream"), None);
+    assert_eq!(outcome.unwrap().content, "I called read_file and saw no result.");
+    let bodies = server.bodies();
+    let sent: Vec<(Option<&Value>, &Value)> =
+        bodies[2..].iter().map(|b| (b.get("stream"), &b["tool_choice"])).collect();
+    assert_eq!(sent.len(), 2, "{bodies:#?}");
+    assert_eq!(sent, [(None, &json!("auto")), (None, &json!("none"))]);
     let (_, outcome) = collect(model.stream(&hello())).await;
     outcome.unwrap();
-    assert_eq!(server.bodies()[3]["stream"], true, "without tools it streams");
-    assert_eq!(warnings.lock().unwrap().len(), 1);
+    assert_eq!(server.bodies()[4]["stream"], true, "without tools it streams");
+    assert_eq!(warnings.lock().unwrap().len(), 2);
+}
+
+/// Regression (issue 32, seen live): llama-cpp-python answers `auto` in words with
+/// `"content": ""` and no calls (its text is sampled under the grammar for a call's
+/// name). Such an answer is asked again with `"none"`, which asks for the words; the
+/// tokens of both are counted. Said once, done each time: under `auto` the next answer
+/// may be a call.
+#[tokio::test]
+async fn an_answer_of_nothing_under_auto_is_asked_again_with_none() {
+    let server = Local::LlamaCppPython.start();
+    let (model, warnings) = local_model(&server);
+    for round in 1..=2 {
+        let response = model.complete(&after_a_call(ToolChoice::Auto)).await.unwrap();
+        assert_eq!(response.content, "I called read_file and saw no result.");
+        assert_eq!(response.finish_reason, FinishReason::Stop);
+        // Both answers' tokens: 21 + 21 in, 7 + 7 out.
+        assert_eq!((response.usage.input_tokens, response.usage.output_tokens), (42, 14));
+        let bodies = server.bodies();
+        assert_eq!(bodies.len(), 2 * round);
+        assert_eq!(
+            (&bodies[2 * round - 2]["tool_choice"], &bodies[2 * round - 1]["tool_choice"]),
+            (&json!("auto"), &json!("none"))
+        );
+        // The same conversation, tools and all: only the choice differs.
+        let mut asked_again = bodies[2 * round - 1].clone();
+        asked_again["tool_choice"] = json!("auto");
+        assert_eq!(asked_again, bodies[2 * round - 2]);
+    }
+    let warned = warnings.lock().unwrap().clone();
+    assert_eq!(
+        warned,
+        [format!(
+            "the server at {}/v1 answered a request with tool_choice \"auto\" with neither text nor tool calls; asking again with tool_choice \"none\" for the text, each time it does",
+            server.url
+        )]
+    );
+    // The first request, before any call: `auto` calls, nothing is asked again.
+    let response = model.complete(&first_turn(ToolChoice::Auto, vec![read_file()])).await.unwrap();
+    assert_eq!(response.tool_calls[0].name, "read_file");
+    assert_eq!(server.bodies().len(), 5);
+}
+
+/// Only an answer that says nothing, to `auto` with tools, is asked again, and only once:
+/// empty under another choice, without tools, cut off, or empty again under `none`, it
+/// is the answer. Streamed, an empty answer has no event before its end, so nothing was
+/// shown; the second answer streams.
+#[tokio::test]
+async fn only_nothing_under_auto_is_asked_again_and_only_once() {
+    let nothing = |finish: &str| {
+        json!({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": finish}]})
+        .to_string()
+    };
+    let mut no_tools = after_a_call(ToolChoice::Auto);
+    no_tools.tools.clear();
+    let cases = [
+        (after_a_call(ToolChoice::Required), nothing("stop"), 1),
+        (after_a_call(ToolChoice::Tool("read_file".into())), nothing("stop"), 1),
+        (after_a_call(ToolChoice::None), nothing("stop"), 1),
+        (no_tools, nothing("stop"), 1),
+        (after_a_call(ToolChoice::Auto), nothing("length"), 1),
+        (after_a_call(ToolChoice::Auto), nothing("stop"), 2),
+    ];
+    for (request, reply, sent) in cases {
+        let server = Server::start(vec![Reply::json(200, reply.clone()), Reply::json(200, reply)]);
+        let (model, warnings) = local_model(&server);
+        let response = model.complete(&request).await.unwrap();
+        assert_eq!((response.content.as_str(), response.tool_calls.len()), ("", 0));
+        assert_eq!(server.bodies().len(), sent, "{:?}", request.tool_choice);
+        assert_eq!(warnings.lock().unwrap().len(), sent - 1);
+    }
+
+    let empty_stream_answer = sse_reply(&[
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]);
+    let streamed_words = sse_reply(&[
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Do"}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "ne."}, "finish_reason": "stop"}]}),
+    ]);
+    let server = Server::start(vec![empty_stream_answer, streamed_words]);
+    let (model, _) = local_model(&server);
+    let (events, outcome) = collect(model.stream(&after_a_call(ToolChoice::Auto))).await;
+    let response = outcome.unwrap();
+    assert_events_match(&events, &response);
+    assert_eq!(response.content, "Done.");
+    assert_eq!(events.iter().filter(|e| matches!(e, ModelEvent::TextDelta(_))).count(), 2);
+    let bodies = server.bodies();
+    assert_eq!((&bodies[1]["tool_choice"], &bodies[1]["stream"]), (&json!("none"), &json!(true)));
+}
+
+fn sse_reply(chunks: &[Value]) -> Reply {
+    Reply::event_stream(harnessx_test_support::sse::openai(chunks))
 }
 
 /// Streamed, `required` and one tool on llama-cpp-python: an empty stream, then a 500
@@ -886,8 +983,8 @@ async fn post_raw(server: &Server, body: Value) -> (u16, String, String) {
 
 /// The loopback imitations answer the bodies issue 32 lists exactly as it says, and as
 /// the servers' code does (the rows of the compatibility table in `docs/models.md`): what
-/// each does with `content` beside tool calls, with `tool_choice`, with a stream with
-/// tools, and with usage.
+/// each does with `content` beside tool calls, with `tool_choice`, with `tool` messages
+/// (whether the model sees the result), with a stream with tools, and with usage.
 #[tokio::test]
 async fn the_local_server_imitations_answer_as_documented() {
     let tools = json!([
@@ -934,6 +1031,17 @@ async fn the_local_server_imitations_answer_as_documented() {
     );
     let (status, _, text) = post_raw(&server, call(Some(json!("")))).await;
     assert_eq!(status, 200, "{text}");
+    // After the call, `auto` answers in words with nothing; `none` answers in words from
+    // a model that never saw the tool's result.
+    let answer = |text: &str| serde_json::from_str::<Value>(text).unwrap()["choices"][0].clone();
+    assert_eq!(
+        answer(&text),
+        json!({"index": 0, "message": {"content": "", "role": "assistant"}, "logprobs": null, "finish_reason": "stop"})
+    );
+    let mut none = call(Some(json!("")));
+    none["tool_choice"] = json!("none");
+    let (_, _, text) = post_raw(&server, none).await;
+    assert_eq!(answer(&text)["message"]["content"], "I called read_file and saw no result.");
     let (status, _, text) = post_raw(&server, first(Some(json!("required")), false)).await;
     assert_eq!(
         (status, error_of(&text)),
@@ -970,7 +1078,8 @@ async fn the_local_server_imitations_answer_as_documented() {
         "{text}"
     );
     for content in [Value::Null, json!("")] {
-        assert_eq!(post_raw(&server, call(Some(content))).await.0, 200);
+        let (status, _, text) = post_raw(&server, call(Some(content))).await;
+        assert_eq!((status, &answer(&text)["message"]["content"]), (200, &json!("The note says: plum")));
     }
     // A named function reads as auto: the model picks (here the first tool).
     let (_, _, text) = post_raw(&server, first(Some(named("list_directory")), false)).await;
@@ -983,7 +1092,8 @@ async fn the_local_server_imitations_answer_as_documented() {
     // vLLM, with and without --enable-auto-tool-choice.
     let server = Local::Vllm.start();
     for content in [None, Some(Value::Null), Some(json!(""))] {
-        assert_eq!(post_raw(&server, call(content)).await.0, 200);
+        let (status, _, text) = post_raw(&server, call(content)).await;
+        assert_eq!((status, &answer(&text)["message"]["content"]), (200, &json!("The note says: plum")));
     }
     let (_, _, text) = post_raw(&server, first(None, true)).await;
     assert!(text.contains("\"tool_calls\"") && text.contains("\"choices\":[],\"usage\""), "{text}");
@@ -1003,7 +1113,8 @@ async fn the_local_server_imitations_answer_as_documented() {
     // Ollama /v1.
     let server = Local::Ollama.start();
     for content in [None, Some(Value::Null), Some(json!(""))] {
-        assert_eq!(post_raw(&server, call(content)).await.0, 200);
+        let (status, _, text) = post_raw(&server, call(content)).await;
+        assert_eq!((status, &answer(&text)["message"]["content"]), (200, &json!("The note says: plum")));
     }
     let (status, _, text) =
         post_raw(&server, json!({"model": "m", "messages": [{"role": "user", "content": null}]})).await;

@@ -236,7 +236,11 @@ async fn without_the_reset_required_stays_until_max_turns() {
         .config(config(ToolChoice::Required, false))
         .build()
         .unwrap();
-    assert_eq!(agent.run("Look x up.").await.unwrap_err(), AgentError::MaxTurns(4));
+    let state = agent.run("Look x up.").await.unwrap();
+    assert_eq!(
+        (state.status, state.limit),
+        (harnessx_agent::RunStatus::LimitReached, Some(harnessx_agent::Limit::Turns))
+    );
     assert_eq!(*log.lock().unwrap(), vec![ToolChoice::Required; 4]);
 }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use harnessx::ApprovalDecision;
-use harnessx::agent::{Agent, RunResult, RunState, RunStatus};
+use harnessx::agent::{Agent, Output, RunLimits, RunResult, RunState, RunStatus};
 use harnessx::durable::{AgentRuntime, DurableError, JournalEntry, RunRecord, RunReport, SqliteJournal};
 
 use super::Backend;
@@ -92,17 +92,27 @@ impl Backend for Local {
         &'a self,
         run_id: &'a str,
         prompt: &'a str,
+        output: Option<Output>,
         _events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>> {
         async move {
             errln!("harnessx: run id {run_id}");
-            let outcome = self.runtime.start(run_id, prompt).await;
+            let outcome = match output {
+                Some(output) => self.runtime.start_with_output(run_id, prompt, output, None).await,
+                None => self.runtime.start(run_id, prompt).await,
+            };
             self.settle(run_id, outcome).await
         }
         .boxed()
     }
 
-    fn resume<'a>(&'a self, run_id: &'a str, _events: bool) -> BoxFuture<'a, Result<RunState, CliError>> {
+    fn resume<'a>(
+        &'a self,
+        run_id: &'a str,
+        // The agent has them: it was built from the same flags.
+        _changes: &'a RunLimits,
+        _events: bool,
+    ) -> BoxFuture<'a, Result<RunState, CliError>> {
         async move {
             let outcome = self.runtime.resume(run_id).await;
             self.settle(run_id, outcome).await

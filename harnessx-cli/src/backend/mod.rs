@@ -9,7 +9,7 @@ pub(crate) mod restate;
 
 use futures_util::future::BoxFuture;
 use harnessx::ApprovalDecision;
-use harnessx::agent::RunState;
+use harnessx::agent::{Output, RunLimits, RunState};
 use harnessx::durable::{JournalEntry, RunRecord, RunReport};
 
 use crate::error::CliError;
@@ -19,18 +19,26 @@ use crate::report::Next;
 /// [`RunState`]; `start` and `resume` return once the run completed, failed or stopped
 /// to wait for input (or, on a backend where a run can be left running, once it is).
 pub(crate) trait Backend {
-    /// Starts run `run_id` on `prompt`. `events`: say the run's steps on stderr as they
-    /// happen, where the backend has them.
+    /// Starts run `run_id` on `prompt`; with `output`, a typed run (`--output-schema`).
+    /// `events`: say the run's steps on stderr as they happen, where the backend has them.
     fn start<'a>(
         &'a self,
         run_id: &'a str,
         prompt: &'a str,
+        output: Option<Output>,
         events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>>;
 
-    /// Continues run `run_id` (after a pause, a crash or a failure), or follows it where
-    /// it goes on by itself.
-    fn resume<'a>(&'a self, run_id: &'a str, events: bool) -> BoxFuture<'a, Result<RunState, CliError>>;
+    /// Continues run `run_id` (after a pause, a crash, a failure or a limit), or follows
+    /// it where it goes on by itself. `changes`: the limits the command line sets (a
+    /// journal's run is driven by an agent built with them already; a cluster's run
+    /// stopped at a limit is given them).
+    fn resume<'a>(
+        &'a self,
+        run_id: &'a str,
+        changes: &'a RunLimits,
+        events: bool,
+    ) -> BoxFuture<'a, Result<RunState, CliError>>;
 
     /// Records a decision on a call the run waits to have approved.
     fn approve<'a>(

@@ -6,7 +6,7 @@
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use harnessx::ApprovalDecision;
-use harnessx::agent::RunState;
+use harnessx::agent::{Output, RunLimits, RunState};
 use harnessx::durable::restate::{RestateRuntime, WorkerConfig};
 use harnessx::durable::{JournalEntry, RunRecord, RunReport};
 
@@ -20,6 +20,8 @@ pub(crate) struct Restate {
     ingress: String,
     /// What a run started here asks of the workers, when the flags said.
     expect: Option<WorkerConfig>,
+    /// The limits a run started here has in place of the workers' (those set).
+    limits: Option<RunLimits>,
 }
 
 impl Restate {
@@ -34,7 +36,13 @@ impl Restate {
         if let Some(admin) = admin {
             runtime = runtime.with_admin(admin).map_err(CliError::usage)?;
         }
-        Ok(Self { runtime, ingress: ingress.to_owned(), expect })
+        Ok(Self { runtime, ingress: ingress.to_owned(), expect, limits: None })
+    }
+
+    /// Runs started here have these limits in place of the workers' agent's (those set).
+    pub(crate) fn with_limits(mut self, limits: Option<RunLimits>) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Follows the run until it completes, fails or waits.
@@ -61,11 +69,19 @@ impl Backend for Restate {
         &'a self,
         run_id: &'a str,
         prompt: &'a str,
+        output: Option<Output>,
         events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>> {
         async move {
+            if output.is_some() {
+                // The workflow's input has no output schema (yet): refused, not ignored.
+                return Err(CliError::Usage(
+                    "--output-schema is not supported with --restate yet; use --durable FILE or a direct run"
+                        .into(),
+                ));
+            }
             self.runtime
-                .submit_expecting(run_id, prompt, self.expect.as_ref())
+                .submit_with(run_id, prompt, self.expect.as_ref(), self.limits.as_ref())
                 .await
                 .map_err(CliError::failed)?;
             errln!("harnessx: run id {run_id} on {}", self.ingress);
@@ -74,8 +90,20 @@ impl Backend for Restate {
         .boxed()
     }
 
-    fn resume<'a>(&'a self, run_id: &'a str, events: bool) -> BoxFuture<'a, Result<RunState, CliError>> {
-        self.follow(run_id, events).boxed()
+    fn resume<'a>(
+        &'a self,
+        run_id: &'a str,
+        changes: &'a RunLimits,
+        events: bool,
+    ) -> BoxFuture<'a, Result<RunState, CliError>> {
+        async move {
+            // Higher limits for a run stopped at one: it goes on by itself.
+            if !changes.is_empty() {
+                self.runtime.raise(run_id, changes).await.map_err(CliError::failed)?;
+            }
+            self.follow(run_id, events).await
+        }
+        .boxed()
     }
 
     fn approve<'a>(

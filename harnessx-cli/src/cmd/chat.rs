@@ -63,7 +63,7 @@ pub(crate) async fn chat(args: ChatArgs) -> Result<ExitCode, CliError> {
     let agent = build_agent(&args.agent, true, Approvals::here(args.agent.yes)).await?;
     let runtime = AgentRuntime::new(agent, journal);
     let mut sigint = signal(SignalKind::interrupt()).map_err(CliError::failed)?;
-    let mut shown = Shown::new(args.json);
+    let mut shown = Shown::new(args.json).with_limits(args.agent.run_limits());
     let again = continue_command(&session, args.durable.as_deref());
     let outcome = async {
         // A turn cut off by a crash (or waiting for an approval) goes on first.
@@ -163,7 +163,7 @@ async fn turn(
         }
         Some(Ok(state)) => Ok(Some(state.status)),
         Some(Err(DurableError::Agent(e))) => {
-            if !shown.failed {
+            if !shown.failed() {
                 errln!("harnessx: turn {run_id} failed: {e}");
             }
             errln!("harnessx: the conversation goes on from the answer before it");

@@ -119,7 +119,7 @@ pub(crate) struct AnswerArgs {
 /// `resume ID --durable FILE | --restate URL`.
 pub(crate) async fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
     let backend = args.place.open_to_resume(&args.agent).await?;
-    let state = backend.resume(&args.run_id, !args.json).await?;
+    let state = backend.resume(&args.run_id, &args.agent.limit_changes(), !args.json).await?;
     Ok(report::print(&state, &backend.next(), args.json))
 }
 

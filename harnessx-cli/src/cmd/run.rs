@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use futures_util::StreamExt;
-use harnessx::agent::{AgentEvent, RunStatus};
+use harnessx::agent::{AgentEvent, Output, RunLimits, RunStatus};
 
 use crate::backend::Backend;
 use crate::backend::local::{self, Local};
@@ -15,6 +15,7 @@ use crate::error::CliError;
 use crate::output::Stdout;
 use crate::report;
 use crate::setup::flags::AgentArgs;
+use crate::setup::output::OutputArgs;
 use crate::setup::{self, Approvals, build_agent};
 use crate::terminal::Progress;
 use crate::text::{new_run_id, one_line};
@@ -25,6 +26,8 @@ pub(crate) struct RunArgs {
     prompt: String,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Print one JSON event per line instead of text (with --durable: one JSON object
     /// with run_id, status, output and needs_input).
     #[arg(long)]
@@ -55,12 +58,15 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
+    // Read and checked before anything starts: a bad file is a usage error.
+    let output = args.output.output()?;
     if let Some(ingress) = &args.restate {
         // The workers build the agent; the flags only say what it must be.
         let expect = setup::expectation(&args.agent)?;
-        let backend = Restate::new(ingress, args.restate_admin.as_deref(), expect)?;
+        let limits = Some(args.agent.limit_changes()).filter(|l| !l.is_empty());
+        let backend = Restate::new(ingress, args.restate_admin.as_deref(), expect)?.with_limits(limits);
         let run_id = run_id(args.run_id)?;
-        return durable(&backend, &run_id, &args.prompt, args.json).await;
+        return durable(&backend, &run_id, &args.prompt, output, args.json).await;
     }
     if args.run_id.is_some() && args.durable.is_none() {
         return Err(CliError::Usage("--run-id needs --durable FILE or --restate URL".into()));
@@ -77,11 +83,15 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             }
         };
         let backend = Local::new(path, journal, Some(agent), args.agent.to_flags())?;
-        return durable(&backend, &run_id, &args.prompt, args.json).await;
+        return durable(&backend, &run_id, &args.prompt, output, args.json).await;
     }
     let agent = build_agent(&args.agent, !args.no_stream, approvals).await?;
-    let mut events = agent.run_stream(args.prompt);
-    let mut shown = Shown::new(args.json);
+    let mut shown = Shown::new(args.json).with_limits(args.agent.run_limits());
+    shown.typed = output.is_some();
+    let mut events = match output {
+        Some(output) => agent.run_stream_with_output(args.prompt, output),
+        None => agent.run_stream(args.prompt),
+    };
     let mut written = Ok(());
     while let Some(event) = events.next().await {
         written = shown.event(event);
@@ -93,7 +103,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     drop(events);
     agent.close().await;
     written?;
-    Ok(report::exit_status(if shown.failed { RunStatus::Failed } else { RunStatus::Completed }))
+    Ok(report::exit_status(shown.ended.unwrap_or(RunStatus::Failed)))
 }
 
 /// `--run-id`, or a new one.
@@ -110,10 +120,26 @@ async fn durable(
     backend: &dyn Backend,
     run_id: &str,
     prompt: &str,
+    output: Option<Output>,
     json: bool,
 ) -> Result<ExitCode, CliError> {
-    let state = backend.start(run_id, prompt, !json).await?;
+    let state = backend.start(run_id, prompt, output, !json).await?;
     Ok(report::print(&state, &backend.next(), json))
+}
+
+impl Shown {
+    /// Says on stderr how the run ended: the limit it stopped at, if any, and what it used.
+    fn said_end(&self, limit: Option<harnessx::agent::Limit>, usage: &harnessx::agent::model::Usage) {
+        match limit {
+            Some(limit) => errln!(
+                "harnessx: the run stopped at {} ({}); {}",
+                limit.describe(&self.limits),
+                report::limit_flag(limit),
+                report::usage_line(usage)
+            ),
+            None => errln!("harnessx: {}", report::usage_line(usage)),
+        }
+    }
 }
 
 /// What a direct run shows as its events arrive: the answer on stdout as it streams
@@ -123,10 +149,15 @@ pub(crate) struct Shown {
     json: bool,
     stdout: Stdout,
     progress: Progress,
+    /// The run's limits, to name the one it reaches.
+    limits: RunLimits,
     /// Text of this model response is on stdout already.
     printed_text: bool,
-    /// The run ended with an error.
-    pub(crate) failed: bool,
+    /// How the run ended (`None` until it does; an error is `Failed`).
+    ended: Option<RunStatus>,
+    /// A typed run (`--output-schema`): its text is not shown, its answer is printed as
+    /// one line of JSON (`--json`: `run_end`'s `output` is that value).
+    pub(crate) typed: bool,
 }
 
 impl Shown {
@@ -135,24 +166,56 @@ impl Shown {
         Self { json, ..Self::default() }
     }
 
+    /// The run's limits, to name the one a run reaches.
+    pub(crate) fn with_limits(self, limits: RunLimits) -> Self {
+        Self { limits, ..self }
+    }
+
+    /// The run ended with an error.
+    pub(crate) fn failed(&self) -> bool {
+        self.ended == Some(RunStatus::Failed)
+    }
+
     /// Prints the progress lines held back, and starts the next run afresh.
     pub(crate) fn flush(&mut self) {
         self.progress.flush();
         self.printed_text = false;
-        self.failed = false;
+        self.ended = None;
     }
 
     /// Shows one event. A write error on stdout other than a reader that went away ends
     /// the run ([`CliError::Output`], exit status 74).
     pub(crate) fn event(&mut self, event: AgentEvent) -> Result<(), CliError> {
-        if matches!(event, AgentEvent::Error { .. }) {
-            self.failed = true;
+        match &event {
+            AgentEvent::Error { .. } => self.ended = Some(RunStatus::Failed),
+            AgentEvent::RunEnd { status, limit, usage, .. } => {
+                self.ended = Some(*status);
+                if self.json {
+                    // For the person watching; stdout has it as JSON.
+                    self.progress.flush();
+                    self.said_end(*limit, usage);
+                }
+            }
+            _ => {}
         }
         if self.json {
-            let line = serde_json::to_string(&event).map_err(CliError::failed)?;
+            let mut line = serde_json::to_value(&event).map_err(CliError::failed)?;
+            // A typed run's `run_end`: `output` is the answer as a JSON value.
+            if let Some(object) = line.as_object_mut()
+                && let Some(value) = object.remove("value")
+            {
+                object.insert("output".into(), value);
+            }
             return self.stdout.write_now(format_args!("{line}\n"));
         }
         match event {
+            // A typed run's text is the model's way to its answer, not the answer.
+            AgentEvent::TextDelta { .. } if self.typed => self.printed_text = false,
+            AgentEvent::RunEnd { value: Some(value), limit, usage, .. } if self.typed => {
+                self.progress.flush();
+                self.stdout.write_now(format_args!("{value}\n"))?;
+                self.said_end(limit, &usage);
+            }
             AgentEvent::TextDelta { text } => {
                 self.printed_text = true;
                 self.stdout.write_now(format_args!("{text}"))?;
@@ -164,13 +227,21 @@ impl Shown {
                 let mark = if is_error { "✗" } else { "✓" };
                 self.progress.line(format!("{mark} {name}: {}", one_line(&content, 120)));
             }
-            AgentEvent::RunEnd { output, .. } => {
+            AgentEvent::RunEnd { status: RunStatus::LimitReached, limit, usage, .. } => {
+                self.progress.flush();
+                if self.printed_text {
+                    self.stdout.write_now(format_args!("\n"))?;
+                }
+                self.said_end(limit, &usage);
+            }
+            AgentEvent::RunEnd { output, limit, usage, .. } => {
                 self.progress.flush();
                 // Without streaming, the answer arrives whole here.
                 if !self.printed_text {
                     self.stdout.write(format_args!("{output}"))?;
                 }
                 self.stdout.write_now(format_args!("\n"))?;
+                self.said_end(limit, &usage);
             }
             AgentEvent::Compaction { tokens_before, tokens_after } => {
                 self.progress.line(format!(

@@ -77,6 +77,10 @@ fn print_report(report: &RunReport, entries: &[JournalEntry]) {
     outln!("prompt: {}", one_line(&run.prompt, 200));
     outln!("created: {}  updated: {}", utc(run.created_at_ms), utc(run.updated_at_ms));
     outln!("turns: {}  calls with a result: {}", report.state.turns, report.calls);
+    if let Some(limit) = report.state.limit {
+        outln!("stopped at its {limit} limit ({})", crate::report::limit_flag(limit));
+    }
+    outln!("{}", crate::report::usage_line(&report.state.usage));
     if let Some(output) = &run.output {
         outln!("output:\n{output}");
     }
@@ -118,7 +122,7 @@ fn summary(entry: &Entry) -> (&'static str, String) {
         Entry::CallStart { turn, call_id, tool, replay, .. } => {
             ("call_start", format!("turn {turn}: {call_id} {tool} ({replay})"))
         }
-        Entry::CallResult { turn, result, timed_out } => {
+        Entry::CallResult { turn, result, timed_out, .. } => {
             let mark = if *timed_out {
                 "timed out"
             } else if result.is_error {
@@ -142,6 +146,15 @@ fn summary(entry: &Entry) -> (&'static str, String) {
             let decision = decision.as_ref().and_then(|d| d.as_str()).unwrap_or("?");
             ("approval", format!("{call_id} {tool}: {decision}"))
         }
+        Entry::Output { output } => (
+            "output",
+            format!(
+                "{} mode, {} retries: {}",
+                output.mode,
+                output.retries,
+                one_line(&output.schema.to_string(), 80)
+            ),
+        ),
         Entry::Paused { needs_input } => {
             let waiting: Vec<String> =
                 serde_json::from_value::<Vec<harnessx::agent::NeedsInput>>(needs_input.clone())
@@ -152,6 +165,9 @@ fn summary(entry: &Entry) -> (&'static str, String) {
             ("paused", format!("waiting for {}", waiting.join(", ")))
         }
         Entry::Answer { call_id, text } => ("answer", format!("{call_id}: {}", one_line(text, 80))),
+        Entry::LimitReached { limit, usage } => {
+            ("limit_reached", format!("the {limit} limit; {}", crate::report::usage_line(usage)))
+        }
         Entry::Final { output } => ("final", one_line(output, 80)),
         Entry::Failed { error } => ("failed", one_line(error, 80)),
         Entry::Continues { run_id } => ("continues", format!("the conversation of run {run_id}")),

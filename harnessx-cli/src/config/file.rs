@@ -30,6 +30,10 @@ pub(crate) struct FileConfig {
     pub(crate) max_turns: Option<Spanned<u32>>,
     pub(crate) max_result_chars: Option<Spanned<usize>>,
     pub(crate) context_window: Option<Spanned<u64>>,
+    pub(crate) max_tool_calls: Option<Spanned<u64>>,
+    pub(crate) max_tokens: Option<Spanned<u64>>,
+    pub(crate) max_cost_usd: Option<Spanned<f64>>,
+    pub(crate) price: Option<Spanned<String>>,
     pub(crate) tool_choice: Option<Spanned<String>>,
     pub(crate) parallel_tool_calls: Option<Spanned<bool>>,
     pub(crate) sandbox: Option<Spanned<SandboxName>>,
@@ -195,6 +199,7 @@ mod tests {
         for (text, line) in [
             ("model = \n", 1),
             ("max_turns = -1\n", 1),
+            ("max_tool_calls = -3\n", 1),
             ("\n\nmax_turns = \"ten\"\n", 3),
             ("tools = \"filesystem\"\n", 1),
             ("sandbox = \"docker\"\n", 1),

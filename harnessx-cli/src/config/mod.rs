@@ -175,6 +175,35 @@ pub(crate) fn apply(
         json!(args.context_window)
     );
     setting!(
+        "max_tool_calls",
+        "max_tool_calls",
+        max_tool_calls,
+        |_f, v| args.limits.max_tool_calls = Some(*v),
+        json!(args.limits.max_tool_calls)
+    );
+    setting!(
+        "max_tokens",
+        "max_tokens",
+        max_tokens,
+        |_f, v| args.limits.max_tokens = Some(*v),
+        json!(args.limits.max_tokens)
+    );
+    setting!(
+        "max_cost_usd",
+        "max_cost_usd",
+        max_cost_usd,
+        |_f, v| args.limits.max_cost_usd =
+            Some(crate::setup::flags::parse_usd(&v.to_string()).map_err(CliError::Usage)?),
+        json!(args.limits.max_cost_usd)
+    );
+    setting!(
+        "price",
+        "price",
+        price,
+        |_f, v| args.price = Some(v.parse().map_err(|e| CliError::Usage(format!("price {v:?}: {e}")))?),
+        json!(args.price.map(|p| p.to_string()))
+    );
+    setting!(
         "tool_choice",
         "tool_choice",
         tool_choice,
@@ -564,6 +593,25 @@ mod tests {
         let e = merged(&[], &files).unwrap_err();
         assert!(e.starts_with("/w/harnessx.toml:4: permission rule \"run_bash(git *\": "), "{e}");
         assert_eq!(e.lines().count(), 1, "{e}");
+    }
+
+    #[test]
+    fn limits_and_price_come_from_a_file_and_bad_ones_name_their_line() {
+        let files = [loaded(
+            "/w/harnessx.toml",
+            "max_tool_calls = 3\nmax_tokens = 1000\nmax_cost_usd = 0.5\nprice = \"1.25,10,0.125\"\n",
+        )];
+        let (args, applied) = merged(&["--max-tokens", "99"], &files).unwrap();
+        assert_eq!(args.limits.max_tool_calls, Some(3));
+        assert_eq!(args.limits.max_tokens, Some(99), "the flag wins");
+        assert_eq!(args.limits.max_cost_usd, Some(0.5));
+        assert!(args.price.is_some());
+        assert_eq!(source(&applied, "max_cost_usd"), &Source::File("/w/harnessx.toml:3".into()));
+        for (text, line) in [("\nmax_cost_usd = -1.0\n", 2), ("price = \"cheap\"\n", 1)] {
+            let e = merged(&[], &[loaded("/w/harnessx.toml", text)]).unwrap_err();
+            assert!(e.starts_with(&format!("/w/harnessx.toml:{line}: ")), "{text}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     #[test]

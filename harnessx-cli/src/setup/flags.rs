@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use harnessx::PermissionLevel;
 use harnessx::agent::ToolChoice;
+use harnessx::agent::budget::{ModelPrice, RunLimits};
 use harnessx::mcp::{McpOptions, McpServer};
 
 use crate::error::CliError;
@@ -223,7 +224,8 @@ pub(crate) struct AgentArgs {
     /// Contain the filesystem tools under this directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub(crate) base_path: Option<PathBuf>,
-    /// Most model requests in the run.
+    /// Most model requests in the run. Reaching it ends the run with exit status 4 (a
+    /// durable run pauses: resume it with a higher --max-turns).
     #[arg(long, default_value_t = DEFAULT_MAX_TURNS, value_name = "N")]
     pub(crate) max_turns: u32,
     /// The most characters of a tool result the model gets (every tool: built-in, MCP or
@@ -237,6 +239,13 @@ pub(crate) struct AgentArgs {
     /// turns are compacted before a request would pass 80% of it.
     #[arg(long, value_name = "N", value_parser = parse_window)]
     pub(crate) context_window: Option<u64>,
+    #[command(flatten)]
+    pub(crate) limits: LimitArgs,
+    /// The model's price in US dollars per million tokens: input, output and, optionally,
+    /// input read from the prompt cache (default: the built-in price of well-known
+    /// models, else none). Cache writes are priced as input.
+    #[arg(long, value_name = "IN,OUT[,CACHED_IN]")]
+    pub(crate) price: Option<ModelPrice>,
     /// Whether the model must call a tool: `auto` (it decides), `required` (it must call
     /// one), `none` (it must not) or a tool's name (that tool). After a turn with tool
     /// calls the run goes back to `auto`, so `required` cannot loop. Small local models
@@ -279,6 +288,33 @@ pub(crate) struct AgentArgs {
     pub(crate) mcp: McpArgs,
 }
 
+/// The limits of a run besides `--max-turns` (see docs/budgets.md). A run that reaches
+/// one ends with exit status 4; a durable one pauses, and `resume` with a higher limit
+/// continues it.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct LimitArgs {
+    /// Most tool calls in the run: in a response whose calls would pass it, the calls up
+    /// to it run, the others get an error result, and no further model request is sent.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_tool_calls: Option<u64>,
+    /// Most input plus output tokens in the run, checked after each model response; a
+    /// request whose input alone would pass what is left is not sent.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_tokens: Option<u64>,
+    /// Most US dollars the run may cost, checked after each model response. Needs the
+    /// model's price (--price, or a well-known model's built-in one).
+    #[arg(long, value_name = "X", value_parser = parse_usd)]
+    pub(crate) max_cost_usd: Option<f64>,
+}
+
+/// A dollar amount: a finite number, 0 or more.
+pub(crate) fn parse_usd(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd >= 0.0 => Ok(usd),
+        _ => Err(format!("{text:?} is not an amount of US dollars (a number, 0 or more, e.g. 0.50)")),
+    }
+}
+
 /// One agent flag that differs from its default: its name and its value, if it takes one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Given {
@@ -303,9 +339,6 @@ impl AgentArgs {
         }
         if let Some(dir) = &self.base_path {
             flag("--base-path", Some(dir.display().to_string()));
-        }
-        if self.max_turns != DEFAULT_MAX_TURNS {
-            flag("--max-turns", Some(self.max_turns.to_string()));
         }
         if self.max_result_chars != DEFAULT_MAX_RESULT_CHARS {
             flag("--max-result-chars", Some(self.max_result_chars.to_string()));
@@ -373,13 +406,59 @@ impl AgentArgs {
         if self.mcp.mcp_trust {
             flag("--mcp-trust", None);
         }
+        if let Some(price) = &self.price {
+            let text = format!("{},{},{}", price.input, price.output, price.cached_input);
+            flag("--price", Some(text));
+        }
         given
     }
 
+    /// The limit flags that differ from their defaults (`--max-turns`, `--max-tool-calls`,
+    /// `--max-tokens`, `--max-cost-usd`): not part of what the agent is, so a run on a
+    /// cluster takes them from whoever starts or resumes it.
+    pub(crate) fn limit_flags(&self) -> Vec<Given> {
+        let mut given = Vec::new();
+        let mut flag = |name: &'static str, value: String| given.push(Given { name, value: Some(value) });
+        if self.max_turns != DEFAULT_MAX_TURNS {
+            flag("--max-turns", self.max_turns.to_string());
+        }
+        if let Some(n) = self.limits.max_tool_calls {
+            flag("--max-tool-calls", n.to_string());
+        }
+        if let Some(n) = self.limits.max_tokens {
+            flag("--max-tokens", n.to_string());
+        }
+        if let Some(usd) = self.limits.max_cost_usd {
+            flag("--max-cost-usd", usd.to_string());
+        }
+        given
+    }
+
+    /// The run's limits as the flags give them (`--max-turns` always set).
+    pub(crate) fn run_limits(&self) -> RunLimits {
+        RunLimits { max_turns: Some(self.max_turns), ..self.limit_changes() }
+    }
+
+    /// The limits the flags set, and only those (`--max-turns` when not the default):
+    /// what `run --restate` and `resume --restate` send the cluster.
+    pub(crate) fn limit_changes(&self) -> RunLimits {
+        RunLimits {
+            max_turns: (self.max_turns != DEFAULT_MAX_TURNS).then_some(self.max_turns),
+            max_tool_calls: self.limits.max_tool_calls,
+            max_tokens: self.limits.max_tokens,
+            max_cost_usd: self.limits.max_cost_usd,
+            ..RunLimits::default()
+        }
+    }
+
     /// These flags as a command line gives them, for the `resume` command the CLI
-    /// prints: it must build the same agent. Defaults are left out.
+    /// prints: it must build the same agent, under the same limits. Defaults are left out.
     pub(crate) fn to_flags(&self) -> Vec<String> {
-        self.given().into_iter().flat_map(|g| std::iter::once(g.name.to_owned()).chain(g.value)).collect()
+        self.given()
+            .into_iter()
+            .chain(self.limit_flags())
+            .flat_map(|g| std::iter::once(g.name.to_owned()).chain(g.value))
+            .collect()
     }
 }
 
@@ -421,6 +500,14 @@ mod tests {
             "1000",
             "--context-window",
             "8192",
+            "--max-tool-calls",
+            "3",
+            "--max-tokens",
+            "1000",
+            "--max-cost-usd",
+            "0.25",
+            "--price",
+            "2.5,10,1.25",
             "--tool-choice",
             "read_file",
             "--parallel-tool-calls",
@@ -479,5 +566,27 @@ mod tests {
         assert_eq!(first(&["--mcp-trust"]), Some("--mcp-trust"));
         // A value equal to the default is no flag given.
         assert_eq!(first(&["--max-turns", "50", "--tool-choice", "auto"]), None);
+        // Limits are not what the agent is.
+        assert_eq!(first(&["--max-turns", "3", "--max-tool-calls", "2"]), None);
+        assert_eq!(parse(&["--max-turns", "3", "--max-tool-calls", "2"]).limit_flags().len(), 2);
+    }
+
+    #[test]
+    fn limit_flags_refuse_what_is_not_a_limit() {
+        for bad in [
+            &["--max-cost-usd", "-1"][..],
+            &["--max-cost-usd", "NaN"],
+            &["--max-cost-usd", "inf"],
+            &["--max-tool-calls", "-1"],
+            &["--max-tokens", "1.5"],
+            &["--price", "1"],
+            &["--price", "1,x"],
+        ] {
+            let args = std::iter::once("harnessx").chain(bad.iter().copied());
+            assert!(Flags::try_parse_from(args).is_err(), "{bad:?}");
+        }
+        let changes = parse(&["--max-tool-calls", "5"]).limit_changes();
+        assert_eq!((changes.max_turns, changes.max_tool_calls), (None, Some(5)));
+        assert_eq!(parse(&[]).run_limits().max_turns, Some(DEFAULT_MAX_TURNS));
     }
 }

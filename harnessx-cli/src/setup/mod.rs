@@ -4,6 +4,7 @@
 //! permission manager and who approves, MCP servers, the model: each exists once.
 
 pub(crate) mod flags;
+pub(crate) mod output;
 pub(crate) mod rules;
 
 use std::path::PathBuf;
@@ -363,6 +364,15 @@ fn agent_builder(
         }
         _ => None,
     };
+    if args.limits.max_cost_usd.is_some()
+        && args.price.is_none()
+        && harnessx::agent::ModelPrice::builtin(&model.model_name()).is_none()
+    {
+        return Err(CliError::Usage(format!(
+            "--max-cost-usd needs the price of the model {:?}, which is not among the well-known ones: give it with --price IN,OUT[,CACHED_IN] (US dollars per million tokens)",
+            model.model_name()
+        )));
+    }
     let (manager, rules) =
         permissions(&args.permissions, approvals, tools.base_path.dir().map(PathBuf::as_path))?;
     let mut builder =
@@ -377,6 +387,8 @@ fn agent_builder(
                 ..harnessx::agent::ContextPolicy::default()
             },
             result_dir,
+            limits: args.limit_changes(),
+            price: args.price,
             stream,
             tool_choice: args.tool_choice.clone(),
             parallel_tool_calls: args.parallel_tool_calls,

@@ -100,7 +100,7 @@ fn run_uses_the_configured_tools_and_limits() {
     place.project("tools = [\"list_directory\"]\nmax_turns = 1\n");
     // One turn is not enough for the test model's calls and answer: the limit applies.
     let out = place.harnessx(&["run", "What is in this folder?", "--json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(4), "the turn limit: {}", stderr(&out));
     let events = json_lines(&out);
     let names: Vec<&str> = events
         .iter()

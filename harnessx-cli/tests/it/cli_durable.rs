@@ -213,7 +213,7 @@ fn resume_with_other_tools_is_refused_with_exit_1() {
 }
 
 #[test]
-fn a_failed_run_exits_1_with_the_resume_command_and_resumes_with_more_turns() {
+fn a_run_out_of_turns_exits_4_with_the_resume_command_and_resumes_with_more_turns() {
     let dir = tempfile::tempdir().unwrap();
     // One model request: the test model calls its tools and has no turn left to answer.
     let args = [
@@ -229,15 +229,15 @@ fn a_failed_run_exits_1_with_the_resume_command_and_resumes_with_more_turns() {
         "f",
     ];
     let out = harnessx(dir.path(), &args);
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("harnessx: the run failed: the run reached max_turns (1)"), "{err}");
+    assert!(err.contains("harnessx: run f stopped at its turn limit (--max-turns)"), "{err}");
     assert!(
         err.contains("harnessx resume f --durable runs.db --tools list_directory --max-turns 1\n"),
         "{err}"
     );
     let out = harnessx(dir.path(), &["runs", "list", "--durable", "runs.db"]);
-    assert!(stdout(&out).starts_with("f  failed"), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("f  limit_reached"), "{}", stdout(&out));
 
     // max_turns is not in the fingerprint: more turns finish it, from the journaled first turn.
     let out = harnessx(

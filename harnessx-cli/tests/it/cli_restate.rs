@@ -9,7 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use harnessx_test_support::bin::{Binary, stderr, stdout};
 use harnessx_test_support::restate::RestateServer;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn harnessx(dir: &Path, args: &[&str]) -> Output {
     Binary::new(env!("CARGO_BIN_EXE_harnessx")).run(dir, args)
@@ -33,8 +33,13 @@ struct Worker {
 
 impl Worker {
     fn start(dir: &Path, server: &RestateServer, flags: &[&str]) -> Self {
+        Self::start_with_env(dir, server, flags, &[])
+    }
+
+    fn start_with_env(dir: &Path, server: &RestateServer, flags: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_harnessx"))
             .current_dir(dir)
+            .envs(env.iter().copied())
             .args(["worker", "--restate-admin", &server.admin_url, "--listen", "127.0.0.1:0", "--json"])
             .args(flags)
             .stdin(Stdio::null())
@@ -139,6 +144,85 @@ fn a_run_on_the_cluster_waits_for_an_approval_from_another_process_and_finishes(
 
     let status = worker.stop();
     assert!(status.success(), "a worker stops cleanly on SIGTERM: {status}");
+}
+
+/// An OpenAI-compatible reply calling `run_bash` `n` times (ids `call_{first}`...), each
+/// appending its id to `calls.log`; or, with `n == 0`, the answer `done`.
+fn bash_turn(first: usize, n: usize) -> harnessx_test_support::server::Reply {
+    let calls: Vec<Value> = (first..first + n)
+        .map(|i| {
+            let arguments = json!({"command": format!("echo call_{i} >> calls.log")}).to_string();
+            json!({"id": format!("call_{i}"), "type": "function", "function": {"name": "run_bash", "arguments": arguments}})
+        })
+        .collect();
+    let message = if n == 0 {
+        json!({"role": "assistant", "content": "done"})
+    } else {
+        json!({"role": "assistant", "content": null, "tool_calls": calls})
+    };
+    let body = json!({"choices": [{"index": 0, "finish_reason": if n == 0 { "stop" } else { "tool_calls" },
+        "message": message}], "usage": {"prompt_tokens": 100, "completion_tokens": 10}});
+    harnessx_test_support::server::Reply::json(200, body.to_string())
+}
+
+#[test]
+fn a_run_on_the_cluster_waits_at_its_tool_call_limit_and_goes_on_when_it_is_raised() {
+    let Some(server) = RestateServer::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let model =
+        harnessx_test_support::server::Server::start(vec![bash_turn(1, 3), bash_turn(4, 1), bash_turn(0, 0)]);
+    let base = format!("{}/v1", model.url);
+    // The key only reaches the loopback server.
+    let worker = Worker::start_with_env(
+        d,
+        &server,
+        &["--model", "openai:gpt-4o", "--base-url", &base, "--tools", "run_bash", "--yes"],
+        &[("OPENAI_API_KEY", "test-key")],
+    );
+    let ingress = server.ingress_url.as_str();
+    let ran = || std::fs::read_to_string(d.join("calls.log")).unwrap_or_default();
+
+    // The run's own limit, sent with it: two of the three calls run, and it waits.
+    let out = harnessx(
+        d,
+        &["run", "Log.", "--restate", ingress, "--run-id", "b1", "--max-tool-calls", "2", "--json"],
+    );
+    assert_eq!(code(&out), 4, "{}\n{}", stderr(&out), server.log_tail());
+    let stopped = json(&out);
+    assert_eq!(
+        (&stopped["status"], &stopped["limit"]),
+        (&json!("limit_reached"), &json!("tool_calls")),
+        "{stopped}"
+    );
+    assert_eq!(
+        (&stopped["usage"]["tool_calls"], &stopped["usage"]["requests"]),
+        (&json!(2), &json!(1)),
+        "{stopped}"
+    );
+    assert_eq!(ran(), "call_1\ncall_2\n");
+    assert_eq!(model.requests().len(), 1, "no request after the stop");
+    // Following it again says the same.
+    let out = harnessx(d, &["resume", "b1", "--restate", ingress, "--json"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+
+    // Raised to 3: the cut call runs, the next turn's call is cut, and it waits again.
+    let out = harnessx(d, &["resume", "b1", "--restate", ingress, "--max-tool-calls", "3", "--json"]);
+    assert_eq!(code(&out), 4, "{}\n{}", stderr(&out), server.log_tail());
+    assert_eq!(ran(), "call_1\ncall_2\ncall_3\n", "nothing journaled ran again");
+    assert_eq!(model.requests().len(), 2);
+
+    // Raised again: it finishes.
+    let out = harnessx(d, &["resume", "b1", "--restate", ingress, "--max-tool-calls", "10", "--json"]);
+    assert_eq!(code(&out), 0, "{}\n{}", stderr(&out), server.log_tail());
+    assert_eq!(json(&out)["output"], "done");
+    assert_eq!(ran(), "call_1\ncall_2\ncall_3\ncall_4\n");
+    assert_eq!(model.requests().len(), 3);
+    // A run not stopped at a limit has nothing to raise.
+    let out = harnessx(d, &["resume", "b1", "--restate", ingress, "--max-tool-calls", "20"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("run \"b1\" is not stopped at a limit"), "{}", stderr(&out));
+    drop(worker);
 }
 
 #[test]

@@ -4,12 +4,14 @@
 
 mod cli;
 mod cli_bash;
+mod cli_budgets;
 mod cli_chat;
 mod cli_config;
 mod cli_context;
 mod cli_durable;
 mod cli_mcp;
 mod cli_mcp_serve;
+mod cli_output;
 mod cli_providers;
 mod cli_restate;
 mod cli_rules;

@@ -6,12 +6,13 @@
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use futures_util::future::{join, join_all};
+use futures_util::future::{Either, join, join_all};
 use serde_json::Value;
 use tracing::{Instrument, Span};
 
@@ -606,13 +607,16 @@ fn finish(index: usize, outcome: &CallOutcome, ctx: &RunContext, hooks: &RunHook
 
 async fn run_indexed(
     run: Run,
-    ready: ReadyCall,
+    mut ready: ReadyCall,
     call: &ToolCall,
     ctx: &RunContext,
     hooks: &RunHooks,
 ) -> (usize, CallOutcome) {
     let index = run.index;
-    let (outcome, error) = run_ready(run, ready, call, ctx, hooks).await;
+    // The stages below borrow the call rather than take it: each `async fn` keeps what it
+    // is given in its own future, and these nest, so a call moved from one to the next
+    // would be copied into every layer of the future a batch moves around.
+    let (outcome, error) = run_ready(&run, &mut ready, call, ctx, hooks).await;
     span::record_result(&Span::current(), &outcome.result, error);
     finish(index, &outcome, ctx, hooks);
     (index, outcome)
@@ -628,13 +632,12 @@ pub(crate) struct Invoked {
 }
 
 async fn run_ready(
-    run: Run,
-    ready: ReadyCall,
+    run: &Run,
+    ready: &mut ReadyCall,
     call: &ToolCall,
     ctx: &RunContext,
     hooks: &RunHooks,
 ) -> (CallOutcome, Option<ErrorType>) {
-    let mut ready = ready;
     if !run.authorized {
         let permission = ready.tool.definition().permission;
         let request =
@@ -672,7 +675,7 @@ async fn run_ready(
         }
     }
     let note = ready.edited.then(|| edited_note(&ready.args));
-    let (mut outcome, error) = run_authorized(ready, call, &run, hooks, ctx).await;
+    let (mut outcome, error) = run_authorized(ready, call, run, hooks, ctx).await;
     if let Some(note) = note {
         outcome.result.content.insert_str(0, &note);
     }
@@ -680,7 +683,7 @@ async fn run_ready(
 }
 
 async fn run_authorized(
-    ready: ReadyCall,
+    ready: &mut ReadyCall,
     call: &ToolCall,
     run: &Run,
     hooks: &RunHooks,
@@ -733,19 +736,19 @@ enum Outcome {
 /// `safe`/`idempotent` tools per their retry policy; the result is capped
 /// ([`cap`](crate::engine::cap)), its whole text saved in `result_dir` when cut.
 async fn invoke(
-    ready: ReadyCall,
+    ready: &mut ReadyCall,
     call_id: &str,
     run: &Run,
     hooks: &RunHooks,
     result_dir: Option<&ResultDir>,
 ) -> Invoked {
-    let ReadyCall { tool, args, policy, serial, .. } = ready;
-    let _turn = match &serial {
+    let _turn = match &ready.serial {
         Some(queue) => Some(queue.acquire().await),
         None => None,
     };
-    let def = tool.definition();
-    let name = tool.name();
+    let def = ready.tool.definition();
+    let name = ready.tool.name();
+    let policy = &ready.policy;
     let timeout_secs = def.timeout_seconds.unwrap_or(policy.default_timeout_seconds);
     let timeout = duration_from_secs(timeout_secs);
     let retry = def.retry.unwrap_or(policy.retry);
@@ -757,11 +760,11 @@ async fn invoke(
     if let Some(hook) = &hooks.on_start {
         hook(run.index);
     }
-    let mut args = Some(args);
     let mut attempt = 1;
     loop {
         let last = attempt >= max_attempts;
-        let attempt_args = if last { args.take() } else { args.clone() }.unwrap_or_default();
+        // The last attempt takes the arguments; earlier ones run on a copy.
+        let attempt_args = if last { std::mem::take(&mut ready.args) } else { ready.args.clone() };
         let outcome = run_once(&def.handler, name, attempt_args, ctx.clone(), timeout).await;
         let retry_wanted = !last
             && match &outcome {
@@ -778,7 +781,8 @@ async fn invoke(
             tracing::debug!(tool = &**name, call_id, attempt, "retrying tool call");
             let delay = retry.delay_before(attempt);
             if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
+                // Boxed, as the timer in `within`: only a retry pays for it.
+                Box::pin(tokio::time::sleep(delay)).await;
             }
             continue;
         }
@@ -842,48 +846,73 @@ fn timeout_message(name: &str, seconds: f64) -> String {
     )
 }
 
-async fn run_once(
-    handler: &ToolHandler,
-    name: &str,
+/// One attempt: the handler under the timeout, a panic caught. A plain function building
+/// the future (not an `async fn`): the arguments and context move straight into the
+/// handler's future, not into a state machine of their own as well.
+fn run_once<'a>(
+    handler: &'a ToolHandler,
+    name: &'a str,
     args: Value,
     ctx: ToolContext,
     timeout: Duration,
-) -> Outcome {
+) -> impl Future<Output = Outcome> + 'a {
     let ran = match handler {
         ToolHandler::Async(h) => {
             let fut = AssertUnwindSafe(async move { h.call(args, ctx).await }).catch_unwind();
-            within(timeout, fut).await
+            Either::Left(within(timeout, fut))
         }
         ToolHandler::Blocking(h) => {
             let h = h.clone();
-            within(timeout, run_blocking(move || h.call(args, &ctx))).await
+            Either::Right(within(timeout, run_blocking(move || h.call(args, &ctx))))
         }
     };
-    match ran {
+    ran.map(move |ran| match ran {
         Some(Ok(result)) => Outcome::Done(result),
         Some(Err(payload)) => {
             log_panic(name, &*payload);
             Outcome::Panicked
         }
         None => Outcome::TimedOut,
+    })
+}
+
+pin_project_lite::pin_project! {
+    /// `fut` under a deadline counted from its first poll. The timer is only set up (and
+    /// boxed) when that poll leaves `fut` pending: a quick call pays for no timer, and
+    /// every call's future, moved as a whole into a batch, stays small.
+    struct Within<F> {
+        #[pin]
+        fut: F,
+        timeout: Duration,
+        start: Option<tokio::time::Instant>,
+        timer: Option<Pin<Box<tokio::time::Sleep>>>,
     }
 }
 
-/// `fut`'s output, or `None` when it did not finish within `timeout` (as
-/// `tokio::time::timeout`, the deadline counted from now). The timer is only set up when
-/// the first poll leaves the future pending: a quick tool (an async handler that needs no
-/// waiting, a sync one a spinning pool thread answered) finishes in that poll and pays
-/// for no timer.
-async fn within<F: Future>(timeout: Duration, fut: F) -> Option<F::Output> {
-    let start = tokio::time::Instant::now();
-    let mut fut = std::pin::pin!(fut);
-    if let Poll::Ready(out) = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await {
-        return Some(out);
-    }
-    match start.checked_add(timeout) {
-        Some(deadline) => tokio::time::timeout_at(deadline, fut).await.ok(),
-        // Further than the clock reaches: no deadline.
-        None => Some(fut.await),
+fn within<F: Future>(timeout: Duration, fut: F) -> Within<F> {
+    Within { fut, timeout, start: None, timer: None }
+}
+
+impl<F: Future> Future for Within<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let start = *this.start.get_or_insert_with(tokio::time::Instant::now);
+        if let Poll::Ready(out) = this.fut.poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if this.timer.is_none() {
+            match start.checked_add(*this.timeout) {
+                Some(deadline) => *this.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+                // Further than the clock reaches: no deadline.
+                None => return Poll::Pending,
+            }
+        }
+        match this.timer.as_mut().map(|t| t.as_mut().poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(None),
+            _ => Poll::Pending,
+        }
     }
 }
 

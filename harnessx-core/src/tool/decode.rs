@@ -43,8 +43,14 @@ pub(crate) const MAX_ERROR_LINE: usize = 400;
 /// (without `{path}: ` when the path is empty), on one line, at most
 /// [`MAX_ERROR_LINE`] bytes (a huge value quoted by the message is cut).
 pub(crate) fn error_line(tool: &str, path: &str, message: &dyn fmt::Display) -> String {
+    subject_line(format_args!("invalid arguments for {tool}"), path, message)
+}
+
+/// [`error_line`] for another subject than a tool's arguments (`invalid output`, what
+/// an agent's output schema refuses): `{subject}: {path}: {message}`, by the same rules.
+pub(crate) fn subject_line(subject: fmt::Arguments<'_>, path: &str, message: &dyn fmt::Display) -> String {
     let mut line = String::with_capacity(96);
-    let _ = write!(line, "invalid arguments for {tool}: ");
+    let _ = write!(line, "{subject}: ");
     if !path.is_empty() {
         line.push_str(path);
         line.push_str(": ");

@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 use harnessx_core::ApprovalDecision;
 use harnessx_core::error::error_chain;
 
-use super::service::{Answer, Approval, WorkerConfig};
+use harnessx_agent::budget::RunLimits;
+
+use super::service::{Answer, Approval, LimitStop, WorkerConfig};
 use crate::journal::{JournalError, RunStatus};
 use crate::runtime::DurableError;
 
@@ -149,11 +151,23 @@ impl RestateRuntime {
         prompt: &str,
         expect: Option<&WorkerConfig>,
     ) -> Result<(), DurableError> {
+        self.submit_with(run_id, prompt, expect, None).await
+    }
+
+    /// [`submit_expecting`](Self::submit_expecting), with the run's own `limits` (those
+    /// set replace the workers' agent's).
+    pub async fn submit_with(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        expect: Option<&WorkerConfig>,
+        limits: Option<&RunLimits>,
+    ) -> Result<(), DurableError> {
         if run_id.is_empty() {
             return Err(DurableError::Cluster("a run id must not be empty".into()));
         }
         let url = join(&self.ingress, &["HarnessxRun", run_id, "run", "send"]);
-        let body = json!({ "prompt": prompt, "expect": expect });
+        let body = json!({ "prompt": prompt, "expect": expect, "limits": limits });
         let (status, text) = self.send(Method::POST, url, Some(body)).await?;
         if !status.is_success() {
             return Err(DurableError::Cluster(message(&text)));
@@ -229,10 +243,14 @@ impl RestateRuntime {
                 state.needs_input = serde_json::from_value(waiting).map_err(|e| {
                     DurableError::Cluster(format!("HarnessxRun/waiting answered an unexpected shape: {e}"))
                 })?;
-                if state.needs_input.is_empty() {
-                    state.error = self.last_failure(run_id).await?;
-                } else {
+                if !state.needs_input.is_empty() {
                     state.status = RunStatus::NeedsInput;
+                } else if let Some(stop) = self.limit(run_id).await? {
+                    state.status = RunStatus::LimitReached;
+                    state.limit = Some(stop.limit);
+                    state.usage = stop.usage;
+                } else {
+                    state.error = self.last_failure(run_id).await?;
                 }
             }
             404 => {
@@ -247,6 +265,21 @@ impl RestateRuntime {
             }
         }
         Ok(state)
+    }
+
+    /// The limit the run stopped at and waits to have raised, if any.
+    pub async fn limit(&self, run_id: &str) -> Result<Option<LimitStop>, DurableError> {
+        let stop = self.call(run_id, "limit", None).await?;
+        serde_json::from_value(stop).map_err(|e| {
+            DurableError::Cluster(format!("HarnessxRun/limit answered an unexpected shape: {e}"))
+        })
+    }
+
+    /// Raises the limits of a run stopped at one: the fields set in `changes` replace the
+    /// run's. The run goes on by itself (and stops again at a limit still reached).
+    pub async fn raise(&self, run_id: &str, changes: &RunLimits) -> Result<(), DurableError> {
+        let body = serde_json::to_value(changes).expect("limits serialise");
+        self.call(run_id, "raise", Some(body)).await.map(drop)
     }
 
     /// The run's events so far, one line per step.

@@ -23,7 +23,8 @@ use restate_sdk::hyper::HyperEndpoint;
 
 pub use client::{RestateRuntime, RunState, register};
 pub use service::{
-    Answer, Approval, Executed, HarnessxRun, HarnessxTool, Invocation, RunInput, Unknown, WorkerConfig,
+    Answer, Approval, Executed, HarnessxRun, HarnessxTool, Invocation, LimitStop, RunInput, Unknown,
+    WorkerConfig,
 };
 
 /// Serves the run workflow and the tool object for `agent` on `listener` until `stop`

@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use harnessx_agent::model::{ModelError, ModelRequest, ModelResponse};
+use harnessx_agent::budget::{Limit, RunLimits, UsageByModel, UsageSink};
+use harnessx_agent::model::{ModelError, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, Recovery, RunStatus, spans};
 use harnessx_core::{
@@ -30,6 +31,23 @@ use crate::runtime::DurableError;
 const NEEDS_INPUT: &str = "needs_input";
 /// The state key holding the run's events (`Vec<String>`), for `harnessx run --restate`.
 const EVENTS: &str = "events";
+/// The state key holding the limit the run stopped at ([`LimitStop`]), while it waits
+/// for a higher one.
+const LIMIT: &str = "limit";
+
+/// A run stopped at a limit, waiting on a durable promise for higher limits
+/// (`HarnessxRun/raise`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitStop {
+    /// The promise `raise` resolves (`limit/N`: the run's N-th stop at a limit).
+    pub key: String,
+    /// The limit reached.
+    pub limit: Limit,
+    /// The limits in force.
+    pub limits: RunLimits,
+    /// What the run had used.
+    pub usage: Usage,
+}
 
 /// What a worker's agent is, as far as a run depends on it: its tools' schemas, its
 /// model, its system prompt and its tool choice settings when set. The first worker to run a run journals its own; every
@@ -112,10 +130,13 @@ pub struct Executed {
     pub result: ToolResult,
     /// Set for a `manual` call whose outcome is unknown: the run asks instead.
     pub unknown: Option<Unknown>,
+    /// What a specialist the call ran used, by model (absent for other tools).
+    #[serde(default, skip_serializing_if = "UsageByModel::is_empty")]
+    pub usage: UsageByModel,
 }
 
 /// The input of `HarnessxRun/run`: a prompt, as a JSON string or as
-/// `{"prompt": .., "expect": WorkerConfig}`.
+/// `{"prompt": .., "expect": WorkerConfig, "limits": RunLimits}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(from = "RunInputWire")]
 pub struct RunInput {
@@ -124,6 +145,9 @@ pub struct RunInput {
     /// The configuration the caller expects the workers to have: when set, a run that
     /// lands on workers with another one fails at once instead of running.
     pub expect: Option<WorkerConfig>,
+    /// The run's limits, where they differ from the workers' agent's (those set replace
+    /// theirs).
+    pub limits: Option<RunLimits>,
 }
 
 #[derive(Deserialize)]
@@ -134,14 +158,16 @@ enum RunInputWire {
         prompt: String,
         #[serde(default)]
         expect: Option<WorkerConfig>,
+        #[serde(default)]
+        limits: Option<RunLimits>,
     },
 }
 
 impl From<RunInputWire> for RunInput {
     fn from(wire: RunInputWire) -> Self {
         match wire {
-            RunInputWire::Prompt(prompt) => Self { prompt, expect: None },
-            RunInputWire::Full { prompt, expect } => Self { prompt, expect },
+            RunInputWire::Prompt(prompt) => Self { prompt, expect: None, limits: None },
+            RunInputWire::Full { prompt, expect, limits } => Self { prompt, expect, limits },
         }
     }
 }
@@ -193,7 +219,7 @@ impl HarnessxRun {
     /// ([`harnessx_agent::drive`]) over [`RestateSteps`].
     async fn drive(&self, ctx: WorkflowContext<'_>, input: Json<RunInput>) -> Result<String, HandlerError> {
         let run_id = ctx.key().to_owned();
-        let RunInput { prompt, expect } = input.into_inner();
+        let RunInput { prompt, expect, limits } = input.into_inner();
         let (agent, here) = (&self.0.agent, &self.0.config);
         let first = here.clone();
         let Json(started): Json<WorkerConfig> =
@@ -216,8 +242,9 @@ impl HarnessxRun {
             agent: agent.clone(),
             events: Vec::new(),
             dirty: false,
+            limit_stops: 0,
         };
-        let start = harnessx_agent::Start { history: Vec::new(), prompt };
+        let start = harnessx_agent::Start { history: Vec::new(), prompt, limits, output: None };
         let state =
             harnessx_agent::drive(agent, &mut steps, start, &permissions, None).await.map_err(|f| f.0)?;
         Ok(state.output)
@@ -271,6 +298,9 @@ struct RestateSteps<'ctx> {
     /// What the run did so far, one line per step (the `events` handler's answer).
     events: Vec<String>,
     dirty: bool,
+    /// Stops at a limit so far: each waits on a promise of its own (replays take the
+    /// same path, so the count is the same on every attempt).
+    limit_stops: u32,
 }
 
 impl RestateSteps<'_> {
@@ -374,7 +404,7 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
             .map(|i| batch.is_edited(i).then(|| batch.arguments(i).cloned()).flatten())
             .collect();
         let mut results: Vec<Option<harnessx_agent::Executed>> = (0..calls.len())
-            .map(|i| batch.result(i).map(|r| harnessx_agent::Executed { result: r.clone(), unknown: None }))
+            .map(|i| batch.result(i).map(|r| harnessx_agent::Executed::new(r.clone())))
             .collect();
         let mut schedule = batch.schedule();
         let run_id = self.run_id.clone();
@@ -398,8 +428,8 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         }
         while let Some((slot, executed)) = pending.next().await? {
             let i = slots[slot];
-            let Executed { result, unknown } = executed?.into_inner();
-            results[i] = Some(harnessx_agent::Executed { result, unknown });
+            let Executed { result, unknown, usage } = executed?.into_inner();
+            results[i] = Some(harnessx_agent::Executed { result, unknown, usage });
             if let Some(next) = schedule.finished(i) {
                 pending.push(invoke(next));
                 slots.push(next);
@@ -430,6 +460,24 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
     async fn resumed(&mut self) -> Result<(), Fault> {
         self.ctx.clear(NEEDS_INPUT);
         Ok(())
+    }
+
+    async fn limit_reached(
+        &mut self,
+        _turn: u32,
+        limit: Limit,
+        limits: &RunLimits,
+        usage: &Usage,
+    ) -> Result<Option<RunLimits>, Fault> {
+        // Waits in place for `raise` (`harnessx resume ID --restate URL --max-...`).
+        self.flush_events();
+        self.limit_stops += 1;
+        let key = format!("limit/{}", self.limit_stops);
+        let stop = LimitStop { key: key.clone(), limit, limits: limits.clone(), usage: *usage };
+        self.ctx.set(LIMIT, Json(stop));
+        let Json(changes) = self.ctx.promise::<Json<RunLimits>>(&key).await?;
+        self.ctx.clear(LIMIT);
+        Ok(Some(changes))
     }
 
     async fn finish(&mut self, _output: &str) -> Result<(), Fault> {
@@ -494,6 +542,27 @@ impl HarnessxRun {
         Ok(Json(unanswered(&ctx).await?))
     }
 
+    /// The limit the run stopped at and waits to have raised, if any.
+    #[handler]
+    async fn limit(&self, ctx: SharedWorkflowContext<'_>) -> Result<Json<Option<LimitStop>>, HandlerError> {
+        Ok(Json(stopped_at_limit(&ctx).await?))
+    }
+
+    /// Raises the limits of a run stopped at one (the fields set replace the run's);
+    /// it goes on by itself, or stops again at a limit still reached.
+    #[handler]
+    async fn raise(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+        changes: Json<RunLimits>,
+    ) -> Result<(), HandlerError> {
+        let Some(stop) = stopped_at_limit(&ctx).await? else {
+            return Err(terminal(format!("run {:?} is not stopped at a limit", ctx.key())));
+        };
+        ctx.resolve_promise::<Json<RunLimits>>(&stop.key, changes);
+        Ok(())
+    }
+
     /// What the run did so far, one line per step.
     #[handler]
     async fn events(&self, ctx: SharedWorkflowContext<'_>) -> Result<Json<Vec<String>>, HandlerError> {
@@ -529,6 +598,13 @@ async fn unanswered(ctx: &SharedWorkflowContext<'_>) -> Result<Vec<NeedsInput>, 
     }
     open.retain(|n| n.kind != NeedsInputKind::Approval || !granted.contains(&n.tool));
     Ok(open)
+}
+
+/// The limit the run waits at, unless its promise was resolved already.
+async fn stopped_at_limit(ctx: &SharedWorkflowContext<'_>) -> Result<Option<LimitStop>, HandlerError> {
+    let Some(Json(stop)) = ctx.get::<Json<LimitStop>>(LIMIT).await? else { return Ok(None) };
+    let raised = ctx.peek_promise::<Json<RunLimits>>(&stop.key).await?.is_some();
+    Ok((!raised).then_some(stop))
 }
 
 /// The promise to resolve for `call_id`, or a terminal error naming what the run waits for.
@@ -576,7 +652,11 @@ impl HarnessxTool {
                         recovery::recover(policy, Unknown::Interrupted, &call.id, &tool, &call.arguments)
                 {
                     let result = ToolResult::error(&call.id, &tool, "outcome unknown");
-                    return Ok(Json(Executed { result, unknown: Some(Unknown::Interrupted) }));
+                    return Ok(Json(Executed {
+                        result,
+                        unknown: Some(Unknown::Interrupted),
+                        usage: UsageByModel::new(),
+                    }));
                 }
                 // Stable across attempts and workers: the same for every re-run.
                 batch.set_idempotency_key(0, key);
@@ -591,19 +671,25 @@ impl HarnessxTool {
                             "the edited arguments are invalid; the call did not run",
                         )
                     });
-                    return Ok(Json(Executed { result, unknown: None }));
+                    return Ok(Json(Executed { result, unknown: None, usage: UsageByModel::new() }));
                 }
                 batch.authorize(0);
                 let ctx = RunContext::new().with_permissions(agent.permissions().clone());
                 let hooks = RunHooks::new().retry_timeouts(recovery::retry_timeouts(true));
-                let outcome = agent.tools().run_planned(batch, &ctx, &hooks).await.pop().expect("one call");
+                let spent = UsageSink::new();
+                let outcome = spent
+                    .scope(agent.tools().run_planned(batch, &ctx, &hooks))
+                    .await
+                    .pop()
+                    .expect("one call");
                 let unknown = (outcome.timed_out
                     && matches!(
                         recovery::recover(policy, Unknown::TimedOut, &call.id, &tool, &call.arguments),
                         Recovery::Ask(_)
                     ))
                 .then_some(Unknown::TimedOut);
-                Ok(Json(Executed { result: outcome.result, unknown }))
+                let usage = spent.take(&call.id);
+                Ok(Json(Executed { result: outcome.result, unknown, usage }))
             })
             .name("exec")
             .await?;

@@ -244,6 +244,7 @@ fn scenario(
                     }
                 }
             }
+            RunStatus::LimitReached => panic!("the crash matrix sets no limit: {report:?}"),
             RunStatus::Running | RunStatus::Failed => {}
         }
     }

@@ -54,6 +54,7 @@ fn every_variant() -> Vec<Entry> {
                 structured_content: Some(json!({"lines": [1, 2], "nested": {"ok": false}})),
             },
             timed_out: true,
+            usage: Default::default(),
         },
         Entry::Approval {
             call_id: "c2".into(),

@@ -6,6 +6,7 @@
 //! environment variable of their own: a child that crashes, or many writers at once, each
 //! need a process. In an ordinary run those child tests do nothing.
 
+mod budgets;
 mod common;
 mod context;
 mod conversation;
@@ -13,6 +14,7 @@ mod crash_matrix;
 mod decisions;
 mod durable_spans;
 mod journal_stores;
+mod output;
 #[cfg(feature = "restate")]
 mod restate_failover;
 #[cfg(feature = "restate")]

@@ -2,6 +2,15 @@
 //! not: which host a base URL is ([`Host`]), what a server was found to refuse
 //! ([`Learned`], kept for the model's life), and the sending of one request through those
 //! findings ([`OpenAiModel::negotiate`]). The wire format itself is the parent's.
+//!
+//! The detours, each taken only on what the server answered (never on which server it
+//! seems to be): an empty stream after a 200 is asked again without streaming; a refused
+//! `"required"` is asked again with the one tool named; and an answer to `"auto"` with
+//! neither text nor tool calls is asked again with `"none"`, which asks for the text.
+//! The last is what llama-cpp-python's `chatml-function-calling` needs: under `auto` its
+//! model first picks between `functions.NAME:` and `message:`, and the text after
+//! `message:` is sampled under the grammar meant for the next call's name (`functions.NAME:`
+//! or `<|im_end|>`, its stop string), so its answer is empty or a call's name, never text.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -9,7 +18,7 @@ use futures_util::stream::{self, BoxStream, StreamExt};
 
 use super::{OpenAiDecoder, OpenAiModel, PROVIDER};
 use crate::model::http::{self, Failure};
-use crate::model::{ModelError, ModelEvent, ModelRequest, ToolChoice};
+use crate::model::{FinishReason, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, Usage};
 
 /// Whose API a base URL points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +47,9 @@ pub(super) struct Learned {
     empty_stream_with_tools: AtomicBool,
     /// A streamed request without tools came back as an empty stream.
     empty_stream_without_tools: AtomicBool,
+    /// An answer to `"auto"` had neither text nor tool calls (said once; every such
+    /// answer is asked again, as `"auto"` may call a tool next time).
+    auto_answered_nothing: AtomicBool,
 }
 
 impl Learned {
@@ -51,6 +63,14 @@ impl Learned {
 fn refuses_required(error: &Failure, choice: &ToolChoice) -> bool {
     matches!(error, Failure::Model(ModelError::Http { status: 400 | 422 | 500, .. }))
         && *choice == ToolChoice::Required
+}
+
+/// Whether `response` is no answer at all: it stopped normally with neither text nor
+/// tool calls. (Cut off or filtered answers say why they are empty.)
+fn says_nothing(response: &ModelResponse) -> bool {
+    response.content.is_empty()
+        && response.tool_calls.is_empty()
+        && response.finish_reason == FinishReason::Stop
 }
 
 impl OpenAiModel {
@@ -103,8 +123,9 @@ impl OpenAiModel {
 
     /// A request to a server other than OpenAI: sent as the server is known to take it,
     /// then, if it is refused in a way the server was not yet known for, once more as it
-    /// will take it (at most three sends: a stream, without streaming, with the tool
-    /// named). Only the first answer item decides, so nothing is shown twice.
+    /// will take it (at most three sends: a stream, without streaming, then with the
+    /// tool named or with `"none"`). Only the first answer item decides, so nothing is
+    /// shown twice; an answer that says nothing has no item before its end.
     pub(super) async fn negotiate(
         &self,
         request: &ModelRequest,
@@ -116,6 +137,8 @@ impl OpenAiModel {
             Err(e) => return stream::once(async move { Err(e) }).boxed(),
         };
         let mut streaming = streaming && !self.learned.empty_stream(tools).load(Ordering::Relaxed);
+        // The tokens of answers that were asked again, counted into the one kept.
+        let mut spent = Usage::default();
         loop {
             let body = self.body(request, &choice, streaming);
             let mut answer =
@@ -147,10 +170,28 @@ impl OpenAiModel {
                     }
                     choice = ToolChoice::Tool(name.to_owned());
                 }
+                Some(Ok(ModelEvent::Done(nothing)))
+                    if tools && choice == ToolChoice::Auto && says_nothing(&nothing) =>
+                {
+                    if !self.learned.auto_answered_nothing.swap(true, Ordering::Relaxed) {
+                        self.warn(&format!(
+                            "the server at {} answered a request with tool_choice \"auto\" with neither text nor tool calls; asking again with tool_choice \"none\" for the text, each time it does",
+                            self.base_url
+                        ));
+                    }
+                    spent += nothing.usage;
+                    choice = ToolChoice::None;
+                }
                 first => {
                     return stream::iter(first)
                         .chain(answer)
-                        .map(|item| item.map_err(Failure::into_model_error))
+                        .map(move |item| match item {
+                            Ok(ModelEvent::Done(mut response)) => {
+                                response.usage += spent;
+                                Ok(ModelEvent::Done(response))
+                            }
+                            other => other.map_err(Failure::into_model_error),
+                        })
                         .boxed();
                 }
             }
