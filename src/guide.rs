@@ -14,6 +14,8 @@ pub mod permissions {}
 pub mod agent {}
 
 #[cfg(feature = "agent")]
+#[doc = include_str!("../docs/context.md")]
+pub mod context {}
 #[doc = include_str!("../docs/output.md")]
 pub mod output {}
 

@@ -1,9 +1,10 @@
 //! [`AgentConfig`]: the agent-wide settings.
 
 use crate::budget::{ModelPrice, RunLimits};
+use crate::context::ContextPolicy;
 use crate::model::{ModelRetry, ToolChoice};
 use crate::output::{DEFAULT_OUTPUT_RETRIES, OutputMode};
-use harnessx_core::ToolPolicy;
+use harnessx_core::{ResultDir, ToolPolicy};
 
 /// Agent-wide settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +53,13 @@ pub struct AgentConfig {
     /// `false` every request uses [`tool_choice`](Self::tool_choice) and a run under
     /// `Required` ends only at `max_turns`.
     pub reset_tool_choice: bool,
+    /// How a run keeps its requests within the model's context window: the window,
+    /// when to compact, how many turns stay, who summarises (see [`ContextPolicy`]).
+    pub context: ContextPolicy,
+    /// Where a run saves the whole text of a tool result longer than
+    /// [`ToolPolicy::max_result_chars`]; its marker then names the file, for the file
+    /// tools to read parts of. `None` (the default): nothing is saved.
+    pub result_dir: Option<ResultDir>,
     /// How a typed run ([`Agent::run_typed`](crate::Agent::run_typed)) asks for its answer
     /// when its [`Output`](crate::output::Output) does not say (default
     /// [`OutputMode::Tool`]).
@@ -77,6 +85,8 @@ impl Default for AgentConfig {
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: None,
             reset_tool_choice: true,
+            context: ContextPolicy::default(),
+            result_dir: None,
             output_mode: OutputMode::Tool,
             output_retries: DEFAULT_OUTPUT_RETRIES,
         }

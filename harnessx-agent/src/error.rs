@@ -24,6 +24,16 @@ pub enum AgentError {
     #[deprecated(note = "a run that reaches max_turns ends with RunStatus::LimitReached (Limit::Turns)")]
     #[error("the run reached max_turns ({0}) without a final answer")]
     MaxTurns(u32),
+    /// The request does not fit the model's context window even after compacting the
+    /// history (the newest turn, the system prompt and the first message alone are too
+    /// large), or the provider refused it again after the one compaction a refusal earns.
+    #[error(
+        "the request does not fit the model's context window even after compacting the history ({detail}): lower the tool result cap (max_result_chars, --max-result-chars) or give the model's real window (ContextPolicy::window, --context-window)"
+    )]
+    ContextOverflow {
+        /// What was measured: the estimate and the window, or the provider's words.
+        detail: String,
+    },
     /// [`RunLimits::max_cost_usd`](crate::RunLimits::max_cost_usd) is set and the price of
     /// the model is not known: the run fails before its first request.
     #[error(

@@ -8,7 +8,7 @@ use crate::run::state::RunStatus;
 
 /// One event of [`Agent::run_stream`](crate::Agent::run_stream). Serializes as a
 /// JSON object with a `type` field (`model_request`, `text_delta`, `tool_call_start`,
-/// `tool_call_end`, `run_end`, `error`).
+/// `tool_call_end`, `compaction`, `run_end`, `error`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -51,6 +51,14 @@ pub enum AgentEvent {
         is_error: bool,
         /// The result text.
         content: String,
+    },
+    /// The history was compacted before a request to fit the model's context window:
+    /// old tool results cleared, or older turns summarised.
+    Compaction {
+        /// The request's estimated size before, in tokens.
+        tokens_before: u64,
+        /// Its estimated size after.
+        tokens_after: u64,
     },
     /// The run ended: with a final answer (`status` `completed`), or at a limit
     /// (`limit_reached`, with `limit`). A durable run that stops to wait for input sends

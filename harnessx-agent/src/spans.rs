@@ -121,12 +121,35 @@ pub fn record_error(span: &Span, error_type: &str, error: &dyn Display) {
     span.record("otel.status_description", tracing::field::display(error));
 }
 
+/// The span of one compaction of a run's history (`compact_context`), a child of the
+/// current span: the estimated sizes before and after, and how (`cleared` old tool
+/// results, or `summarised` older turns). Recorded with [`record_compaction`].
+pub fn compaction(turn: u32, tokens_before: u64) -> Span {
+    tracing::info_span!(
+        target: "harnessx_agent::run",
+        "compact_context",
+        "otel.kind" = "internal",
+        "harnessx.turn" = turn,
+        "harnessx.context.tokens_before" = tokens_before,
+        "harnessx.context.tokens_after" = Empty,
+        "harnessx.context.how" = Empty,
+        "harnessx.replayed" = Empty,
+    )
+}
+
+/// Records how a compaction ended on its span.
+pub fn record_compaction(span: &Span, tokens_after: u64, how: &str) {
+    span.record("harnessx.context.tokens_after", tokens_after);
+    span.record("harnessx.context.how", how);
+}
+
 /// The `error.type` of a failed run.
 pub fn agent_error_type(error: &AgentError) -> &'static str {
     match error {
         AgentError::Model(e) => model_error_class(e),
         #[allow(deprecated)] // still classed, for code that builds the error itself
         AgentError::MaxTurns(_) => "max_turns",
+        AgentError::ContextOverflow { .. } => "context_length_exceeded",
         AgentError::UnknownPrice { .. } => "unknown_price",
         AgentError::NoModel => "no_model",
         AgentError::Closed => "closed",
@@ -147,6 +170,7 @@ fn model_error_class(error: &ModelError) -> &'static str {
     match error {
         ModelError::Auth(_) => "authentication",
         ModelError::Http { .. } => "http",
+        ModelError::ContextWindow { .. } => "context_length_exceeded",
         ModelError::Transport(_) => "transport",
         ModelError::Protocol(_) => "protocol",
         ModelError::Other(_) => "model_error",

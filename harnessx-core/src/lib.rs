@@ -22,6 +22,7 @@ pub mod __private;
 pub use __private::{CollectedTool, Toolbox};
 pub use catalog::{BuiltinBundle, BuiltinOptions, BundleRequest};
 pub use depth::MAX_JSON_DEPTH;
+pub use engine::cap::{DEFAULT_MAX_RESULT_CHARS, ResultDir};
 pub use engine::context::RunContext;
 pub use engine::events::{ToolEvent, ToolEventSink};
 pub use engine::pipeline::{

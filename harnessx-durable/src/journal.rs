@@ -51,6 +51,32 @@ pub enum Entry {
         /// The response.
         response: Value,
     },
+    /// The provider refused the request of turn `turn` as larger than the model's
+    /// context window: the run compacted its history and asked again. A resume replays
+    /// the refusal, so it compacts the same way.
+    ContextOverflow {
+        /// The turn.
+        turn: u32,
+        /// The provider's message.
+        message: String,
+        /// The window it named, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u64>,
+        /// The size it measured, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested: Option<u64>,
+    },
+    /// The summary of a compaction of the history before the request of `turn`
+    /// (`attempt` 0 when the estimate called for it, 1 after a context-length
+    /// refusal): a resume puts the same summary in place, never asks for a new one.
+    Compaction {
+        /// The turn.
+        turn: u32,
+        /// 0 or 1.
+        attempt: u32,
+        /// The summarising model's response (a `ModelResponse`, as JSON).
+        response: Value,
+    },
     /// A call's handler is about to run (or was refused before it could, in which
     /// case a [`Entry::CallResult`] follows in the same commit).
     CallStart {

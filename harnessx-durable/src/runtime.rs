@@ -7,7 +7,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use harnessx_agent::budget::{Limit, RunLimits, UsageByModel, UsageSink};
-use harnessx_agent::model::{Message, ModelRequest, ModelResponse, Usage};
+use harnessx_agent::model::{Message, ModelError, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::output::{Output, OutputSpec};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{
@@ -144,6 +144,25 @@ pub(crate) fn fingerprint(agent: &Agent) -> (String, String) {
         if !config.reset_tool_choice {
             summary.push_str(" without reset");
         }
+    }
+    // The context settings decide when the history is compacted: a resume with others
+    // would not replay the run's requests (and on Restate, not its journal).
+    let context = &config.context;
+    let defaults = harnessx_agent::ContextPolicy::default();
+    let cap = agent.tools().policy().max_result_chars;
+    if context.window.is_some()
+        || context.compact_at != defaults.compact_at
+        || context.keep_turns != defaults.keep_turns
+        || cap != harnessx_core::DEFAULT_MAX_RESULT_CHARS
+    {
+        full["context"] = serde_json::json!({
+            "window": context.window,
+            "compact_at": context.compact_at,
+            "keep_turns": context.keep_turns,
+            "max_result_chars": cap,
+        });
+        let window = context.window.map_or_else(|| "the model's".to_owned(), |w| w.to_string());
+        summary.push_str(&format!(", context window {window}, result cap {cap}"));
     }
     (full.to_string(), summary)
 }
@@ -632,6 +651,10 @@ pub(crate) fn not_awaited(
 #[derive(Default)]
 struct Replay {
     responses: HashMap<u32, Value>,
+    /// Context-length refusals by turn, each replayed once.
+    overflows: HashMap<u32, ModelError>,
+    /// Compaction summaries by (turn, attempt).
+    summaries: HashMap<(u32, u32), Value>,
     started: HashSet<String>,
     results: HashMap<String, ToolResult>,
     /// Decisions by call id, with the hash of the arguments they were made on.
@@ -687,6 +710,17 @@ impl Replay {
                     s.paused = serde_json::from_value(needs_input.clone()).unwrap_or_default();
                 }
                 Entry::Continues { run_id } => s.continues = Some(run_id.clone()),
+                Entry::ContextOverflow { turn, message, limit, requested } => {
+                    let error = ModelError::ContextWindow {
+                        message: message.clone(),
+                        limit: *limit,
+                        requested: *requested,
+                    };
+                    s.overflows.insert(*turn, error);
+                }
+                Entry::Compaction { turn, attempt, response } => {
+                    s.summaries.insert((*turn, *attempt), response.clone());
+                }
                 Entry::LimitReached { limit, usage } => s.limit = Some((*limit, *usage)),
                 Entry::Output { output } => s.output = Some(output.clone()),
                 Entry::Final { .. } | Entry::Failed { .. } => {}
@@ -761,6 +795,11 @@ impl Steps for JournalSteps {
         request: &ModelRequest,
         events: Option<&Events>,
     ) -> Result<ModelResponse, DurableError> {
+        // A journaled refusal of this turn's first request comes first: the loop then
+        // compacts as it did, and asks again (the recorded response below).
+        if let Some(refusal) = self.replay.overflows.remove(&turn) {
+            return Err(AgentError::Model(refusal).into());
+        }
         if let Some(recorded) = self.replay.responses.get(&turn) {
             let response: ModelResponse = serde_json::from_value(recorded.clone()).map_err(|e| {
                 JournalError::Storage(format!(
@@ -776,7 +815,15 @@ impl Steps for JournalSteps {
         if self.read_only {
             return Err(self.not_journaled(&format!("the model response of turn {turn}")));
         }
-        let response = agent.request_turn(request, events, turn).await?;
+        let response = match agent.request_turn(request, events, turn).await {
+            Err(AgentError::Model(ModelError::ContextWindow { message, limit, requested })) => {
+                // Journaled, so a resume compacts as this run is about to.
+                let entry = Entry::ContextOverflow { turn, message: message.clone(), limit, requested };
+                self.commit(vec![entry], None)?;
+                return Err(AgentError::Model(ModelError::ContextWindow { message, limit, requested }).into());
+            }
+            other => other?,
+        };
         // Committed as it arrives, before anything is asked or run: a crash after this
         // never asks the model for this turn again.
         let entry = Entry::ModelResponse {
@@ -785,6 +832,42 @@ impl Steps for JournalSteps {
         };
         self.commit(vec![entry], Some((RunStatus::Running, None)))?;
         Ok(response)
+    }
+
+    async fn summary(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        attempt: u32,
+        request: &ModelRequest,
+    ) -> Result<ModelResponse, DurableError> {
+        if let Some(recorded) = self.replay.summaries.get(&(turn, attempt)) {
+            return serde_json::from_value(recorded.clone()).map_err(|e| {
+                JournalError::Storage(format!(
+                    "run {:?}: the compaction summary of turn {turn} cannot be read: {e}",
+                    self.run_id
+                ))
+                .into()
+            });
+        }
+        if self.read_only {
+            return Err(self.not_journaled(&format!("the compaction summary of turn {turn}")));
+        }
+        let response = agent.summarize(request, turn).await?;
+        let entry = Entry::Compaction {
+            turn,
+            attempt,
+            response: serde_json::to_value(&response).expect("a response serialises"),
+        };
+        self.commit(vec![entry], None)?;
+        Ok(response)
+    }
+
+    fn context_overflow(&self, error: &DurableError) -> Option<ModelError> {
+        match error {
+            DurableError::Agent(AgentError::Model(e @ ModelError::ContextWindow { .. })) => Some(e.clone()),
+            _ => None,
+        }
     }
 
     fn recorded(&self, call_id: &str) -> Recorded<'_> {

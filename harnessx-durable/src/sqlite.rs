@@ -406,6 +406,8 @@ fn kind(entry: &Entry) -> &'static str {
         Entry::Final { .. } => "final",
         Entry::Failed { .. } => "failed",
         Entry::Continues { .. } => "continues",
+        Entry::ContextOverflow { .. } => "context_overflow",
+        Entry::Compaction { .. } => "compaction",
         Entry::Output { .. } => "output",
     }
 }
@@ -491,6 +493,8 @@ mod tests {
             Entry::Final { output: "o".into() },
             Entry::Failed { error: "e".into() },
             Entry::Continues { run_id: "r0".into() },
+            Entry::ContextOverflow { turn: 2, message: "m".into(), limit: Some(8), requested: None },
+            Entry::Compaction { turn: 2, attempt: 1, response: json!({}) },
         ];
         for entry in &all {
             assert_eq!(serde_json::to_value(entry).unwrap()["kind"], kind(entry), "{entry:?}");

@@ -28,6 +28,7 @@ pub mod restate;
 pub mod server;
 pub mod sse;
 pub mod system;
+pub mod window;
 
 use std::path::PathBuf;
 

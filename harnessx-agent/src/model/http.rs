@@ -97,6 +97,9 @@ pub(crate) fn status_error(status: u16, body: &str, provider: Provider) -> Model
     if status == 401 || status == 403 {
         return auth_error(status, &message, provider);
     }
+    if let Some(overflow) = crate::model::overflow::context_window_error(status, body, &message) {
+        return overflow;
+    }
     ModelError::Http { status, message }
 }
 
@@ -210,7 +213,8 @@ pub(crate) fn body_error(body: &Value, provider: Provider) -> ModelError {
     });
     match status {
         Some(s @ (401 | 403)) => auth_error(s, &message, provider),
-        Some(status) => ModelError::Http { status, message },
+        Some(status) => crate::model::overflow::context_window_error(status, &body.to_string(), &message)
+            .unwrap_or(ModelError::Http { status, message }),
         None => {
             ModelError::Protocol(format!("the {} reported an error in its answer: {message}", provider.name))
         }

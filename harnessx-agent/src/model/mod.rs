@@ -9,6 +9,8 @@ mod http;
 pub mod message;
 #[cfg(feature = "openai")]
 pub mod openai;
+#[cfg(feature = "http")]
+pub(crate) mod overflow;
 pub mod response;
 pub mod sse;
 pub mod test_model;
@@ -92,6 +94,19 @@ pub enum ModelError {
         status: u16,
         /// The provider's message.
         message: String,
+    },
+    /// The provider refused the request as larger than the model's context window
+    /// (OpenAI's `context_length_exceeded`, Anthropic's `prompt is too long`, llama.cpp's
+    /// `exceed_context_size_error`, vLLM's `maximum context length`). A run compacts its
+    /// history and retries once before failing with it.
+    #[error("the request does not fit the model's context window: {message}")]
+    ContextWindow {
+        /// The provider's message.
+        message: String,
+        /// The window in tokens, when the provider said.
+        limit: Option<u64>,
+        /// The request's size in tokens by the provider's count, when it said.
+        requested: Option<u64>,
     },
     /// The connection failed or was cut.
     #[error("could not reach the model provider: {0}")]

@@ -88,6 +88,12 @@ pub async fn drive<S: Steps>(
             }
         }));
     }
+    if let Some(dir) = &agent.config().result_dir {
+        ctx = ctx.with_result_dir(dir.clone()); // context window (issue 28): capped results saved
+    }
+    // Context window (issue 28): counts each request, compacts the history when it
+    // nears the window, recovers from a context-length refusal. See `crate::context`.
+    let mut context = crate::context::track::Tracker::new(agent);
     let mut finish_reason = FinishReason::Stop;
     let mut turn: u32 = 0;
     loop {
@@ -117,7 +123,8 @@ pub async fn drive<S: Steps>(
             budget.attach_note(turn, &mut request.messages);
         }
         emit(events, || AgentEvent::ModelRequest { turn, model: agent.model_name() });
-        let response = steps.response(agent, turn, &request, events).await?;
+        // Context window (issue 28): `steps.response`, with compaction around it.
+        let response = context.respond(agent, steps, turn, &mut request, events).await?;
         budget.response(turn, response.usage);
         finish_reason = response.finish_reason;
         let calls = call_ids_for_turn(response.tool_calls, turn);

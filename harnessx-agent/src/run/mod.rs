@@ -148,6 +148,21 @@ impl Agent {
         Ok(self.request_with_retry(&*model, request, events, turn).await?)
     }
 
+    /// The summarising request of a compaction before turn `turn`, to the
+    /// [`Summarizer`](crate::Summarizer) of [`AgentConfig::context`](crate::AgentConfig::context)
+    /// (the agent's model by default), with the agent's retry policy. For a
+    /// [`Steps`](steps::Steps) backend's [`summary`](steps::Steps::summary).
+    pub async fn summarize(&self, request: &ModelRequest, turn: u32) -> Result<ModelResponse, AgentError> {
+        if self.is_closed() {
+            return Err(AgentError::Closed);
+        }
+        let model = match &self.config.context.summarizer {
+            crate::Summarizer::Model(model) => model.clone(),
+            crate::Summarizer::Agent => self.model.clone().ok_or(AgentError::NoModel)?,
+        };
+        Ok(self.request_with_retry(&*model, request, None, turn).await?)
+    }
+
     /// One model request of turn `turn`, retried per the agent's policy; each attempt
     /// has its own `chat {model}` span.
     pub(crate) async fn request_with_retry(

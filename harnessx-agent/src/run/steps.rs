@@ -11,7 +11,7 @@ use harnessx_core::{
 };
 
 use crate::budget::{Limit, RunLimits, UsageByModel};
-use crate::model::{ModelRequest, ModelResponse, Usage};
+use crate::model::{ModelError, ModelRequest, ModelResponse, Usage};
 use crate::run::Events;
 use crate::run::recovery::Unknown;
 use crate::run::state::NeedsInput;
@@ -80,6 +80,29 @@ pub trait Steps: Send {
         request: &ModelRequest,
         events: Option<&Events>,
     ) -> impl Future<Output = Result<ModelResponse, Self::Error>> + Send;
+
+    /// The summary of a compaction before the request of `turn` (`attempt` 0 when the
+    /// estimate called for it, 1 after the provider refused the request as too large):
+    /// replayed when recorded, else asked of the agent's summarizer with `request` (see
+    /// [`Agent::summarize`]) and recorded before it is returned. A resume never asks for
+    /// a summary again.
+    fn summary(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        _attempt: u32,
+        request: &ModelRequest,
+    ) -> impl Future<Output = Result<ModelResponse, Self::Error>> + Send {
+        async move { Ok(agent.summarize(request, turn).await?) }
+    }
+
+    /// The provider's context-length refusal `error` stands for, if it is one (a
+    /// [`ModelError::ContextWindow`] from [`response`](Self::response)): the loop then
+    /// compacts the history and asks once more. A backend that journals responses
+    /// journals the refusal too, so a resume takes the same path.
+    fn context_overflow(&self, _error: &Self::Error) -> Option<ModelError> {
+        None
+    }
 
     /// What is recorded of the call `call_id` of `turn`.
     fn recorded(&self, _call_id: &str) -> Recorded<'_> {
@@ -203,6 +226,13 @@ impl Steps for Direct {
         events: Option<&Events>,
     ) -> Result<ModelResponse, AgentError> {
         agent.request_turn(request, events, turn).await
+    }
+
+    fn context_overflow(&self, error: &AgentError) -> Option<ModelError> {
+        match error {
+            AgentError::Model(e @ ModelError::ContextWindow { .. }) => Some(e.clone()),
+            _ => None,
+        }
     }
 
     async fn decide(

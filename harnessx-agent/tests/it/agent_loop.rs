@@ -273,7 +273,11 @@ async fn an_attached_registry_is_shared_and_the_policy_is_adopted_below_its_own(
     let agent = Agent::builder()
         .registry(registry.clone())
         .config(AgentConfig {
-            tools: ToolPolicy { default_timeout_seconds: Some(60.0), dedupe_calls: Some(false), retry: None },
+            tools: ToolPolicy {
+                default_timeout_seconds: Some(60.0),
+                dedupe_calls: Some(false),
+                ..Default::default()
+            },
             ..AgentConfig::default()
         })
         .build()

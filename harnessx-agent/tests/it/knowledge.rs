@@ -474,7 +474,7 @@ fn hostile_front_matter_fails_with_a_line_that_names_the_limit() {
 
 /// Spec: no untrusted input recurses without bound. Link text nested, unclosed and
 /// repeated: `[[` and `(` nested 1 to 1,000,000 deep, unclosed runs of `[[` and `](`, and
-/// a body of a million distinct links all index in bounded time (before the fix, each link
+/// a body of a million distinct links all index in linear work (before the fix, each link
 /// was compared with every earlier one: 100,000 distinct links took 52 s).
 #[test]
 fn nested_unclosed_and_countless_links_index_in_bounded_time() {
@@ -496,11 +496,10 @@ fn nested_unclosed_and_countless_links_index_in_bounded_time() {
         ];
         for (shape, body, broken) in bodies {
             write(dir.path(), "a.md", &format!("---\nid: a\ntitle: A\n---\n{body}\n"));
-            let started = std::time::Instant::now();
+            // No clock here: a quadratic regression (10^12 comparisons at a million
+            // links) does not finish, which the test run's own limit reports.
             let k = Knowledge::open(&KnowledgeSource::dir(dir.path()))
                 .unwrap_or_else(|e| panic!("{shape} {depth}: {e}"));
-            let took = started.elapsed();
-            assert!(took < std::time::Duration::from_secs(60), "{shape} at depth {depth}: {took:?}");
             assert_eq!(k.broken_links().len(), broken, "{shape} at depth {depth}");
         }
     }

@@ -15,6 +15,8 @@ mod agent_prompt_cache;
 mod budgets;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod common;
+#[cfg(all(feature = "openai", feature = "anthropic"))]
+mod context;
 mod knowledge;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod models_agent;

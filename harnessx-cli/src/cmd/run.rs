@@ -243,6 +243,11 @@ impl Shown {
                 self.stdout.write_now(format_args!("\n"))?;
                 self.said_end(limit, &usage);
             }
+            AgentEvent::Compaction { tokens_before, tokens_after } => {
+                self.progress.line(format!(
+                    "⋯ compacted the history to fit the context window: about {tokens_before} → {tokens_after} tokens"
+                ));
+            }
             AgentEvent::ModelRequest { .. } => self.printed_text = false,
             AgentEvent::Error { message } => {
                 self.progress.flush();

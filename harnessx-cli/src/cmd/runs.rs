@@ -109,6 +109,16 @@ fn summary(entry: &Entry) -> (&'static str, String) {
             };
             ("model_response", format!("turn {turn}: {said}"))
         }
+        Entry::ContextOverflow { turn, message, .. } => {
+            ("context_overflow", format!("turn {turn}: {}", one_line(message, 80)))
+        }
+        Entry::Compaction { turn, response, .. } => {
+            let said = match serde_json::from_value::<ModelResponse>(response.clone()) {
+                Ok(r) => one_line(&r.content, 80),
+                Err(_) => "(unreadable)".to_owned(),
+            };
+            ("compaction", format!("turn {turn}: summary: {said}"))
+        }
         Entry::CallStart { turn, call_id, tool, replay, .. } => {
             ("call_start", format!("turn {turn}: {call_id} {tool} ({replay})"))
         }

@@ -28,6 +28,8 @@ pub(crate) struct FileConfig {
     pub(crate) system: Option<Spanned<String>>,
     pub(crate) system_file: Option<Spanned<PathBuf>>,
     pub(crate) max_turns: Option<Spanned<u32>>,
+    pub(crate) max_result_chars: Option<Spanned<usize>>,
+    pub(crate) context_window: Option<Spanned<u64>>,
     pub(crate) max_tool_calls: Option<Spanned<u64>>,
     pub(crate) max_tokens: Option<Spanned<u64>>,
     pub(crate) max_cost_usd: Option<Spanned<f64>>,

@@ -161,6 +161,20 @@ pub(crate) fn apply(
     );
     setting!("max_turns", "max_turns", max_turns, |_f, v| args.max_turns = *v, json!(args.max_turns));
     setting!(
+        "max_result_chars",
+        "max_result_chars",
+        max_result_chars,
+        |_f, v| args.max_result_chars = *v,
+        json!(args.max_result_chars)
+    );
+    setting!(
+        "context_window",
+        "context_window",
+        context_window,
+        |_f, v| args.context_window = Some(crate::setup::flags::check_window(*v)?),
+        json!(args.context_window)
+    );
+    setting!(
         "max_tool_calls",
         "max_tool_calls",
         max_tool_calls,

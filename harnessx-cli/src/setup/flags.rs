@@ -15,6 +15,34 @@ use crate::error::CliError;
 /// The default of `--max-turns`.
 pub(crate) const DEFAULT_MAX_TURNS: u32 = 50;
 
+/// The default of `--max-result-chars`.
+pub(crate) const DEFAULT_MAX_RESULT_CHARS: usize = harnessx::DEFAULT_MAX_RESULT_CHARS;
+
+/// The smallest `--context-window` taken: below it no request with a system prompt and
+/// tools fits.
+pub(crate) const MIN_CONTEXT_WINDOW: u64 = 256;
+
+/// A `--context-window` value (or a file's `context_window`), checked.
+pub(crate) fn check_window(tokens: u64) -> Result<u64, CliError> {
+    if tokens < MIN_CONTEXT_WINDOW {
+        return Err(CliError::Usage(format!(
+            "--context-window {tokens}: give the model's window in tokens, at least {MIN_CONTEXT_WINDOW} (e.g. 8192, 128000)"
+        )));
+    }
+    Ok(tokens)
+}
+
+fn parse_window(text: &str) -> Result<u64, String> {
+    let tokens: u64 =
+        text.trim().parse().map_err(|_| format!("{text:?} is not a number of tokens (e.g. 8192)"))?;
+    if tokens < MIN_CONTEXT_WINDOW {
+        return Err(format!(
+            "give the model's window in tokens, at least {MIN_CONTEXT_WINDOW} (e.g. 8192, 128000)"
+        ));
+    }
+    Ok(tokens)
+}
+
 /// Where file tools may act.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ToolArgs {
@@ -200,6 +228,17 @@ pub(crate) struct AgentArgs {
     /// durable run pauses: resume it with a higher --max-turns).
     #[arg(long, default_value_t = DEFAULT_MAX_TURNS, value_name = "N")]
     pub(crate) max_turns: u32,
+    /// The most characters of a tool result the model gets (every tool: built-in, MCP or
+    /// your own). A longer result keeps its head and tail around a line saying how much
+    /// was cut; with the file tools, the whole text is saved under
+    /// <base path>/.harnessx/results/ and that line names the file.
+    #[arg(long, default_value_t = DEFAULT_MAX_RESULT_CHARS, value_name = "N")]
+    pub(crate) max_result_chars: usize,
+    /// The model's context window in tokens (default: known for OpenAI and Anthropic
+    /// models; otherwise learned from the server's first context-length error). Older
+    /// turns are compacted before a request would pass 80% of it.
+    #[arg(long, value_name = "N", value_parser = parse_window)]
+    pub(crate) context_window: Option<u64>,
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
     /// The model's price in US dollars per million tokens: input, output and, optionally,
@@ -300,6 +339,12 @@ impl AgentArgs {
         }
         if let Some(dir) = &self.base_path {
             flag("--base-path", Some(dir.display().to_string()));
+        }
+        if self.max_result_chars != DEFAULT_MAX_RESULT_CHARS {
+            flag("--max-result-chars", Some(self.max_result_chars.to_string()));
+        }
+        if let Some(window) = self.context_window {
+            flag("--context-window", Some(window.to_string()));
         }
         if !self.tool_choice.is_auto() {
             flag("--tool-choice", Some(self.tool_choice.to_string()));
@@ -451,6 +496,10 @@ mod tests {
             "some dir",
             "--max-turns",
             "7",
+            "--max-result-chars",
+            "1000",
+            "--context-window",
+            "8192",
             "--max-tool-calls",
             "3",
             "--max-tokens",

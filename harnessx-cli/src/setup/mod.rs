@@ -27,6 +27,9 @@ use crate::terminal;
 /// answers for a real model's.
 pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls the tools the way a person exploring this folder would (list it, glob and grep for the words of the prompt, read a file it found) and reports what came back. Pick a real model with --model openai:MODEL or --model anthropic:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
 
+/// Where, under the base path, capped tool results are saved whole.
+pub(crate) const RESULTS_DIR: &str = ".harnessx/results";
+
 /// Where the file tools are contained.
 #[derive(Debug, Clone)]
 pub(crate) enum BasePath {
@@ -354,6 +357,13 @@ fn agent_builder(
         _ => None,
     };
     let model = model.build(only_tool);
+    // The whole text of a capped result goes where the file tools can read it.
+    let result_dir = match tools.base_path.dir() {
+        Some(dir) if registry.contains("read_file") => {
+            Some(harnessx::ResultDir::new(dir.join(RESULTS_DIR)).shown_as(RESULTS_DIR))
+        }
+        _ => None,
+    };
     if args.limits.max_cost_usd.is_some()
         && args.price.is_none()
         && harnessx::agent::ModelPrice::builtin(&model.model_name()).is_none()
@@ -368,6 +378,15 @@ fn agent_builder(
     let mut builder =
         Agent::builder().model_arc(model).registry(registry).permissions(manager).config(AgentConfig {
             max_turns: args.max_turns,
+            tools: harnessx::ToolPolicy {
+                max_result_chars: Some(args.max_result_chars),
+                ..Default::default()
+            },
+            context: harnessx::agent::ContextPolicy {
+                window: args.context_window,
+                ..harnessx::agent::ContextPolicy::default()
+            },
+            result_dir,
             limits: args.limit_changes(),
             price: args.price,
             stream,

@@ -7,6 +7,7 @@ mod cli_bash;
 mod cli_budgets;
 mod cli_chat;
 mod cli_config;
+mod cli_context;
 mod cli_durable;
 mod cli_mcp;
 mod cli_mcp_serve;

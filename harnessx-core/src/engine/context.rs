@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::OnceCell;
 
+use crate::engine::cap::ResultDir;
 use crate::engine::events::{ToolEvent, ToolEventSink};
 use crate::engine::pipeline::Invoked;
 use crate::permission::{Authorizer, NoManager, PermissionManager};
@@ -26,6 +27,8 @@ pub struct RunContext {
     authorizer: Option<Arc<dyn Authorizer>>,
     events: Option<Arc<dyn ToolEventSink>>,
     dedupe: Mutex<HashMap<(Arc<str>, String), DedupeSlot>>,
+    /// Where the whole text of a capped result is saved.
+    result_dir: Option<Arc<ResultDir>>,
 }
 
 impl fmt::Debug for RunContext {
@@ -77,6 +80,19 @@ impl RunContext {
     /// The permission manager, if any.
     pub fn permissions(&self) -> Option<&PermissionManager> {
         self.permissions.as_ref()
+    }
+
+    /// Saves the whole text of a result longer than the cap
+    /// ([`ToolPolicy::max_result_chars`](crate::ToolPolicy::max_result_chars)) in `dir`,
+    /// and names the file in the marker the model reads.
+    pub fn with_result_dir(mut self, dir: ResultDir) -> Self {
+        self.result_dir = Some(Arc::new(dir));
+        self
+    }
+
+    /// Where capped results are saved, if anywhere.
+    pub fn result_dir(&self) -> Option<&ResultDir> {
+        self.result_dir.as_deref()
     }
 
     pub(crate) fn emit(&self, event: ToolEvent<'_>) {

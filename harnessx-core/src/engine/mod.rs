@@ -1,6 +1,7 @@
 //! The execution engine: one pipeline for every call, and batch scheduling.
 
 pub(crate) mod blocking;
+pub mod cap;
 pub mod context;
 pub mod events;
 pub(crate) mod pipeline;

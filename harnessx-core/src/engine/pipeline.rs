@@ -18,6 +18,7 @@ use tracing::{Instrument, Span};
 
 use crate::depth::{MAX_JSON_DEPTH, drop_deep, text_too_deep, value_too_deep};
 use crate::engine::blocking::run_blocking;
+use crate::engine::cap::{ResultDir, cap_result};
 use crate::engine::context::RunContext;
 use crate::engine::events::ToolEvent;
 use crate::engine::serial::SerialQueue;
@@ -695,7 +696,7 @@ async fn run_authorized(
         // Boxed: the common path (no dedupe) keeps a small future.
         let shared = Box::pin(slot.get_or_init(|| {
             first_here = true;
-            invoke(ready, &call.id, run, hooks)
+            invoke(ready, &call.id, run, hooks, ctx.result_dir())
         }));
         let Invoked { mut result, timed_out, error } = shared.await.clone();
         if !first_here {
@@ -704,7 +705,7 @@ async fn run_authorized(
         result.call_id.clone_from(&call.id);
         return (CallOutcome { result, timed_out, ran: first_here }, error);
     }
-    let Invoked { result, timed_out, error } = invoke(ready, &call.id, run, hooks).await;
+    let Invoked { result, timed_out, error } = invoke(ready, &call.id, run, hooks, ctx.result_dir()).await;
     (CallOutcome { result, timed_out, ran: true }, error)
 }
 
@@ -732,8 +733,15 @@ enum Outcome {
 }
 
 /// Runs the handler with the timeout, taking the serial turn if needed, retrying
-/// `safe`/`idempotent` tools per their retry policy.
-async fn invoke(ready: &mut ReadyCall, call_id: &str, run: &Run, hooks: &RunHooks) -> Invoked {
+/// `safe`/`idempotent` tools per their retry policy; the result is capped
+/// ([`cap`](crate::engine::cap)), its whole text saved in `result_dir` when cut.
+async fn invoke(
+    ready: &mut ReadyCall,
+    call_id: &str,
+    run: &Run,
+    hooks: &RunHooks,
+    result_dir: Option<&ResultDir>,
+) -> Invoked {
     let _turn = match &ready.serial {
         Some(queue) => Some(queue.acquire().await),
         None => None,
@@ -779,7 +787,7 @@ async fn invoke(ready: &mut ReadyCall, call_id: &str, run: &Run, hooks: &RunHook
             continue;
         }
         let failed = Some(ErrorType::ToolError);
-        let (result, error) = match outcome {
+        let (mut result, error) = match outcome {
             Outcome::Done(Ok(mut out)) => match too_deep(&mut out) {
                 None => (ToolResult::success(call_id, &**name, out), None),
                 Some(value) => {
@@ -812,6 +820,8 @@ async fn invoke(ready: &mut ReadyCall, call_id: &str, run: &Run, hooks: &RunHook
                 Some(ErrorType::Panic),
             ),
         };
+        // The central cap, after the tool's own limits: every tool's result alike.
+        cap_result(&mut result, policy.max_result_chars, result_dir);
         return Invoked { result, timed_out: false, error };
     }
 }

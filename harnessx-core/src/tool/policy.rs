@@ -143,6 +143,13 @@ pub struct ToolPolicy {
     pub dedupe_calls: Option<bool>,
     /// Retry policy for `safe`/`idempotent` tools without their own.
     pub retry: Option<ToolRetry>,
+    /// The most characters of a tool result the model gets (default
+    /// [`DEFAULT_MAX_RESULT_CHARS`](crate::engine::cap::DEFAULT_MAX_RESULT_CHARS), 40,000):
+    /// applied to every tool, built-in, user or MCP, after the tool's own limits. A longer
+    /// result keeps its head and tail around a marker line (see
+    /// [`engine::cap`](crate::engine::cap)). Values below
+    /// [`MIN_RESULT_CHARS`](crate::engine::cap::MIN_RESULT_CHARS) are raised to it.
+    pub max_result_chars: Option<usize>,
 }
 
 impl ToolPolicy {
@@ -152,6 +159,7 @@ impl ToolPolicy {
             default_timeout_seconds: self.default_timeout_seconds.or(fallback.default_timeout_seconds),
             dedupe_calls: self.dedupe_calls.or(fallback.dedupe_calls),
             retry: self.retry.or(fallback.retry),
+            max_result_chars: self.max_result_chars.or(fallback.max_result_chars),
         }
     }
 
@@ -161,6 +169,7 @@ impl ToolPolicy {
             default_timeout_seconds: self.default_timeout_seconds.unwrap_or(DEFAULT_TOOL_TIMEOUT_SECONDS),
             dedupe_calls: self.dedupe_calls.unwrap_or(false),
             retry: self.retry.unwrap_or_default(),
+            max_result_chars: self.max_result_chars.unwrap_or(crate::engine::cap::DEFAULT_MAX_RESULT_CHARS),
         }
     }
 }
@@ -175,6 +184,8 @@ pub struct EffectivePolicy {
     pub dedupe_calls: bool,
     /// Retry policy for tools without their own.
     pub retry: ToolRetry,
+    /// The most characters of a result the model gets.
+    pub max_result_chars: usize,
 }
 
 /// Converts seconds to a [`Duration`], clamping negative, NaN and huge values.
@@ -216,7 +227,8 @@ mod tests {
     #[test]
     fn policy_precedence_fills_unset_values_only() {
         let explicit = ToolPolicy { default_timeout_seconds: Some(60.0), ..Default::default() };
-        let agent = ToolPolicy { default_timeout_seconds: Some(5.0), dedupe_calls: Some(true), retry: None };
+        let agent =
+            ToolPolicy { default_timeout_seconds: Some(5.0), dedupe_calls: Some(true), ..Default::default() };
         let eff = explicit.or(&agent).effective();
         assert_eq!(eff.default_timeout_seconds, 60.0);
         assert!(eff.dedupe_calls);

@@ -57,8 +57,12 @@ async fn sleep_for(registry: &ToolRegistry, secs: f64) -> (bool, Duration) {
 #[test]
 fn the_built_in_default_is_25_seconds_no_deduplication_and_tool_retry_default() {
     assert_eq!(DEFAULT_TOOL_TIMEOUT_SECONDS, 25.0);
-    let expected =
-        EffectivePolicy { default_timeout_seconds: 25.0, dedupe_calls: false, retry: ToolRetry::default() };
+    let expected = EffectivePolicy {
+        default_timeout_seconds: 25.0,
+        dedupe_calls: false,
+        retry: ToolRetry::default(),
+        max_result_chars: 40_000,
+    };
     assert_eq!(ToolRegistry::new().policy(), expected);
     assert_eq!(ToolRegistry::default().policy(), expected);
     assert_eq!(ToolRegistry::with_policy(ToolPolicy::default()).policy(), expected);
@@ -73,6 +77,7 @@ fn the_agent_policy_reaches_the_registry_it_adopts() {
         default_timeout_seconds: Some(60.0),
         dedupe_calls: Some(true),
         retry: None,
+        ..Default::default()
     });
     let policy = registry.policy();
     assert_eq!(policy.default_timeout_seconds, 60.0);
@@ -87,18 +92,21 @@ fn constructor_values_beat_the_agent_policy() {
         default_timeout_seconds: Some(10.0),
         dedupe_calls: Some(false),
         retry: Some(ToolRetry::immediate(2)),
+        ..Default::default()
     });
     registry.adopt_policy(&ToolPolicy {
         default_timeout_seconds: Some(60.0),
         dedupe_calls: Some(true),
         retry: Some(ToolRetry::immediate(5)),
+        ..Default::default()
     });
     assert_eq!(
         registry.policy(),
         EffectivePolicy {
             default_timeout_seconds: 10.0,
             dedupe_calls: false,
-            retry: ToolRetry::immediate(2)
+            retry: ToolRetry::immediate(2),
+            max_result_chars: 40_000,
         }
     );
 }
@@ -112,10 +120,16 @@ fn precedence_applies_value_by_value() {
         default_timeout_seconds: None,
         dedupe_calls: Some(true),
         retry: None,
+        ..Default::default()
     });
     assert_eq!(
         registry.policy(),
-        EffectivePolicy { default_timeout_seconds: 10.0, dedupe_calls: true, retry: ToolRetry::default() }
+        EffectivePolicy {
+            default_timeout_seconds: 10.0,
+            dedupe_calls: true,
+            retry: ToolRetry::default(),
+            max_result_chars: 40_000
+        }
     );
 }
 
@@ -126,6 +140,7 @@ fn adopting_again_replaces_the_earlier_agent_policy() {
         default_timeout_seconds: Some(60.0),
         dedupe_calls: Some(true),
         retry: None,
+        ..Default::default()
     });
     registry.adopt_policy(&timeout_policy(30.0));
     assert_eq!(registry.policy().default_timeout_seconds, 30.0);

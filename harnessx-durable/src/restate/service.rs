@@ -16,7 +16,7 @@ use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use harnessx_agent::budget::{Limit, RunLimits, UsageByModel, UsageSink};
-use harnessx_agent::model::{ModelRequest, ModelResponse, Usage};
+use harnessx_agent::model::{ModelError, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, Recovery, RunStatus, spans};
 use harnessx_core::{
@@ -252,25 +252,39 @@ impl HarnessxRun {
 }
 
 /// What fails a step of the workflow: the SDK's error (a suspension, a journal
-/// mismatch, a terminal error), or the agent's, as a terminal error.
-struct Fault(HandlerError);
+/// mismatch, a terminal error), or the agent's, as a terminal error; with the
+/// provider's context-length refusal it stands for, if it is one (the loop compacts and
+/// asks again).
+struct Fault(HandlerError, Option<ModelError>);
 
 impl From<HandlerError> for Fault {
     fn from(e: HandlerError) -> Self {
-        Self(e)
+        Self(e, None)
     }
 }
 
 impl From<TerminalError> for Fault {
     fn from(e: TerminalError) -> Self {
-        Self(e.into())
+        Self(e.into(), None)
     }
 }
 
 impl From<harnessx_agent::AgentError> for Fault {
     fn from(e: harnessx_agent::AgentError) -> Self {
-        Self(terminal(e))
+        let overflow = match &e {
+            harnessx_agent::AgentError::Model(m @ ModelError::ContextWindow { .. }) => Some(m.clone()),
+            _ => None,
+        };
+        Self(terminal(e), overflow)
     }
+}
+
+/// A model step's journaled outcome: the response, or the provider's context-length
+/// refusal (journaled as a value, so a replay takes the same compaction path).
+#[derive(Serialize, Deserialize)]
+enum Answered {
+    Response(ModelResponse),
+    Overflow { message: String, limit: Option<u64>, requested: Option<u64> },
 }
 
 /// The steps of a run on Restate: model requests and decisions are journaled
@@ -314,12 +328,54 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         self.flush_events();
         let model = self.agent.clone();
         let req = request.clone();
-        let Json(response): Json<ModelResponse> = self
+        let Json(answered): Json<Answered> = self
             .ctx
-            .run(|| async move { model.complete(&req).await.map(Json).map_err(terminal) })
+            .run(|| async move {
+                match model.complete(&req).await {
+                    Ok(response) => Ok(Json(Answered::Response(response))),
+                    Err(harnessx_agent::AgentError::Model(ModelError::ContextWindow {
+                        message,
+                        limit,
+                        requested,
+                    })) => Ok(Json(Answered::Overflow { message, limit, requested })),
+                    Err(e) => Err(terminal(e)),
+                }
+            })
             .name(format!("model {turn}"))
             .await?;
+        match answered {
+            Answered::Response(response) => Ok(response),
+            Answered::Overflow { message, limit, requested } => {
+                Err(harnessx_agent::AgentError::Model(ModelError::ContextWindow {
+                    message,
+                    limit,
+                    requested,
+                })
+                .into())
+            }
+        }
+    }
+
+    async fn summary(
+        &mut self,
+        _agent: &Agent,
+        turn: u32,
+        attempt: u32,
+        request: &ModelRequest,
+    ) -> Result<ModelResponse, Fault> {
+        self.flush_events();
+        let agent = self.agent.clone();
+        let req = request.clone();
+        let Json(response): Json<ModelResponse> = self
+            .ctx
+            .run(|| async move { agent.summarize(&req, turn).await.map(Json).map_err(terminal) })
+            .name(format!("compaction {turn}/{attempt}"))
+            .await?;
         Ok(response)
+    }
+
+    fn context_overflow(&self, error: &Fault) -> Option<ModelError> {
+        error.1.clone()
     }
 
     async fn decide(

@@ -8,6 +8,7 @@
 
 mod budgets;
 mod common;
+mod context;
 mod conversation;
 mod crash_matrix;
 mod decisions;
