@@ -104,6 +104,7 @@ impl Agent {
             tool_choice: self.config.tool_choice.clone(),
             parallel_tool_calls: self.config.parallel_tool_calls,
             output: None,
+            reasoning: self.config.reasoning,
         };
         request.messages.push(Message::user(prompt));
         request

@@ -68,6 +68,10 @@ pub struct AgentConfig {
     /// [`Output`](crate::output::Output) does not say (default
     /// [`DEFAULT_OUTPUT_RETRIES`], so three attempts).
     pub output_retries: u32,
+    /// How much a reasoning model thinks before it answers (effort or token budget,
+    /// mapped per provider; see [`ReasoningConfig`](crate::model::ReasoningConfig)).
+    /// `None` (the default): the provider's default, nothing sent.
+    pub reasoning: Option<crate::model::ReasoningConfig>,
 }
 
 impl Default for AgentConfig {
@@ -88,6 +92,7 @@ impl Default for AgentConfig {
             context: ContextPolicy::default(),
             result_dir: None,
             output_mode: OutputMode::Tool,
+            reasoning: None,
             output_retries: DEFAULT_OUTPUT_RETRIES,
         }
     }

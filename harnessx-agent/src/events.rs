@@ -7,7 +7,7 @@ use crate::model::Usage;
 use crate::run::state::RunStatus;
 
 /// One event of [`Agent::run_stream`](crate::Agent::run_stream). Serializes as a
-/// JSON object with a `type` field (`model_request`, `text_delta`, `tool_call_start`,
+/// JSON object with a `type` field (`model_request`, `text_delta`, `reasoning_delta`, `tool_call_start`,
 /// `tool_call_end`, `compaction`, `run_end`, `error`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -22,6 +22,12 @@ pub enum AgentEvent {
     },
     /// A piece of the model's text.
     TextDelta {
+        /// The piece.
+        text: String,
+    },
+    /// A piece of the model's reasoning (thinking) text, for reasoning models that show
+    /// it. Never part of the answer.
+    ReasoningDelta {
         /// The piece.
         text: String,
     },

@@ -285,7 +285,7 @@ fn finish_reason(reason: &FinishReason) -> &str {
 fn input_message(message: &Message) -> Value {
     match message {
         Message::User { content } => json!({"role": "user", "parts": [{"type": "text", "content": content}]}),
-        Message::Assistant { content, tool_calls } => {
+        Message::Assistant { content, tool_calls, .. } => {
             json!({"role": "assistant", "parts": assistant_parts(content, tool_calls)})
         }
         Message::Tool { call_id, content, .. } => json!({

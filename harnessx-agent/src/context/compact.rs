@@ -73,7 +73,7 @@ pub fn summary_request(
     for message in region {
         let (label, text) = match message {
             Message::User { content } => ("user".to_owned(), content.as_str()),
-            Message::Assistant { content, tool_calls } => {
+            Message::Assistant { content, tool_calls, .. } => {
                 let mut line = String::from("assistant");
                 for call in tool_calls {
                     line.push_str(&format!("\n[calls {} ({}) with {}]", call.name, call.id, call.arguments));
@@ -97,6 +97,7 @@ pub fn summary_request(
         tool_choice: ToolChoice::Auto,
         parallel_tool_calls: None,
         output: None,
+        reasoning: None,
     }
 }
 

@@ -194,7 +194,7 @@ impl Tally {
 fn fingerprint(message: &Message) -> u64 {
     match message {
         Message::User { content } => (content.len() as u64) << 2,
-        Message::Assistant { content, tool_calls } => {
+        Message::Assistant { content, tool_calls, .. } => {
             let calls = tool_calls.iter().fold(0u64, |acc, c| {
                 acc.wrapping_mul(31).wrapping_add((c.arguments.len() + c.name.len() + c.id.len()) as u64)
             });
@@ -209,7 +209,7 @@ pub fn count_message(encoding: Encoding, message: &Message) -> u64 {
     PER_MESSAGE
         + match message {
             Message::User { content } => encoding.count(content),
-            Message::Assistant { content, tool_calls } => {
+            Message::Assistant { content, tool_calls, .. } => {
                 encoding.count(content)
                     + tool_calls
                         .iter()

@@ -261,7 +261,7 @@ fn wire_messages(messages: &[Message]) -> Vec<Value> {
     for message in messages {
         let (role, blocks) = match message {
             Message::User { content } => ("user", text_block(content).into_iter().collect()),
-            Message::Assistant { content, tool_calls } => {
+            Message::Assistant { content, tool_calls, .. } => {
                 let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
                 blocks.extend(tool_calls.iter().map(|call| {
                     let input = http::arguments_object(&call.arguments).unwrap_or_default();
@@ -387,7 +387,7 @@ fn parse_message(body: &Value) -> Result<ModelResponse, ModelError> {
     if let Some(u) = body.get("usage") {
         usage.add(u);
     }
-    Ok(ModelResponse { content, tool_calls, finish_reason, usage: usage.usage() })
+    Ok(ModelResponse { content, tool_calls, finish_reason, usage: usage.usage(), reasoning: Vec::new() })
 }
 
 #[derive(Debug, Default)]
@@ -538,7 +538,13 @@ impl Decoder for AnthropicDecoder {
                 ToolCall::new(t.id, t.name, arguments)
             })
             .collect();
-        Ok(ModelResponse { content: self.content, tool_calls, finish_reason, usage: self.usage.usage() })
+        Ok(ModelResponse {
+            content: self.content,
+            tool_calls,
+            finish_reason,
+            usage: self.usage.usage(),
+            reasoning: Vec::new(),
+        })
     }
 
     fn parse_full(&self, body: &Value) -> Result<ModelResponse, ModelError> {

@@ -4,6 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use harnessx_core::{ToolCall, ToolResult};
 
+use super::Reasoning;
+
 /// One message of a conversation, provider-neutral. The system prompt is not a message:
 /// it travels in [`ModelRequest::system`](crate::model::ModelRequest::system).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,6 +24,10 @@ pub enum Message {
         /// The calls, in the order the model made them.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// The model's reasoning before it, as its provider returned it, sent back to
+        /// that provider unchanged (see [`Reasoning`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasoning: Vec<Reasoning>,
     },
     /// The result of one tool call, paired with the call's id.
     Tool {
@@ -45,7 +51,16 @@ impl Message {
 
     /// An assistant message.
     pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Self::Assistant { content: content.into(), tool_calls }
+        Self::Assistant { content: content.into(), tool_calls, reasoning: Vec::new() }
+    }
+
+    /// An assistant message with the reasoning its provider returned before it.
+    pub fn assistant_with_reasoning(
+        content: impl Into<String>,
+        tool_calls: Vec<ToolCall>,
+        reasoning: Vec<Reasoning>,
+    ) -> Self {
+        Self::Assistant { content: content.into(), tool_calls, reasoning }
     }
 
     /// The message carrying a tool result.

@@ -11,6 +11,7 @@ pub mod message;
 pub mod openai;
 #[cfg(feature = "http")]
 pub(crate) mod overflow;
+pub mod reasoning;
 pub mod response;
 pub mod sse;
 pub mod test_model;
@@ -30,6 +31,7 @@ pub use function::FunctionModel;
 pub use message::Message;
 #[cfg(feature = "openai")]
 pub use openai::OpenAiModel;
+pub use reasoning::{Reasoning, ReasoningConfig, ReasoningEffort};
 pub use response::{FinishReason, ModelEvent, ModelResponse, Usage};
 pub use test_model::TestModel;
 pub use tool_choice::{ParseToolChoiceError, ToolChoice};
@@ -65,6 +67,10 @@ pub struct ModelRequest {
     /// test models answer with a value of its schema.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputFormat>,
+    /// How much the model reasons before answering, for reasoning models (`None`: the
+    /// provider's default, nothing sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningConfig>,
 }
 
 /// The JSON answer a typed run expects (see `docs/output.md`).

@@ -314,10 +314,10 @@ impl Model for OpenAiModel {
 fn wire_message(message: &Message, host: Host) -> Value {
     match message {
         Message::User { content } => json!({"role": "user", "content": content}),
-        Message::Assistant { content, tool_calls } if tool_calls.is_empty() => {
+        Message::Assistant { content, tool_calls, .. } if tool_calls.is_empty() => {
             json!({"role": "assistant", "content": content})
         }
-        Message::Assistant { content, tool_calls } => {
+        Message::Assistant { content, tool_calls, .. } => {
             let calls: Vec<Value> = tool_calls
                 .iter()
                 .map(|call| {
@@ -560,7 +560,13 @@ impl Decoder for OpenAiDecoder {
                 ToolCall::new(c.id, c.name, arguments)
             })
             .collect();
-        Ok(ModelResponse { content: self.content, tool_calls, finish_reason: finish, usage: self.usage })
+        Ok(ModelResponse {
+            content: self.content,
+            tool_calls,
+            finish_reason: finish,
+            usage: self.usage,
+            reasoning: Vec::new(),
+        })
     }
 
     fn parse_full(&self, body: &Value) -> Result<ModelResponse, ModelError> {
@@ -593,7 +599,7 @@ impl Decoder for OpenAiDecoder {
             None => FinishReason::Stop,
         };
         let usage = body.get("usage").map(usage_of).unwrap_or_default();
-        Ok(ModelResponse { content, tool_calls, finish_reason: finish, usage })
+        Ok(ModelResponse { content, tool_calls, finish_reason: finish, usage, reasoning: Vec::new() })
     }
 }
 

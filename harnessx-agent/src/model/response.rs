@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use harnessx_core::ToolCall;
 
+use super::Reasoning;
+
 /// Token usage of one response, or summed over a run.
 ///
 /// Every adapter fills it from what the provider reports, streamed or not.
@@ -115,6 +117,10 @@ pub struct ModelResponse {
     pub finish_reason: FinishReason,
     /// Tokens used.
     pub usage: Usage,
+    /// The model's reasoning, as its provider returned it (see [`Reasoning`]); empty
+    /// for models that do not reason or do not show it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<Reasoning>,
 }
 
 impl ModelResponse {
@@ -136,6 +142,8 @@ impl ModelResponse {
 pub enum ModelEvent {
     /// A piece of text.
     TextDelta(String),
+    /// A piece of the model's reasoning text (shown, never sent back as text).
+    ReasoningDelta(String),
     /// A tool call began (its id and name are known).
     ToolCallStart {
         /// Position of the call in the response.

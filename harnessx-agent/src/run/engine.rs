@@ -129,7 +129,11 @@ pub async fn drive<S: Steps>(
         finish_reason = response.finish_reason;
         let calls = call_ids_for_turn(response.tool_calls, turn);
         if calls.is_empty() {
-            request.messages.push(Message::assistant(response.content.clone(), Vec::new()));
+            request.messages.push(Message::assistant_with_reasoning(
+                response.content.clone(),
+                Vec::new(),
+                response.reasoning.clone(),
+            ));
             // [output] A typed run's text answer is checked; a refused one is asked again.
             let value = match output.as_mut().map(|o| o.answer(&response.content)) {
                 None => None,
@@ -150,7 +154,11 @@ pub async fn drive<S: Steps>(
             let named: Vec<String> = calls.iter().map(|c| format!("{} ({})", c.name, c.id)).collect();
             steps.note(format_args!("turn {turn}: calls {}", named.join(", ")));
         }
-        request.messages.push(Message::assistant(response.content, calls.iter().map(history_safe).collect()));
+        request.messages.push(Message::assistant_with_reasoning(
+            response.content,
+            calls.iter().map(history_safe).collect(),
+            response.reasoning,
+        ));
 
         // Tokens or money reached with this response: its calls do not run.
         while let Some(limit) = budget.reached() {

@@ -215,6 +215,9 @@ async fn stream_once(
                 streamed = true;
                 let _ = tx.send(AgentEvent::TextDelta { text });
             }
+            Ok(ModelEvent::ReasoningDelta(text)) => {
+                let _ = tx.send(AgentEvent::ReasoningDelta { text });
+            }
             Ok(ModelEvent::Done(response)) => return (Ok(response), streamed),
             Ok(_) => {}
             Err(e) => return (Err(e), streamed),
