@@ -387,7 +387,14 @@ fn parse_message(body: &Value) -> Result<ModelResponse, ModelError> {
     if let Some(u) = body.get("usage") {
         usage.add(u);
     }
-    Ok(ModelResponse { content, tool_calls, finish_reason, usage: usage.usage(), reasoning: Vec::new() })
+    Ok(ModelResponse {
+        content,
+        tool_calls,
+        finish_reason,
+        usage: usage.usage(),
+        reasoning: Vec::new(),
+        model: None,
+    })
 }
 
 #[derive(Debug, Default)]
@@ -544,6 +551,7 @@ impl Decoder for AnthropicDecoder {
             finish_reason,
             usage: self.usage.usage(),
             reasoning: Vec::new(),
+            model: None,
         })
     }
 

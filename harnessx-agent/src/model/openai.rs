@@ -566,6 +566,7 @@ impl Decoder for OpenAiDecoder {
             finish_reason: finish,
             usage: self.usage,
             reasoning: Vec::new(),
+            model: None,
         })
     }
 
@@ -599,7 +600,14 @@ impl Decoder for OpenAiDecoder {
             None => FinishReason::Stop,
         };
         let usage = body.get("usage").map(usage_of).unwrap_or_default();
-        Ok(ModelResponse { content, tool_calls, finish_reason: finish, usage, reasoning: Vec::new() })
+        Ok(ModelResponse {
+            content,
+            tool_calls,
+            finish_reason: finish,
+            usage,
+            reasoning: Vec::new(),
+            model: None,
+        })
     }
 }
 
