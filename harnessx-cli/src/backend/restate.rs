@@ -6,7 +6,7 @@
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use harnessx::ApprovalDecision;
-use harnessx::agent::{Output, RunLimits, RunState};
+use harnessx::agent::{AgentConfig, Output, RunLimits, RunState};
 use harnessx::durable::restate::{RestateRuntime, WorkerConfig};
 use harnessx::durable::{JournalEntry, RunRecord, RunReport};
 
@@ -73,15 +73,13 @@ impl Backend for Restate {
         events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>> {
         async move {
-            if output.is_some() {
-                // The workflow's input has no output schema (yet): refused, not ignored.
-                return Err(CliError::Usage(
-                    "--output-schema is not supported with --restate yet; use --durable FILE or a direct run"
-                        .into(),
-                ));
-            }
+            // A typed run: the workers check its answers against the schema it carries.
+            let spec = match &output {
+                Some(output) => Some(output.spec(&AgentConfig::default()).map_err(CliError::usage)?),
+                None => None,
+            };
             self.runtime
-                .submit_with(run_id, prompt, self.expect.as_ref(), self.limits.as_ref())
+                .submit_typed(run_id, prompt, self.expect.as_ref(), self.limits.as_ref(), spec.as_ref())
                 .await
                 .map_err(CliError::failed)?;
             errln!("harnessx: run id {run_id} on {}", self.ingress);

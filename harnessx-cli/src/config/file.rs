@@ -23,6 +23,7 @@ pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
 pub(crate) struct FileConfig {
     pub(crate) model: Option<Spanned<String>>,
     pub(crate) base_url: Option<Spanned<String>>,
+    pub(crate) fallback_models: Option<Spanned<Vec<String>>>,
     pub(crate) tools: Option<Spanned<Vec<String>>>,
     pub(crate) base_path: Option<Spanned<PathBuf>>,
     pub(crate) system: Option<Spanned<String>>,

@@ -141,6 +141,13 @@ pub(crate) fn apply(
     setting!("model", "model", model, |_f, v| args.model = v.clone(), json!(args.model));
     setting!("base_url", "base_url", base_url, |_f, v| args.base_url = Some(v.clone()), json!(args.base_url));
     setting!(
+        "fallback_models",
+        "fallback_models",
+        fallback_models,
+        |_f, v| args.fallback_models = v.clone(),
+        json!(args.fallback_models)
+    );
+    setting!(
         "tools",
         "tools",
         tools,

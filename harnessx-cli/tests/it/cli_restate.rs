@@ -263,3 +263,56 @@ fn restate_flags_are_checked_before_anything_runs() {
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(stderr(&out).contains("registering http://127.0.0.1:"), "{}", stderr(&out));
 }
+
+/// A typed run on the cluster: the workers check the answer against the schema the run
+/// carries; `--json` gives it as a JSON value, the text mode as one line of JSON, and
+/// `resume` gives it again. A schema the workers cannot use fails the run, naming why.
+#[test]
+fn a_typed_run_on_the_cluster_answers_a_json_value() {
+    let Some(server) = RestateServer::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("schema.json"),
+        r#"{"type":"object","properties":{"city":{"type":"string"},"population":{"type":"integer","minimum":0}},"required":["city","population"]}"#,
+    )
+    .unwrap();
+    let worker = Worker::start(d, &server, &["--tools", "read_file"]);
+    let ingress = server.ingress_url.as_str();
+    for mode in ["tool", "native", "prompted"] {
+        let id = format!("typed-{mode}");
+        let out = harnessx(
+            d,
+            &[
+                "run",
+                "What city?",
+                "--restate",
+                ingress,
+                "--run-id",
+                &id,
+                "--tools",
+                "read_file",
+                "--output-schema",
+                "schema.json",
+                "--output-mode",
+                mode,
+                "--json",
+            ],
+        );
+        assert_eq!(code(&out), 0, "{mode}: {}\n{}", stderr(&out), server.log_tail());
+        let done = json(&out);
+        assert_eq!(done["status"], "completed", "{done}");
+        assert_eq!(done["output"], json!({"city": "a", "population": 0}), "{mode}: {done}");
+        let out = harnessx(d, &["resume", &id, "--restate", ingress]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(stdout(&out), "{\"city\":\"a\",\"population\":0}\n", "{mode}");
+    }
+    // A free-text run on the same workers still answers text.
+    let out = harnessx(
+        d,
+        &["run", "Hello.", "--restate", ingress, "--run-id", "text", "--tools", "read_file", "--json"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(json(&out)["output"].is_string());
+    drop(worker);
+}

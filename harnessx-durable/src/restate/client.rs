@@ -163,11 +163,26 @@ impl RestateRuntime {
         expect: Option<&WorkerConfig>,
         limits: Option<&RunLimits>,
     ) -> Result<(), DurableError> {
+        self.submit_typed(run_id, prompt, expect, limits, None).await
+    }
+
+    /// [`submit_with`](Self::submit_with), for a typed run: its answer must fit `output`
+    /// ([`Output::spec`](harnessx_agent::output::Output::spec): the schema, mode and
+    /// retries). Once it completes, [`status`](Self::status) gives the answer as
+    /// `RunState::value`.
+    pub async fn submit_typed(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        expect: Option<&WorkerConfig>,
+        limits: Option<&RunLimits>,
+        output: Option<&harnessx_agent::output::OutputSpec>,
+    ) -> Result<(), DurableError> {
         if run_id.is_empty() {
             return Err(DurableError::Cluster("a run id must not be empty".into()));
         }
         let url = join(&self.ingress, &["HarnessxRun", run_id, "run", "send"]);
-        let body = json!({ "prompt": prompt, "expect": expect, "limits": limits });
+        let body = json!({ "prompt": prompt, "expect": expect, "limits": limits, "output": output });
         let (status, text) = self.send(Method::POST, url, Some(body)).await?;
         if !status.is_success() {
             return Err(DurableError::Cluster(message(&text)));
@@ -236,6 +251,8 @@ impl RestateRuntime {
             200 => {
                 state.status = RunStatus::Completed;
                 state.output = serde_json::from_str::<String>(&text).unwrap_or(text);
+                // A typed run's answer, as a JSON value (`null` for free text).
+                state.value = Some(self.call(run_id, "value", None).await?).filter(|v| !v.is_null());
             }
             // Not finished yet.
             470 => {

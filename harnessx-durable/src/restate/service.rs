@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use harnessx_agent::budget::{Limit, RunLimits, UsageByModel, UsageSink};
 use harnessx_agent::model::{ModelError, ModelRequest, ModelResponse, Usage};
+use harnessx_agent::output::{Output, OutputSpec};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, Recovery, RunStatus, spans};
 use harnessx_core::{
@@ -34,6 +35,8 @@ const EVENTS: &str = "events";
 /// The state key holding the limit the run stopped at ([`LimitStop`]), while it waits
 /// for a higher one.
 const LIMIT: &str = "limit";
+/// The state key holding a typed run's answer (a JSON value), once it completed.
+const VALUE: &str = "value";
 
 /// A run stopped at a limit, waiting on a durable promise for higher limits
 /// (`HarnessxRun/raise`).
@@ -136,7 +139,7 @@ pub struct Executed {
 }
 
 /// The input of `HarnessxRun/run`: a prompt, as a JSON string or as
-/// `{"prompt": .., "expect": WorkerConfig, "limits": RunLimits}`.
+/// `{"prompt": .., "expect": WorkerConfig, "limits": RunLimits, "output": OutputSpec}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(from = "RunInputWire")]
 pub struct RunInput {
@@ -148,6 +151,10 @@ pub struct RunInput {
     /// The run's limits, where they differ from the workers' agent's (those set replace
     /// theirs).
     pub limits: Option<RunLimits>,
+    /// What a typed run must answer (its schema, mode and retries); `None` for free text.
+    /// The workflow's output is then the answer's compact JSON, and `value` gives it as
+    /// a JSON value.
+    pub output: Option<OutputSpec>,
 }
 
 #[derive(Deserialize)]
@@ -160,14 +167,16 @@ enum RunInputWire {
         expect: Option<WorkerConfig>,
         #[serde(default)]
         limits: Option<RunLimits>,
+        #[serde(default)]
+        output: Option<OutputSpec>,
     },
 }
 
 impl From<RunInputWire> for RunInput {
     fn from(wire: RunInputWire) -> Self {
         match wire {
-            RunInputWire::Prompt(prompt) => Self { prompt, expect: None, limits: None },
-            RunInputWire::Full { prompt, expect, limits } => Self { prompt, expect, limits },
+            RunInputWire::Prompt(prompt) => Self { prompt, expect: None, limits: None, output: None },
+            RunInputWire::Full { prompt, expect, limits, output } => Self { prompt, expect, limits, output },
         }
     }
 }
@@ -219,7 +228,9 @@ impl HarnessxRun {
     /// ([`harnessx_agent::drive`]) over [`RestateSteps`].
     async fn drive(&self, ctx: WorkflowContext<'_>, input: Json<RunInput>) -> Result<String, HandlerError> {
         let run_id = ctx.key().to_owned();
-        let RunInput { prompt, expect, limits } = input.into_inner();
+        let RunInput { prompt, expect, limits, output } = input.into_inner();
+        // A schema the workers cannot use fails the run at once, naming why.
+        let output = output.as_ref().map(Output::from_spec).transpose().map_err(terminal)?;
         let (agent, here) = (&self.0.agent, &self.0.config);
         let first = here.clone();
         let Json(started): Json<WorkerConfig> =
@@ -244,9 +255,12 @@ impl HarnessxRun {
             dirty: false,
             limit_stops: 0,
         };
-        let start = harnessx_agent::Start { history: Vec::new(), prompt, limits, output: None };
+        let start = harnessx_agent::Start { history: Vec::new(), prompt, limits, output };
         let state =
             harnessx_agent::drive(agent, &mut steps, start, &permissions, None).await.map_err(|f| f.0)?;
+        if let Some(value) = &state.value {
+            steps.ctx.set(VALUE, Json(value.clone()));
+        }
         Ok(state.output)
     }
 }
@@ -561,6 +575,17 @@ impl HarnessxRun {
         };
         ctx.resolve_promise::<Json<RunLimits>>(&stop.key, changes);
         Ok(())
+    }
+
+    /// A typed run's answer as a JSON value once it completed (`null` before, and for a
+    /// free-text run).
+    #[handler]
+    async fn value(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+    ) -> Result<Json<Option<serde_json::Value>>, HandlerError> {
+        let found: Option<Json<serde_json::Value>> = ctx.get(VALUE).await?;
+        Ok(Json(found.map(Json::into_inner)))
     }
 
     /// What the run did so far, one line per step.
