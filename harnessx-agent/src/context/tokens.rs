@@ -8,6 +8,12 @@
 //! newest two counted ones (by a fingerprint of their lengths: the planning list is
 //! appended to the newest message); a compaction says which messages it changed
 //! ([`Tally::forget_from`]).
+//!
+//! A new message is first sized by its length alone, at the tokens per byte the
+//! messages counted so far had ([`Tally::raw`]: no pass over its text). Only when that
+//! rough size comes near the point of compacting are the messages counted with the
+//! tokenizer ([`Tally::estimate`]), so a run far from its window spends nothing on
+//! tokenizing, and the decision to compact is taken on real counts.
 
 use crate::model::{Message, ModelRequest};
 
@@ -19,6 +25,9 @@ const PER_REQUEST: u64 = 3;
 /// How many of the newest counted messages are counted again on each request (the
 /// planning list is appended to the newest message).
 const RECHECK: usize = 2;
+/// Tokens per byte assumed for a message sized by its length before any message was
+/// counted (the estimate's 3.5 bytes a token).
+const FIRST_PER_BYTE: f64 = 2.0 / 7.0;
 
 /// How the text of a request is turned into a token count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,8 +91,12 @@ pub fn estimate(text: &str) -> u64 {
 #[derive(Debug)]
 pub struct Tally {
     encoding: Encoding,
-    /// Per message: (fingerprint, tokens).
-    messages: Vec<(u64, u64)>,
+    /// Per message: (fingerprint, tokens, counted): `counted` false when the tokens are
+    /// its length times [`per_byte`](Self::per_byte), not yet counted.
+    messages: Vec<(u64, u64, bool)>,
+    /// Text tokens and bytes of the messages counted so far: their tokens per byte size
+    /// the messages not counted yet.
+    learned: (u64, u64),
     /// `sums[i]`: the tokens of the first `i` messages (one longer than `messages`).
     sums: Vec<u64>,
     system: Option<(usize, u64)>,
@@ -96,7 +109,15 @@ pub struct Tally {
 impl Tally {
     /// A tally counting with `encoding`, uncorrected.
     pub fn new(encoding: Encoding) -> Self {
-        Self { encoding, messages: Vec::new(), sums: vec![0], system: None, tools: None, ratio: 1.0 }
+        Self {
+            encoding,
+            messages: Vec::new(),
+            learned: (0, 0),
+            sums: vec![0],
+            system: None,
+            tools: None,
+            ratio: 1.0,
+        }
     }
 
     /// The encoding it counts with.
@@ -104,8 +125,17 @@ impl Tally {
         self.encoding
     }
 
-    /// The request's size as counted (before the correction). Counts only what changed
-    /// since the last call.
+    /// Tokens per byte of the text counted so far (before any: 3.5 bytes a token).
+    fn per_byte(&self) -> f64 {
+        match self.learned {
+            (tokens, bytes) if bytes >= 256 => tokens as f64 / bytes as f64,
+            _ => FIRST_PER_BYTE,
+        }
+    }
+
+    /// The request's size as counted (before the correction), its new messages sized by
+    /// their length ([`estimate`](Self::estimate) counts them). Looks only at what
+    /// changed since the last call, and at no message's text.
     pub fn raw(&mut self, request: &ModelRequest) -> u64 {
         let encoding = self.encoding;
         let system = match (&request.system, self.system) {
@@ -133,18 +163,42 @@ impl Tally {
         // says what it changed with `forget_from`): a request costs its new messages.
         let n = request.messages.len();
         let trusted = self.messages.len().min(n).saturating_sub(RECHECK);
-        let rechecked: Vec<(u64, u64)> = self.messages.drain(trusted..).collect();
+        let rechecked: Vec<(u64, u64, bool)> = self.messages.drain(trusted..).collect();
         self.sums.truncate(trusted + 1);
+        let per_byte = self.per_byte();
         for (i, message) in request.messages[trusted..].iter().enumerate() {
             let print = fingerprint(message);
-            let tokens = match rechecked.get(i) {
-                Some(&(p, tokens)) if p == print => tokens,
-                _ => count_message(encoding, message),
+            let (tokens, counted) = match rechecked.get(i) {
+                Some(&(p, tokens, counted)) if p == print => (tokens, counted),
+                _ => (PER_MESSAGE + (message_bytes(message) as f64 * per_byte).ceil() as u64, false),
             };
-            self.messages.push((print, tokens));
+            self.messages.push((print, tokens, counted));
             self.sums.push(self.sums[self.sums.len() - 1] + tokens);
         }
         system + tools + PER_REQUEST + self.sums[n]
+    }
+
+    /// Counts the messages of `request` sized by their length so far with the tokenizer.
+    fn count_all(&mut self, request: &ModelRequest) {
+        let Some(first) = self.messages.iter().position(|m| !m.2) else { return };
+        for i in first..self.messages.len() {
+            if !self.messages[i].2 {
+                let message = &request.messages[i];
+                let tokens = count_message(self.encoding, message);
+                let bytes = message_bytes(message) as u64;
+                self.learned.0 += tokens.saturating_sub(PER_MESSAGE);
+                self.learned.1 += bytes;
+                self.messages[i] = (self.messages[i].0, tokens, true);
+            }
+            self.sums[i + 1] = self.sums[i] + self.messages[i].1;
+        }
+    }
+
+    /// The request's size as [`raw`](Self::raw) sizes it, corrected: what tells whether it
+    /// may be near a limit, without counting any text.
+    pub fn rough(&mut self, request: &ModelRequest) -> u64 {
+        let raw = self.raw(request);
+        self.corrected(raw)
     }
 
     /// The messages from `index` on changed (a compaction): they are counted again.
@@ -153,9 +207,13 @@ impl Tally {
         self.sums.truncate(index + 1);
     }
 
-    /// The request's estimated size in the provider's tokens: the count, corrected.
+    /// The request's estimated size in the provider's tokens: every message counted with
+    /// the tokenizer (each once), corrected.
     pub fn estimate(&mut self, request: &ModelRequest) -> u64 {
         let raw = self.raw(request);
+        let before = self.sums[request.messages.len()];
+        self.count_all(request);
+        let raw = raw - before + self.sums[request.messages.len()];
         self.corrected(raw)
     }
 
@@ -201,6 +259,17 @@ fn fingerprint(message: &Message) -> u64 {
             ((content.len() as u64) << 2 | 1) ^ calls.wrapping_shl(20)
         }
         Message::Tool { content, call_id, .. } => ((content.len() + call_id.len()) as u64) << 2 | 2,
+    }
+}
+
+/// The bytes of one message's text: what [`count_message`] counts.
+fn message_bytes(message: &Message) -> usize {
+    match message {
+        Message::User { content } => content.len(),
+        Message::Assistant { content, tool_calls, .. } => {
+            content.len() + tool_calls.iter().map(|c| c.name.len() + c.arguments.len() + 24).sum::<usize>()
+        }
+        Message::Tool { content, name, .. } => content.len() + name.len() + 24,
     }
 }
 
@@ -271,6 +340,23 @@ mod tests {
         // Fewer messages (a compaction) count less.
         request.messages.truncate(1);
         assert_eq!(tally.raw(&request), first);
+    }
+
+    #[test]
+    fn new_messages_are_sized_by_length_until_counted() {
+        let mut tally = Tally::new(Encoding::Estimate);
+        let request =
+            ModelRequest { messages: vec![Message::user("word ".repeat(400))], ..ModelRequest::default() };
+        let rough = tally.raw(&request);
+        let exact = tally.estimate(&request);
+        assert_eq!(exact, PER_REQUEST + count_message(Encoding::Estimate, &request.messages[0]));
+        assert!((rough as f64 / exact as f64 - 1.0).abs() < 0.3, "{rough} vs {exact}");
+        // Counted once: from now on raw gives the count, and later messages are sized at
+        // the tokens per byte learned from it.
+        assert_eq!(tally.raw(&request), exact);
+        let mut more = request.clone();
+        more.messages.push(Message::user("word ".repeat(400)));
+        assert_eq!(tally.raw(&more), 2 * exact - PER_REQUEST);
     }
 
     #[test]

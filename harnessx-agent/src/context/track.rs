@@ -20,6 +20,10 @@ const SUMMARY_INPUT_SHARE: f64 = 0.5;
 /// Characters per token assumed when sizing the summariser's transcript (a low figure:
 /// more tokens than expected would overflow the summariser).
 const CHARS_PER_TOKEN: f64 = 3.0;
+/// Below this share of the threshold, a request sized by its messages' lengths is not
+/// counted with the tokenizer (text denser than the run's so far is what the margin is
+/// for; a provider's refusal is the net below it).
+const ROUGH_MARGIN: f64 = 0.75;
 
 /// One run's context-window state.
 pub(crate) struct Tracker {
@@ -107,7 +111,12 @@ impl Tracker {
 
     fn over_threshold(&mut self, request: &ModelRequest) -> bool {
         let Some(budget) = self.budget(request) else { return false };
-        self.tally.estimate(request) as f64 > self.policy.compact_at * budget as f64
+        let threshold = self.policy.compact_at * budget as f64;
+        // Sized by length first: far from the threshold, no text is tokenized.
+        if (self.tally.rough(request) as f64) < ROUGH_MARGIN * threshold {
+            return false;
+        }
+        self.tally.estimate(request) as f64 > threshold
     }
 
     /// Compacts `request`'s history down to half the threshold: clears the old tool
