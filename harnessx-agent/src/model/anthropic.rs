@@ -501,7 +501,12 @@ impl AnthropicDecoder {
         }
     }
 
-    fn block_delta(&mut self, index: u64, delta: &Value, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+    fn block_delta(
+        &mut self,
+        index: u64,
+        delta: &Value,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
         let kind = delta.get("type").and_then(Value::as_str);
         if let Some(kind @ ("thinking_delta" | "signature_delta")) = kind {
             let Some(block) = self.thinking.get_mut(&index) else {
@@ -564,7 +569,9 @@ impl Decoder for AnthropicDecoder {
             "content_block_start" => {
                 self.block_start(index, value.get("content_block").unwrap_or(&Value::Null), out)
             }
-            "content_block_delta" => self.block_delta(index, value.get("delta").unwrap_or(&Value::Null), out)?,
+            "content_block_delta" => {
+                self.block_delta(index, value.get("delta").unwrap_or(&Value::Null), out)?
+            }
             "content_block_stop" => {
                 if let Some(tool) = self.tools.get_mut(&index) {
                     tool.stopped = true;
@@ -595,7 +602,11 @@ impl Decoder for AnthropicDecoder {
         if let Some(index) = self.thinking.iter().filter(|(_, b)| !b.stopped).map(|(i, _)| *i).min() {
             // Its signature may be missing or partial: it could not be sent back.
             let message = format!("the response stream ended inside thinking block {index}");
-            return Err(if complete { ModelError::Protocol(message) } else { ModelError::Transport(message) });
+            return Err(if complete {
+                ModelError::Protocol(message)
+            } else {
+                ModelError::Transport(message)
+            });
         }
         if !complete && self.tools.is_empty() {
             return Err(ModelError::Transport(
@@ -630,7 +641,13 @@ impl Decoder for AnthropicDecoder {
             .into_iter()
             .map(|(index, block)| block.finish(usize::try_from(index).unwrap_or(usize::MAX)))
             .collect();
-        Ok(ModelResponse { content: self.content, tool_calls, finish_reason, usage: self.usage.usage(), reasoning })
+        Ok(ModelResponse {
+            content: self.content,
+            tool_calls,
+            finish_reason,
+            usage: self.usage.usage(),
+            reasoning,
+        })
     }
 
     fn parse_full(&self, body: &Value) -> Result<ModelResponse, ModelError> {

@@ -159,7 +159,11 @@ async fn anthropic_breakpoints_close_the_same_bytes_each_request_and_cache_reads
             .enumerate()
             .flat_map(|(m, message)| {
                 let blocks = message["content"].as_array().cloned().unwrap_or_default();
-                blocks.into_iter().enumerate().filter(|(_, b)| b.get("cache_control").is_some()).map(move |(b, _)| (m, b))
+                blocks
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, b)| b.get("cache_control").is_some())
+                    .map(move |(b, _)| (m, b))
             })
             .collect();
         let want = if i == 0 { vec![] } else { vec![(messages.len() - 2, 0)] };

@@ -168,10 +168,18 @@ async fn reasoning_deltas_before_a_tool_call_are_not_text() {
         .collect();
     assert!(shown.starts_with("The user is"), "{shown}");
     assert_eq!(response.reasoning.len(), 1);
-    assert_eq!((response.reasoning[0].provider.as_str(), response.reasoning[0].text.as_str()), ("openai", shown.as_str()));
+    assert_eq!(
+        (response.reasoning[0].provider.as_str(), response.reasoning[0].text.as_str()),
+        ("openai", shown.as_str())
+    );
     let mut next = hello();
-    next.messages.push(Message::assistant_with_reasoning("", response.tool_calls.clone(), response.reasoning.clone()));
-    let body = OpenAiModel::new("deepseek-reasoner").base_url("http://localhost:1/v1").request_body(&next, true);
+    next.messages.push(Message::assistant_with_reasoning(
+        "",
+        response.tool_calls.clone(),
+        response.reasoning.clone(),
+    ));
+    let body =
+        OpenAiModel::new("deepseek-reasoner").base_url("http://localhost:1/v1").request_body(&next, true);
     assert!(!body.to_string().contains("reasoning") && !body.to_string().contains("The user is"), "{body}");
 }
 

@@ -8,8 +8,8 @@ use crate::common;
 use common::{Reply, SPLITS, Server, assert_events_match, collect, fixture};
 use futures_util::StreamExt;
 use harnessx_agent::model::{
-    AnthropicModel, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, OpenAiModel, Reasoning,
-    ReasoningConfig, ReasoningEffort,
+    AnthropicModel, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, OpenAiModel,
+    Reasoning, ReasoningConfig, ReasoningEffort,
 };
 use harnessx_agent::{Agent, AgentConfig, AgentEvent};
 use harnessx_core::ToolCall;
@@ -119,7 +119,9 @@ async fn a_run_sends_the_thinking_block_back_byte_for_byte_before_the_tool_use()
         assert_eq!(request.body["max_tokens"], 4096);
     }
     let raw = String::from_utf8(requests[1].raw.clone()).unwrap();
-    let want = format!(r#"{{"role":"assistant","content":[{block},{{"type":"text","text":"Let me look at the list."}},{{"type":"tool_use","#);
+    let want = format!(
+        r#"{{"role":"assistant","content":[{block},{{"type":"text","text":"Let me look at the list."}},{{"type":"tool_use","#
+    );
     assert!(raw.contains(&want), "{block}\n---\n{raw}");
     assert_eq!(raw.matches(r#""type":"thinking""#).count(), 1);
     // Kept in the transcript with its place.
@@ -161,7 +163,11 @@ async fn redacted_thinking_is_kept_and_sent_back_as_it_came() {
             }]
         );
         let mut next = hello();
-        next.messages.push(Message::assistant_with_reasoning(response.content, Vec::new(), response.reasoning));
+        next.messages.push(Message::assistant_with_reasoning(
+            response.content,
+            Vec::new(),
+            response.reasoning,
+        ));
         next.messages.push(Message::user("again"));
         let raw = anthropic(&server).prompt_cache(false).request_body(&next, false).to_string();
         assert!(
@@ -229,11 +235,19 @@ fn thinking_stream(rest: Vec<Value>) -> Vec<u8> {
     harnessx_test_support::sse::anthropic(&events).into_bytes()
 }
 
+/// Which error a case expects.
+type ErrorKind = fn(&ModelError) -> bool;
+
 #[tokio::test]
 async fn bad_thinking_streams_are_clear_errors_at_every_split() {
     let stop = || json!({"type":"content_block_stop","index":0});
-    let end = || vec![json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}), json!({"type":"message_stop"})];
-    let cases: Vec<(&str, Vec<u8>, fn(&ModelError) -> bool, &str)> = vec![
+    let end = || {
+        vec![
+            json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}),
+            json!({"type":"message_stop"}),
+        ]
+    };
+    let cases: Vec<(&str, Vec<u8>, ErrorKind, &str)> = vec![
         (
             "a signature for a block that is not there",
             thinking_stream(vec![json!({"type":"content_block_delta","index":3,"delta":{"type":"signature_delta","signature":"abc"}})]),
@@ -305,7 +319,9 @@ async fn run_stream_shows_the_thinking_as_reasoning_deltas() {
         })
         .collect();
     assert_eq!(reasoning, "The previous result was 925. Now I need to divide that by 5.\n\n925 ÷ 5 = 185");
-    let json = serde_json::to_value(events.iter().find(|e| matches!(e, AgentEvent::ReasoningDelta { .. })).unwrap()).unwrap();
+    let json =
+        serde_json::to_value(events.iter().find(|e| matches!(e, AgentEvent::ReasoningDelta { .. })).unwrap())
+            .unwrap();
     assert_eq!(json, json!({"type": "reasoning_delta", "text": "The previous"}));
 }
 

@@ -52,7 +52,10 @@ fn openai() -> OpenAiModel {
 /// Without cache breakpoints: these bodies pin the output modes (`models_anthropic` pins
 /// the breakpoints).
 fn anthropic() -> AnthropicModel {
-    AnthropicModel::new("claude-sonnet-4-5").base_url("http://localhost:1").api_key("sk-ant-test").prompt_cache(false)
+    AnthropicModel::new("claude-sonnet-4-5")
+        .base_url("http://localhost:1")
+        .api_key("sk-ant-test")
+        .prompt_cache(false)
 }
 
 #[tokio::test]

@@ -669,8 +669,14 @@ mod tests {
     fn reasoning_flags_fill_the_reasoning_config() {
         assert_eq!(parse(&[]).reasoning(), None);
         let effort = parse(&["--reasoning-effort", "high"]).reasoning();
-        assert_eq!(effort, Some(ReasoningConfig { effort: Some(ReasoningEffort::High), budget_tokens: None }));
+        assert_eq!(
+            effort,
+            Some(ReasoningConfig { effort: Some(ReasoningEffort::High), budget_tokens: None })
+        );
         let both = parse(&["--reasoning-budget", "4000", "--reasoning-effort", "low"]).reasoning();
-        assert_eq!(both, Some(ReasoningConfig { effort: Some(ReasoningEffort::Low), budget_tokens: Some(4000) }));
+        assert_eq!(
+            both,
+            Some(ReasoningConfig { effort: Some(ReasoningEffort::Low), budget_tokens: Some(4000) })
+        );
     }
 }

@@ -63,7 +63,8 @@ fn anthropic_thinking_is_asked_for_and_printed_as_reasoning_deltas() {
 #[test]
 fn config_file_keys_set_the_reasoning_and_flags_win() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("harnessx.toml"), "reasoning_effort = \"low\"\nreasoning_budget = 3000\n").unwrap();
+    std::fs::write(dir.path().join("harnessx.toml"), "reasoning_effort = \"low\"\nreasoning_budget = 3000\n")
+        .unwrap();
     let answer = || {
         Reply::event_stream(openai_sse(&[
             json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}),

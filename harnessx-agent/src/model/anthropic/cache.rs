@@ -61,7 +61,10 @@ mod tests {
 
     #[test]
     fn a_string_content_becomes_a_marked_text_block_and_one_message_gets_none() {
-        let mut messages = vec![json!({"role": "assistant", "content": "Done."}), json!({"role": "user", "content": "more"})];
+        let mut messages = vec![
+            json!({"role": "assistant", "content": "Done."}),
+            json!({"role": "user", "content": "more"}),
+        ];
         mark_before_newest_turn(&mut messages);
         assert_eq!(
             messages[0]["content"],

@@ -158,7 +158,9 @@ impl StreamBlock {
         match self.redacted {
             None if !self.stopped => Ok(()),
             None => Err(ModelError::Protocol(format!("a {delta} came after thinking block {index} stopped"))),
-            Some(_) => Err(ModelError::Protocol(format!("a {delta} came for redacted thinking block {index}"))),
+            Some(_) => {
+                Err(ModelError::Protocol(format!("a {delta} came for redacted thinking block {index}")))
+            }
         }
     }
 
@@ -182,12 +184,19 @@ mod tests {
             thinking(0, "first".into(), Some("s1".into())),
             thinking(5, "unsigned".into(), None),
         ];
-        let others = vec![json!({"type": "text", "text": "a"}), json!({"type": "tool_use", "id": "1"}), json!({"type": "tool_use", "id": "2"})];
+        let others = vec![
+            json!({"type": "text", "text": "a"}),
+            json!({"type": "tool_use", "id": "1"}),
+            json!({"type": "tool_use", "id": "2"}),
+        ];
         let out = with_reasoning(&reasoning, others);
         let kinds: Vec<&str> = out.iter().map(|b| b["type"].as_str().unwrap()).collect();
         assert_eq!(kinds, ["thinking", "text", "tool_use", "thinking", "tool_use"]);
         assert_eq!(out[0], json!({"type": "thinking", "thinking": "first", "signature": "s1"}));
-        assert_eq!(serde_json::to_string(&out[3]).unwrap(), r#"{"type":"thinking","thinking":"later","signature":"s2"}"#);
+        assert_eq!(
+            serde_json::to_string(&out[3]).unwrap(),
+            r#"{"type":"thinking","thinking":"later","signature":"s2"}"#
+        );
     }
 
     #[test]
