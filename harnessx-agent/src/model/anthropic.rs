@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 use crate::model::http::{self, Decoder, Provider, Step};
 use crate::model::sse::SseEvent;
 use crate::model::{
-    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, Usage,
-    collect_response,
+    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ReasoningConfig,
+    ToolChoice, Usage, collect_response,
 };
 use harnessx_core::ToolCall;
 
@@ -54,6 +54,7 @@ pub struct AnthropicModel {
     api_key: Option<String>,
     max_tokens: u32,
     prompt_cache: bool,
+    adaptive_thinking: bool,
 }
 
 impl fmt::Debug for AnthropicModel {
@@ -64,6 +65,7 @@ impl fmt::Debug for AnthropicModel {
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("max_tokens", &self.max_tokens)
             .field("prompt_cache", &self.prompt_cache)
+            .field("adaptive_thinking", &self.adaptive_thinking)
             .finish()
     }
 }
@@ -80,6 +82,7 @@ impl AnthropicModel {
             api_key: http::env_setting("ANTHROPIC_API_KEY"),
             max_tokens: DEFAULT_MAX_TOKENS,
             prompt_cache: true,
+            adaptive_thinking: false,
         }
     }
 
@@ -113,6 +116,16 @@ impl AnthropicModel {
         self
     }
 
+    /// Asks for adaptive thinking instead of a fixed budget when the request sets
+    /// [`ModelRequest::reasoning`] (default off): `thinking: {"type": "adaptive"}` and the
+    /// effort as `output_config.effort` (`minimal` goes as `low`; a budget stands for an
+    /// effort), `max_tokens` unchanged. The models from Claude Opus 4.7 on take only this
+    /// form; Opus 4.6 and Sonnet 4.6 take both.
+    pub fn adaptive_thinking(mut self, on: bool) -> Self {
+        self.adaptive_thinking = on;
+        self
+    }
+
     /// The model name.
     pub fn model(&self) -> &str {
         &self.model
@@ -139,12 +152,18 @@ impl AnthropicModel {
     /// An assistant message's Anthropic reasoning goes back as the `thinking` and
     /// `redacted_thinking` blocks it came as, at their places (first, as a rule); other
     /// providers' reasoning is left out. With [`ModelRequest::reasoning`] set, the body
-    /// asks for extended thinking ([`thinking_budget`]); with
+    /// asks for extended thinking ([`thinking_budget`], or adaptive thinking with
+    /// [`adaptive_thinking`](Self::adaptive_thinking)); with
     /// [`prompt_cache`](Self::prompt_cache) on, it carries cache breakpoints.
     pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
         let mut body = Map::new();
         let max_tokens = request.max_tokens.unwrap_or(self.max_tokens);
-        let thinking = request.reasoning.as_ref().and_then(|r| thinking_budget(r, max_tokens));
+        let reasoning = request.reasoning.as_ref();
+        let (thinking, effort) = if self.adaptive_thinking {
+            (None, reasoning.and_then(ReasoningConfig::effort_or_from_budget).map(thinking::adaptive_effort))
+        } else {
+            (reasoning.and_then(|r| thinking_budget(r, max_tokens)), None)
+        };
         body.insert("model".into(), json!(self.model));
         body.insert("max_tokens".into(), json!(thinking.map_or(max_tokens, |(_, max)| max)));
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
@@ -179,14 +198,23 @@ impl AnthropicModel {
                 body.insert("tool_choice".into(), choice);
             }
         }
+        let mut output_config = Map::new();
         if let Some(format) = request.output.as_ref().filter(|f| f.native) {
             // Structured outputs (generally available, no beta header): the answer is
             // the text, constrained to the schema.
             let schema = structured_schema(&format.schema);
-            body.insert("output_config".into(), json!({"format": {"type": "json_schema", "schema": schema}}));
+            output_config.insert("format".into(), json!({"type": "json_schema", "schema": schema}));
+        }
+        if let Some(effort) = effort {
+            output_config.insert("effort".into(), json!(effort));
+        }
+        if !output_config.is_empty() {
+            body.insert("output_config".into(), Value::Object(output_config));
         }
         if let Some((budget, _)) = thinking {
             body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+        } else if effort.is_some() {
+            body.insert("thinking".into(), json!({"type": "adaptive"}));
         }
         if stream {
             body.insert("stream".into(), json!(true));

@@ -224,6 +224,36 @@ async fn the_thinking_budget_is_at_least_1024_and_max_tokens_rises_above_it() {
     assert_eq!(body(both, None), (4096, thinking(3000)));
 }
 
+#[tokio::test]
+async fn adaptive_thinking_sends_the_effort_and_keeps_max_tokens() {
+    let model = AnthropicModel::new("claude-opus-4-7").api_key("k").adaptive_thinking(true);
+    let body = |reasoning| model.request_body(&ModelRequest { reasoning, ..hello() }, false);
+    let minimal = body(Some(ReasoningConfig { effort: Some(ReasoningEffort::Minimal), budget_tokens: None }));
+    assert_eq!(minimal["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(minimal["output_config"], json!({"effort": "low"}));
+    assert_eq!(minimal["max_tokens"], 4096);
+    let budget = body(Some(ReasoningConfig { effort: None, budget_tokens: Some(20_000) }));
+    assert_eq!(
+        (budget["output_config"]["effort"].as_str(), budget.get("thinking").is_some()),
+        (Some("high"), true)
+    );
+    let none = body(None);
+    assert!(none.get("thinking").is_none() && none.get("output_config").is_none(), "{none}");
+    // Beside a native output format, in the same `output_config`.
+    let request = ModelRequest {
+        reasoning: Some(ReasoningConfig { effort: Some(ReasoningEffort::Medium), budget_tokens: None }),
+        output: Some(harnessx_agent::model::OutputFormat {
+            name: "final_result".into(),
+            schema: json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+            native: true,
+        }),
+        ..hello()
+    };
+    let both = model.request_body(&request, false);
+    assert_eq!(both["output_config"]["effort"], "medium");
+    assert_eq!(both["output_config"]["format"]["type"], "json_schema");
+}
+
 /// Events of a thinking stream, with `extra` in place of the signature and after.
 fn thinking_stream(rest: Vec<Value>) -> Vec<u8> {
     let mut events = vec![

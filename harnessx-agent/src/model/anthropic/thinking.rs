@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 
-use crate::model::{ModelError, Reasoning, ReasoningConfig};
+use crate::model::{ModelError, Reasoning, ReasoningConfig, ReasoningEffort};
 
 /// The provider name in [`Reasoning::provider`] for Anthropic's blocks.
 pub const PROVIDER_NAME: &str = "anthropic";
@@ -42,6 +42,16 @@ pub fn thinking_budget(config: &ReasoningConfig, max_tokens: u32) -> Option<(u32
     let budget = config.budget_or_from_effort()?.max(MIN_THINKING_BUDGET);
     let max = if max_tokens > budget { max_tokens } else { budget.saturating_add(max_tokens) };
     Some((budget, max))
+}
+
+/// The `output_config.effort` of adaptive thinking for `effort`: the API's levels are
+/// `low`, `medium` and `high` (and `max` on some models); `minimal` goes as `low`.
+pub(super) fn adaptive_effort(effort: ReasoningEffort) -> &'static str {
+    match effort {
+        ReasoningEffort::Minimal | ReasoningEffort::Low => "low",
+        ReasoningEffort::Medium => "medium",
+        ReasoningEffort::High => "high",
+    }
 }
 
 /// A `thinking` or `redacted_thinking` block at `index` of an answer's content, as
