@@ -8,7 +8,7 @@ use crate::run::state::RunStatus;
 
 /// One event of [`Agent::run_stream`](crate::Agent::run_stream). Serializes as a
 /// JSON object with a `type` field (`model_request`, `text_delta`, `reasoning_delta`, `tool_call_start`,
-/// `tool_call_end`, `compaction`, `run_end`, `error`).
+/// `tool_call_end`, `model_fallback`, `compaction`, `run_end`, `error`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -57,6 +57,17 @@ pub enum AgentEvent {
         is_error: bool,
         /// The result text.
         content: String,
+    },
+    /// The model was down (a connection failure, HTTP 5xx, 429 or 529, its retries
+    /// spent), and the request went to the next model of a
+    /// [`FallbackModel`](crate::model::FallbackModel).
+    ModelFallback {
+        /// The model that failed.
+        from: String,
+        /// The model asked now.
+        to: String,
+        /// Why, in one line.
+        reason: String,
     },
     /// The history was compacted before a request to fit the model's context window:
     /// old tool results cleared, or older turns summarised.

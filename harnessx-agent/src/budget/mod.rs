@@ -56,17 +56,25 @@ impl Budget {
     }
 
     /// Adds the usage of turn `turn`'s response: priced with the agent's model's price,
-    /// counted as one request.
-    pub(crate) fn response(&mut self, turn: u32, usage: Usage) {
+    /// counted as one request. A response another model gave (`answered_by`, a fallback
+    /// model's) is priced with that model's built-in price and counted under its name.
+    pub(crate) fn response(&mut self, turn: u32, usage: Usage, answered_by: Option<&str>) {
         let mut usage = usage;
         usage.requests = 1;
         usage.tool_calls = 0;
-        usage.cost_usd = self.price.map(|p| p.cost(&usage));
+        let (model, price) = match answered_by {
+            Some(other) if other != self.model => {
+                let name = other.split_once(':').map_or(other, |(_, name)| name);
+                (other, ModelPrice::builtin(name))
+            }
+            _ => (self.model.as_str(), self.price),
+        };
+        usage.cost_usd = price.map(|p| p.cost(&usage));
         self.last_input = Some(usage.input_tokens);
-        match self.by_model.get_mut(&self.model) {
+        match self.by_model.get_mut(model) {
             Some(spent) => *spent += usage,
             None => {
-                self.by_model.insert(self.model.clone(), usage);
+                self.by_model.insert(model.to_owned(), usage);
             }
         }
         self.add_to_turn(turn, usage);
@@ -230,20 +238,20 @@ mod tests {
     fn a_request_whose_input_alone_passes_what_is_left_is_not_sent() {
         let mut b = budget(RunLimits { max_tokens: Some(200), ..RunLimits::default() });
         assert_eq!(b.before_request(1), None, "nothing known before the first request");
-        b.response(1, Usage { input_tokens: 100, output_tokens: 10, ..Usage::default() });
+        b.response(1, Usage { input_tokens: 100, output_tokens: 10, ..Usage::default() }, None);
         assert_eq!(b.reached(), None);
         // 110 used, 90 left, and the next input is at least 100.
         assert_eq!(b.before_request(2), Some(Limit::Tokens));
         b.tools_changed();
         assert_eq!(b.before_request(2), None, "a changed tool list may shrink the input");
-        b.response(2, Usage { input_tokens: 80, output_tokens: 10, ..Usage::default() });
+        b.response(2, Usage { input_tokens: 80, output_tokens: 10, ..Usage::default() }, None);
         assert_eq!(b.reached(), Some(Limit::Tokens), "200 reached");
     }
 
     #[test]
     fn cost_is_summed_per_model_and_turn_and_a_specialist_adds_its_own() {
         let mut b = budget(RunLimits { max_cost_usd: Some(1.0), ..RunLimits::default() });
-        b.response(1, Usage { input_tokens: 100_000, output_tokens: 100_000, ..Usage::default() });
+        b.response(1, Usage { input_tokens: 100_000, output_tokens: 100_000, ..Usage::default() }, None);
         assert_eq!(b.usage.cost_usd, Some(0.3));
         let mut other = UsageByModel::new();
         other.insert(

@@ -463,7 +463,7 @@ fn parse_message(body: &Value) -> Result<ModelResponse, ModelError> {
     if let Some(u) = body.get("usage") {
         usage.add(u);
     }
-    Ok(ModelResponse { content, tool_calls, finish_reason, usage: usage.usage(), reasoning })
+    Ok(ModelResponse { content, tool_calls, finish_reason, usage: usage.usage(), reasoning, model: None })
 }
 
 #[derive(Debug, Default)]
@@ -675,6 +675,7 @@ impl Decoder for AnthropicDecoder {
             finish_reason,
             usage: self.usage.usage(),
             reasoning,
+            model: None,
         })
     }
 

@@ -3,6 +3,7 @@
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
+pub mod fallback;
 pub mod function;
 #[cfg(feature = "http")]
 mod http;
@@ -27,6 +28,7 @@ use serde::Serialize;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicModel;
+pub use fallback::{Fallback, FallbackModel};
 pub use function::FunctionModel;
 pub use message::Message;
 #[cfg(feature = "openai")]
@@ -187,6 +189,13 @@ pub trait Model: Send + Sync {
     fn model_name(&self) -> String {
         let name = self.name();
         name.split_once(':').map_or_else(|| name.clone(), |(_, model)| model.to_owned())
+    }
+
+    /// Whether the model retries failed requests itself (a [`FallbackModel`] does, per
+    /// model), so the agent sends each request once. Default `false`: the agent retries
+    /// per [`AgentConfig::model_retry`](crate::AgentConfig::model_retry).
+    fn retries_itself(&self) -> bool {
+        false
     }
 
     /// Streams one response. The last item of a successful stream is [`ModelEvent::Done`].

@@ -594,6 +594,7 @@ impl Decoder for OpenAiDecoder {
             finish_reason: finish,
             usage: self.usage,
             reasoning: reasoning_of(self.reasoning),
+            model: None,
         })
     }
 
@@ -628,7 +629,7 @@ impl Decoder for OpenAiDecoder {
             None => FinishReason::Stop,
         };
         let usage = body.get("usage").map(usage_of).unwrap_or_default();
-        Ok(ModelResponse { content, tool_calls, finish_reason: finish, usage, reasoning })
+        Ok(ModelResponse { content, tool_calls, finish_reason: finish, usage, reasoning, model: None })
     }
 }
 

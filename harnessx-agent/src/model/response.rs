@@ -121,6 +121,11 @@ pub struct ModelResponse {
     /// for models that do not reason or do not show it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning: Vec<Reasoning>,
+    /// The model that answered (`anthropic:claude-sonnet-4-5`), when another than the
+    /// agent's own could have: a [`FallbackModel`](super::FallbackModel) names the one
+    /// it reached. `None`: the agent's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl ModelResponse {

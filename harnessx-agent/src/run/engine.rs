@@ -128,7 +128,7 @@ pub async fn drive<S: Steps>(
         emit(events, || AgentEvent::ModelRequest { turn, model: agent.model_name() });
         // Context window (issue 28): `steps.response`, with compaction around it.
         let response = context.respond(agent, steps, turn, &mut request, events).await?;
-        budget.response(turn, response.usage);
+        budget.response(turn, response.usage, response.model.as_deref());
         finish_reason = response.finish_reason;
         let calls = call_ids_for_turn(response.tool_calls, turn);
         if calls.is_empty() {

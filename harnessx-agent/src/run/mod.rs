@@ -173,6 +173,8 @@ impl Agent {
         turn: u32,
     ) -> Result<ModelResponse, ModelError> {
         let retry = self.config.model_retry;
+        // A model that retries itself (a fallback model, per model) is asked once.
+        let max_attempts = if model.retries_itself() { 1 } else { retry.max_attempts };
         let mut attempt = 1;
         loop {
             let span = spans::chat(model, request, turn);
@@ -182,6 +184,23 @@ impl Agent {
                     _ => (model.complete(request).await, false),
                 }
             };
+            let attempt_once = async {
+                match events {
+                    // A fallback model's switches are events of the run.
+                    Some(tx) => {
+                        let tx = tx.clone();
+                        let notice = move |f: crate::model::Fallback| {
+                            let _ = tx.send(AgentEvent::ModelFallback {
+                                from: f.from,
+                                to: f.to,
+                                reason: f.reason,
+                            });
+                        };
+                        crate::model::fallback::scope(std::sync::Arc::new(notice), attempt_once).await
+                    }
+                    None => attempt_once.await,
+                }
+            };
             let (outcome, streamed) = attempt_once.instrument(span.clone()).await;
             match &outcome {
                 Ok(response) => spans::record_response(&span, response),
@@ -189,7 +208,7 @@ impl Agent {
             }
             drop(span);
             match outcome {
-                Err(e) if e.is_retryable() && !streamed && attempt < retry.max_attempts => {
+                Err(e) if e.is_retryable() && !streamed && attempt < max_attempts => {
                     attempt += 1;
                     tracing::warn!(error = %e, attempt, "retrying model request");
                     tokio::time::sleep(retry.delay_before(attempt)).await;

@@ -17,6 +17,8 @@ mod budgets;
 mod common;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod context;
+#[cfg(all(feature = "openai", feature = "anthropic"))]
+mod fallback;
 mod knowledge;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod models_agent;

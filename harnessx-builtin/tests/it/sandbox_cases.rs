@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use harnessx_builtin::bash::{BashOptions, register_bash_tools};
-use harnessx_core::{Sandbox, ToolCall, ToolRegistry, ToolResult};
+use harnessx_core::{Sandbox, ToolCall, ToolPolicy, ToolRegistry, ToolResult};
 use harnessx_test_support::system::processes_with;
 use serde_json::{Value, json};
 
@@ -20,7 +20,10 @@ pub(crate) fn marker(case: &str) -> String {
 
 /// A registry with `run_bash` over `sandbox`.
 pub(crate) fn registry(sandbox: Arc<dyn Sandbox>, options: BashOptions) -> ToolRegistry {
-    let registry = ToolRegistry::new();
+    // The central cap on results (40,000 characters by default) set far above the
+    // tool's own output limit, which these tests are about.
+    let registry =
+        ToolRegistry::with_policy(ToolPolicy { max_result_chars: Some(10_000_000), ..ToolPolicy::default() });
     register_bash_tools(&registry, BashOptions { sandbox: Some(sandbox), ..options }).unwrap();
     registry
 }

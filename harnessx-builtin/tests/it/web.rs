@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use harnessx_builtin::web::guard::{Access, HostRule, classify};
 use harnessx_builtin::web::{FetchUrl, WebOptions, register_web_tools};
 use harnessx_core::catalog::CommonOptions;
-use harnessx_core::{ReplayPolicy, ToolCall, ToolOptions, ToolRegistry, ToolResult};
+use harnessx_core::{ReplayPolicy, ToolCall, ToolOptions, ToolPolicy, ToolRegistry, ToolResult};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -137,7 +137,10 @@ fn site() -> Route {
 }
 
 fn registry_with(fetch: FetchUrl) -> ToolRegistry {
-    let registry = ToolRegistry::new();
+    // The central cap on results set far above the tool's own limits, which these tests
+    // are about.
+    let registry =
+        ToolRegistry::with_policy(ToolPolicy { max_result_chars: Some(10_000_000), ..ToolPolicy::default() });
     registry.register_tool(fetch).unwrap();
     registry
 }

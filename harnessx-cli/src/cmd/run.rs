@@ -243,6 +243,9 @@ impl Shown {
                 self.stdout.write_now(format_args!("\n"))?;
                 self.said_end(limit, &usage);
             }
+            AgentEvent::ModelFallback { from, to, reason } => {
+                self.progress.line(format!("⇢ {from} is down ({reason}); asking {to}"));
+            }
             AgentEvent::Compaction { tokens_before, tokens_after } => {
                 self.progress.line(format!(
                     "⋯ compacted the history to fit the context window: about {tokens_before} → {tokens_after} tokens"

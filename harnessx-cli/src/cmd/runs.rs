@@ -100,11 +100,16 @@ fn summary(entry: &Entry) -> (&'static str, String) {
     match entry {
         Entry::ModelResponse { turn, response } => {
             let said = match serde_json::from_value::<ModelResponse>(response.clone()) {
-                Ok(r) if !r.tool_calls.is_empty() => {
-                    let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
-                    format!("calls {}", names.join(", "))
+                Ok(r) => {
+                    // A fallback model's response names the model that answered.
+                    let by = r.model.as_deref().map(|m| format!(" (by {m})")).unwrap_or_default();
+                    if r.tool_calls.is_empty() {
+                        format!("text: {}{by}", one_line(&r.content, 80))
+                    } else {
+                        let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
+                        format!("calls {}{by}", names.join(", "))
+                    }
                 }
-                Ok(r) => format!("text: {}", one_line(&r.content, 80)),
                 Err(_) => "(unreadable)".to_owned(),
             };
             ("model_response", format!("turn {turn}: {said}"))

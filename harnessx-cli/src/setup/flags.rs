@@ -260,6 +260,11 @@ pub(crate) struct AgentArgs {
     /// Base URL of an OpenAI-compatible or Anthropic API (e.g. a local vLLM, llama.cpp or Ollama server).
     #[arg(long, value_name = "URL")]
     pub(crate) base_url: Option<String>,
+    /// A model to ask when the one before it is down (connection failure, HTTP 5xx, 429
+    /// or 529, its retries spent); repeatable, tried in order after --model. `@URL` gives
+    /// its base URL (e.g. `openai:llama@http://127.0.0.1:8080/v1`).
+    #[arg(long = "fallback-model", value_name = "MODEL[@BASE_URL]")]
+    pub(crate) fallback_models: Vec<String>,
     /// Built-in tools or bundles, comma-separated (default: filesystem).
     #[arg(long, value_delimiter = ',', value_name = "SPEC")]
     pub(crate) tools: Vec<String>,

@@ -332,6 +332,41 @@ impl ModelFlag {
     }
 }
 
+/// A `--fallback-model` value: `MODEL` or `MODEL@BASE_URL` (split at the last `@`
+/// followed by `http://` or `https://`, so a model name may hold an `@`).
+fn fallback_spec(value: &str) -> Result<(&str, Option<&str>), CliError> {
+    let at = ["@http://", "@https://"].iter().filter_map(|p| value.rfind(p)).max();
+    let (spec, url) = match at {
+        Some(at) => (&value[..at], Some(&value[at + 1..])),
+        None => (value, None),
+    };
+    if spec.trim().is_empty() || spec == "test" || spec.starts_with("test:") {
+        return Err(CliError::Usage(format!(
+            "--fallback-model {value}: give a provider's model, openai:MODEL or anthropic:MODEL, optionally @BASE_URL"
+        )));
+    }
+    Ok((spec, url))
+}
+
+/// `model`, or a [`FallbackModel`](harnessx::model::FallbackModel) over it and the
+/// `--fallback-model`s, in order.
+fn with_fallbacks(
+    model: Arc<dyn Model>,
+    fallbacks: &[String],
+    only_tool: Option<String>,
+) -> Result<Arc<dyn Model>, CliError> {
+    if fallbacks.is_empty() {
+        return Ok(model);
+    }
+    let mut models = vec![model];
+    for value in fallbacks {
+        let (spec, url) = fallback_spec(value)?;
+        models.push(ModelFlag::parse(spec, url)?.build(only_tool.clone()));
+    }
+    let model = harnessx::model::FallbackModel::new(models).map_err(CliError::usage)?;
+    Ok(Arc::new(model))
+}
+
 /// The agent the flags describe, all but its MCP servers: the model, the tools, the
 /// permissions, skills and knowledge. Starts nothing.
 fn agent_builder(
@@ -340,6 +375,10 @@ fn agent_builder(
     approvals: Approvals,
 ) -> Result<(AgentBuilder, LoadedRules), CliError> {
     let model = ModelFlag::parse(&args.model, args.base_url.as_deref())?;
+    for spec in &args.fallback_models {
+        let (spec, url) = fallback_spec(spec)?;
+        ModelFlag::parse(spec, url)?;
+    }
     // File tools are contained under the current directory unless --base-path says where.
     let base_path = BasePath::contained(args.base_path.clone())?;
     let tools = Tools {
@@ -356,7 +395,7 @@ fn agent_builder(
         }
         _ => None,
     };
-    let model = model.build(only_tool);
+    let model = with_fallbacks(model.build(only_tool.clone()), &args.fallback_models, only_tool)?;
     // The whole text of a capped result goes where the file tools can read it.
     let result_dir = match tools.base_path.dir() {
         Some(dir) if registry.contains("read_file") => {

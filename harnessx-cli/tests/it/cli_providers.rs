@@ -172,3 +172,73 @@ fn a_rejected_key_fails_the_run_with_a_clear_message() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("authentication failed"), "{err}");
 }
+
+/// `--fallback-model`: the OpenAI-compatible server is down (HTTP 500 on every attempt),
+/// so the run goes on with the Anthropic model given with its base URL; `--json` says so
+/// with a `model_fallback` event, the text mode with a line on stderr.
+#[test]
+fn a_fallback_model_answers_when_the_first_is_down() {
+    let dir = workspace();
+    let answer = r#"{"id":"m","type":"message","role":"assistant","content":[{"type":"text","text":"Backup here."}],"stop_reason":"end_turn","usage":{"input_tokens":9,"output_tokens":3}}"#;
+    for json in [true, false] {
+        let down = Server::start(vec![]);
+        let backup = Server::start(vec![Reply::json(200, answer)]);
+        let base = format!("{}/v1", down.url);
+        let fallback = format!("anthropic:claude-sonnet-4-5@{}", backup.url);
+        let mut args = vec![
+            "run",
+            "hi",
+            "--tools",
+            "",
+            "--model",
+            "openai:gpt-4o",
+            "--base-url",
+            &base,
+            "--fallback-model",
+            &fallback,
+        ];
+        if json {
+            args.push("--json");
+        }
+        let out = run(dir.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(down.requests().len(), 3, "the first model's own three attempts");
+        assert_eq!(backup.requests().len(), 1);
+        if json {
+            let events = events(&out);
+            let switch: Vec<&Value> = events.iter().filter(|e| e["type"] == "model_fallback").collect();
+            assert_eq!(switch.len(), 1, "{events:?}");
+            assert_eq!(switch[0]["from"], "openai:gpt-4o");
+            assert_eq!(switch[0]["to"], "anthropic:claude-sonnet-4-5");
+            assert!(
+                switch[0]["reason"].as_str().unwrap().starts_with("the model provider answered HTTP 500")
+            );
+            assert_eq!(events.last().unwrap()["output"], "Backup here.");
+        } else {
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Backup here.");
+            assert!(
+                stderr.contains("openai:gpt-4o is down (the model provider answered HTTP 500"),
+                "{stderr}"
+            );
+            assert!(stderr.contains("asking anthropic:claude-sonnet-4-5"), "{stderr}");
+        }
+    }
+}
+
+/// A `--fallback-model` that names no provider's model is a usage error (exit 2) that
+/// names it, before anything is asked.
+#[test]
+fn a_bad_fallback_model_is_a_usage_error() {
+    let dir = workspace();
+    for (value, says) in [
+        ("test", "--fallback-model test: give a provider's model"),
+        ("cohere:command", "unknown model \"cohere:command\""),
+        ("@http://127.0.0.1:9/v1", "--fallback-model @http://127.0.0.1:9/v1: give a provider's model"),
+    ] {
+        let out = run(dir.path(), &["run", "hi", "--fallback-model", value]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {stderr}");
+        assert!(stderr.contains(says), "{value}: {stderr}");
+    }
+}

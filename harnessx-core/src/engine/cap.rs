@@ -71,10 +71,15 @@ pub fn cap_result(result: &mut ToolResult, max_chars: usize, dir: Option<&Result
         // Only serialised when it may be too long: a value's compact JSON is at least as
         // long as the text of its strings, which `content` usually is.
         let text = serde_json::to_string(structured).unwrap_or_default();
-        if text.len() > max_chars
-            && let Some(capped) = cap_text(&text, max_chars, None)
-        {
-            result.structured_content = Some(Value::String(capped));
+        if text.len() > max_chars {
+            // Its long strings cut first, so its keys and small values stay (a bash
+            // result's `exit_code`, a schema's required fields); only a value whose
+            // bulk is not in strings (a million numbers) becomes its JSON text, cut.
+            let fitted =
+                result.structured_content.as_mut().is_some_and(|v| cap_strings(v, text.len(), max_chars));
+            if !fitted && let Some(capped) = cap_text(&text, max_chars, None) {
+                result.structured_content = Some(Value::String(capped));
+            }
         }
     } else if let Some(Value::String(text)) = &mut result.structured_content
         && text.len() > max_chars
@@ -82,6 +87,82 @@ pub fn cap_result(result: &mut ToolResult, max_chars: usize, dir: Option<&Result
     {
         *text = capped;
     }
+}
+
+/// The least a string inside structured content is cut to: room for its head, the
+/// marker and its tail.
+const MIN_STRING_CHARS: usize = 200;
+
+/// The length of `s` as a JSON string's contents: escapes included, quotes not.
+fn escaped_len(s: &str) -> usize {
+    s.len()
+        + s.bytes()
+            .map(|b| match b {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+                0..=0x1f => 5,
+                _ => 0,
+            })
+            .sum::<usize>()
+}
+
+/// Cuts the longest strings in `value` (whose compact JSON is `len` bytes) so that its
+/// JSON fits `max_chars`, each to the same length (strings shorter than that stay
+/// whole). Returns whether it fits now; when it cannot (the bulk is not in strings),
+/// `value` is left as it was.
+fn cap_strings(value: &mut Value, len: usize, max_chars: usize) -> bool {
+    fn lengths(value: &Value, out: &mut Vec<usize>) {
+        match value {
+            Value::String(s) => out.push(escaped_len(s)),
+            Value::Array(items) => items.iter().for_each(|v| lengths(v, out)),
+            Value::Object(map) => map.values().for_each(|v| lengths(v, out)),
+            _ => {}
+        }
+    }
+    fn cut(value: &mut Value, each: usize) {
+        match value {
+            Value::String(s) => {
+                // `each` is in JSON bytes; the text gets its share of them.
+                let json = escaped_len(s);
+                if json > each {
+                    let chars = (each as u128 * s.len() as u128 / json as u128) as usize;
+                    if let Some(capped) = cap_text(s, chars.max(MIN_STRING_CHARS / 2), None) {
+                        *s = capped;
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| cut(v, each)),
+            Value::Object(map) => map.values_mut().for_each(|v| cut(v, each)),
+            _ => {}
+        }
+    }
+    let mut sizes = Vec::new();
+    lengths(value, &mut sizes);
+    let strings: usize = sizes.iter().sum();
+    // What is not string text (keys, quotes, numbers, escapes) stays as it is.
+    let Some(room) = max_chars.checked_sub(len.saturating_sub(strings)) else { return false };
+    // The largest `each` with sum(min(size, each)) <= room, over the sizes in order.
+    sizes.sort_unstable();
+    let (mut spent, mut each) = (0usize, None);
+    for (i, &size) in sizes.iter().enumerate() {
+        let rest = sizes.len() - i;
+        if spent + size * rest > room {
+            each = Some((room - spent) / rest);
+            break;
+        }
+        spent += size;
+    }
+    let Some(each) = each else { return true };
+    if each < MIN_STRING_CHARS {
+        return false;
+    }
+    let before = value.clone();
+    // The marker line is counted in `each`; escapes may still push it over: checked.
+    cut(value, each);
+    let fits = serde_json::to_string(value).map_or(false, |t| t.len() <= max_chars);
+    if !fits {
+        *value = before;
+    }
+    fits
 }
 
 /// `text` cut to at most `max_chars` characters (the marker line included): its head, a
@@ -303,5 +384,30 @@ mod tests {
         assert!(r.content.chars().count() <= 1000);
         let Some(Value::String(s)) = &r.structured_content else { panic!("{:?}", r.structured_content) };
         assert!(s.chars().count() <= 1000 && s.starts_with("{\"rows\":[0,1,2") && s.ends_with("2999]}"));
+    }
+
+    #[test]
+    fn structured_content_keeps_its_keys_and_small_values_when_its_strings_are_cut() {
+        let value = serde_json::json!({
+            "exit_code": 0, "output_limit_reached": true,
+            "stdout": "y\n".repeat(50_000), "stderr": "e".repeat(3_000), "note": "short",
+        });
+        let mut r = ToolResult::success("c", "t", ToolOutput::json(value));
+        cap_result(&mut r, 4_000, None);
+        let v = r.structured_content.unwrap();
+        assert!(serde_json::to_string(&v).unwrap().len() <= 4_000);
+        assert_eq!((v["exit_code"].as_i64(), v["output_limit_reached"].as_bool()), (Some(0), Some(true)));
+        assert_eq!(v["note"], "short");
+        let (out, err) = (v["stdout"].as_str().unwrap(), v["stderr"].as_str().unwrap());
+        assert!(
+            out.starts_with("y\ny\n") && out.ends_with("y\n") && out.contains("characters cut here"),
+            "{out}"
+        );
+        assert!(err.contains("characters cut here"));
+        // Strings too many to share the room: the JSON text, cut.
+        let many = serde_json::json!((0..5_000).map(|i| format!("s{i}")).collect::<Vec<_>>());
+        let mut r = ToolResult::success("c", "t", ToolOutput::json(many));
+        cap_result(&mut r, 1_000, None);
+        assert!(matches!(&r.structured_content, Some(Value::String(s)) if s.chars().count() <= 1_000));
     }
 }

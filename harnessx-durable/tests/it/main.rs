@@ -13,6 +13,7 @@ mod conversation;
 mod crash_matrix;
 mod decisions;
 mod durable_spans;
+mod fallback;
 mod journal_stores;
 mod output;
 #[cfg(feature = "restate")]

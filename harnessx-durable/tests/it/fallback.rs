@@ -1,0 +1,94 @@
+//! A fallback model in a durable run: the journal keeps which model answered each turn,
+//! and a resume replays the answered turns without asking any model again.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use harnessx_agent::model::{FallbackModel, FunctionModel, Model, ModelError, ModelResponse, ModelRetry};
+use harnessx_agent::{Agent, AgentConfig};
+use harnessx_core::{ReplayPolicy, ToolCall, ToolDefinition, ToolHandler};
+use harnessx_durable::{AgentRuntime, Entry, JournalStore, RunStatus, SqliteJournal};
+use serde_json::json;
+
+#[derive(Default)]
+struct World {
+    primary: AtomicUsize,
+    backup: AtomicUsize,
+    /// The first fetch hangs (the "crash").
+    hung: AtomicBool,
+}
+
+/// The primary is down (503 every time); the backup calls `fetch` once, then answers.
+fn agent(world: &Arc<World>) -> Agent {
+    let w = world.clone();
+    let primary = FunctionModel::new(move |_| {
+        w.primary.fetch_add(1, Ordering::SeqCst);
+        Err(ModelError::Http { status: 503, message: "overloaded".into() })
+    })
+    .with_name("openai:primary");
+    let w = world.clone();
+    let backup = FunctionModel::new(move |request| {
+        w.backup.fetch_add(1, Ordering::SeqCst);
+        let fetched =
+            request.messages.iter().any(|m| matches!(m, harnessx_agent::model::Message::Tool { .. }));
+        Ok(if fetched {
+            ModelResponse::text("fetched")
+        } else {
+            ModelResponse::tool_calls(vec![ToolCall::new("c1", "fetch", "{}")])
+        })
+    })
+    .with_name("anthropic:backup");
+    let model = FallbackModel::new(vec![Arc::new(primary) as Arc<dyn Model>, Arc::new(backup)])
+        .unwrap()
+        .retry(ModelRetry { max_attempts: 1, initial_delay_seconds: 0.0, max_delay_seconds: 0.0 });
+    let w = world.clone();
+    let fetch = ToolDefinition::new(
+        "fetch",
+        "Fetches the page.",
+        json!({"type": "object", "properties": {}}),
+        ToolHandler::from_async(move |_, _| {
+            let w = w.clone();
+            async move {
+                if !w.hung.swap(true, Ordering::SeqCst) {
+                    std::future::pending::<()>().await;
+                }
+                Ok("the page".into())
+            }
+        }),
+    )
+    .with_replay_policy(ReplayPolicy::Safe);
+    let config = AgentConfig { planning: false, ..AgentConfig::default() };
+    Agent::builder().model(model).tool(fetch).config(config).build().unwrap()
+}
+
+#[tokio::test]
+async fn the_journal_names_the_model_that_answered_and_a_resume_does_not_ask_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let world = Arc::new(World::default());
+    let runtime = AgentRuntime::new(agent(&world), Arc::new(SqliteJournal::open(&path).unwrap()));
+    let crashed = tokio::time::timeout(Duration::from_millis(1500), runtime.start("r", "Fetch it.")).await;
+    assert!(crashed.is_err(), "the run stops at the hanging fetch: {crashed:?}");
+    drop(runtime);
+    assert_eq!((world.primary.load(Ordering::SeqCst), world.backup.load(Ordering::SeqCst)), (1, 1));
+
+    let journal = SqliteJournal::open(&path).unwrap();
+    let (_, entries) = journal.load_run("r").unwrap().unwrap();
+    let answered: Vec<(u32, String)> = entries
+        .iter()
+        .filter_map(|e| match &e.entry {
+            Entry::ModelResponse { turn, response } => Some((*turn, response["model"].as_str()?.to_owned())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, [(1, "anthropic:backup".to_owned())]);
+
+    // A new process: turn 1 is replayed from the journal; only turn 2 is asked.
+    let runtime = AgentRuntime::new(agent(&world), Arc::new(SqliteJournal::open(&path).unwrap()));
+    let result = runtime.resume("r").await.unwrap();
+    assert_eq!(result.output, "fetched");
+    assert_eq!(runtime.status("r").unwrap().run.status, RunStatus::Completed);
+    assert_eq!((world.primary.load(Ordering::SeqCst), world.backup.load(Ordering::SeqCst)), (2, 2));
+    assert_eq!(result.usage.requests, 2, "each turn's request counted once");
+}
