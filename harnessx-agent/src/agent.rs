@@ -105,6 +105,7 @@ impl Agent {
             parallel_tool_calls: self.config.parallel_tool_calls,
             output: None,
             reasoning: self.config.reasoning,
+            prompt_cache_key: None,
         };
         request.messages.push(Message::user(prompt));
         request

@@ -98,6 +98,7 @@ pub fn summary_request(
         parallel_tool_calls: None,
         output: None,
         reasoning: None,
+        prompt_cache_key: None,
     }
 }
 

@@ -10,10 +10,15 @@ use serde_json::{Map, Value, json};
 use crate::model::http::{self, Decoder, Provider, Step};
 use crate::model::sse::SseEvent;
 use crate::model::{
-    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, Usage,
-    collect_response,
+    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ReasoningConfig,
+    ToolChoice, Usage, collect_response,
 };
 use harnessx_core::ToolCall;
+
+mod cache;
+mod thinking;
+
+pub use thinking::{MIN_THINKING_BUDGET, PROVIDER_NAME, thinking_budget};
 
 /// The default base URL.
 pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -48,6 +53,8 @@ pub struct AnthropicModel {
     base_url: String,
     api_key: Option<String>,
     max_tokens: u32,
+    prompt_cache: bool,
+    adaptive_thinking: bool,
 }
 
 impl fmt::Debug for AnthropicModel {
@@ -57,6 +64,8 @@ impl fmt::Debug for AnthropicModel {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("max_tokens", &self.max_tokens)
+            .field("prompt_cache", &self.prompt_cache)
+            .field("adaptive_thinking", &self.adaptive_thinking)
             .finish()
     }
 }
@@ -72,6 +81,8 @@ impl AnthropicModel {
             ),
             api_key: http::env_setting("ANTHROPIC_API_KEY"),
             max_tokens: DEFAULT_MAX_TOKENS,
+            prompt_cache: true,
+            adaptive_thinking: false,
         }
     }
 
@@ -92,6 +103,26 @@ impl AnthropicModel {
     /// [`DEFAULT_MAX_TOKENS`]).
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Whether requests mark their stable prefix as cacheable (default on): a
+    /// `cache_control: {"type": "ephemeral"}` breakpoint on the last tool, on the system
+    /// prompt, and on the last block of the message before the newest turn, so each
+    /// request reads the previous one's prefix from Anthropic's prompt cache (see
+    /// `docs/models.md`, "Prompt caching"). Off sends no `cache_control` at all.
+    pub fn prompt_cache(mut self, on: bool) -> Self {
+        self.prompt_cache = on;
+        self
+    }
+
+    /// Asks for adaptive thinking instead of a fixed budget when the request sets
+    /// [`ModelRequest::reasoning`] (default off): `thinking: {"type": "adaptive"}` and the
+    /// effort as `output_config.effort` (`minimal` goes as `low`; a budget stands for an
+    /// effort), `max_tokens` unchanged. The models from Claude Opus 4.7 on take only this
+    /// form; Opus 4.6 and Sonnet 4.6 take both.
+    pub fn adaptive_thinking(mut self, on: bool) -> Self {
+        self.adaptive_thinking = on;
         self
     }
 
@@ -117,33 +148,73 @@ impl AnthropicModel {
     /// of `tool_result` blocks (text the user sent after them joins it); each tool call
     /// is a `tool_use` block whose `input` is the call's arguments, or `{}` when they are
     /// not a JSON object (garbled or cut off), so the API accepts the conversation.
+    ///
+    /// An assistant message's Anthropic reasoning goes back as the `thinking` and
+    /// `redacted_thinking` blocks it came as, at their places (first, as a rule); other
+    /// providers' reasoning is left out. With [`ModelRequest::reasoning`] set, the body
+    /// asks for extended thinking ([`thinking_budget`], or adaptive thinking with
+    /// [`adaptive_thinking`](Self::adaptive_thinking)); with
+    /// [`prompt_cache`](Self::prompt_cache) on, it carries cache breakpoints.
     pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
         let mut body = Map::new();
+        let max_tokens = request.max_tokens.unwrap_or(self.max_tokens);
+        let reasoning = request.reasoning.as_ref();
+        let (thinking, effort) = if self.adaptive_thinking {
+            (None, reasoning.and_then(ReasoningConfig::effort_or_from_budget).map(thinking::adaptive_effort))
+        } else {
+            (reasoning.and_then(|r| thinking_budget(r, max_tokens)), None)
+        };
         body.insert("model".into(), json!(self.model));
-        body.insert("max_tokens".into(), json!(request.max_tokens.unwrap_or(self.max_tokens)));
+        body.insert("max_tokens".into(), json!(thinking.map_or(max_tokens, |(_, max)| max)));
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
-            body.insert("system".into(), json!(system));
+            let system = if self.prompt_cache {
+                json!([{"type": "text", "text": system, "cache_control": cache::ephemeral()}])
+            } else {
+                json!(system)
+            };
+            body.insert("system".into(), system);
         }
-        body.insert("messages".into(), Value::Array(wire_messages(&request.messages)));
+        let mut messages = wire_messages(&request.messages);
+        if self.prompt_cache {
+            cache::mark_before_newest_turn(&mut messages);
+        }
+        body.insert("messages".into(), Value::Array(messages));
         if !request.tools.is_empty() {
-            let tools = request
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(
                     |t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}),
                 )
                 .collect();
+            if self.prompt_cache
+                && let Some(Value::Object(last)) = tools.last_mut()
+            {
+                last.insert("cache_control".into(), cache::ephemeral());
+            }
             body.insert("tools".into(), Value::Array(tools));
             // Only with tools: the API refuses `tool_choice` without them.
             if let Some(choice) = wire_tool_choice(&request.tool_choice, request.parallel_tool_calls) {
                 body.insert("tool_choice".into(), choice);
             }
         }
+        let mut output_config = Map::new();
         if let Some(format) = request.output.as_ref().filter(|f| f.native) {
             // Structured outputs (generally available, no beta header): the answer is
             // the text, constrained to the schema.
             let schema = structured_schema(&format.schema);
-            body.insert("output_config".into(), json!({"format": {"type": "json_schema", "schema": schema}}));
+            output_config.insert("format".into(), json!({"type": "json_schema", "schema": schema}));
+        }
+        if let Some(effort) = effort {
+            output_config.insert("effort".into(), json!(effort));
+        }
+        if !output_config.is_empty() {
+            body.insert("output_config".into(), Value::Object(output_config));
+        }
+        if let Some((budget, _)) = thinking {
+            body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+        } else if effort.is_some() {
+            body.insert("thinking".into(), json!({"type": "adaptive"}));
         }
         if stream {
             body.insert("stream".into(), json!(true));
@@ -261,13 +332,13 @@ fn wire_messages(messages: &[Message]) -> Vec<Value> {
     for message in messages {
         let (role, blocks) = match message {
             Message::User { content } => ("user", text_block(content).into_iter().collect()),
-            Message::Assistant { content, tool_calls, .. } => {
+            Message::Assistant { content, tool_calls, reasoning } => {
                 let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
                 blocks.extend(tool_calls.iter().map(|call| {
                     let input = http::arguments_object(&call.arguments).unwrap_or_default();
                     json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
                 }));
-                ("assistant", blocks)
+                ("assistant", thinking::with_reasoning(reasoning, blocks))
             }
             Message::Tool { call_id, content, is_error, .. } => {
                 let mut block = json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
@@ -359,9 +430,14 @@ fn parse_message(body: &Value) -> Result<ModelResponse, ModelError> {
         .ok_or_else(|| ModelError::Protocol(format!("the answer has no content: {body}")))?;
     let mut content = String::new();
     let mut tool_calls = Vec::new();
+    let mut reasoning = Vec::new();
     let mut last_is_tool = false;
-    for block in blocks {
+    for (index, block) in blocks.iter().enumerate() {
         last_is_tool = false;
+        if let Some(piece) = thinking::reasoning_of(index, block) {
+            reasoning.push(piece);
+            continue;
+        }
         match block.get("type").and_then(Value::as_str) {
             Some("text") => content.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
             Some("tool_use") => {
@@ -387,14 +463,7 @@ fn parse_message(body: &Value) -> Result<ModelResponse, ModelError> {
     if let Some(u) = body.get("usage") {
         usage.add(u);
     }
-    Ok(ModelResponse {
-        content,
-        tool_calls,
-        finish_reason,
-        usage: usage.usage(),
-        reasoning: Vec::new(),
-        model: None,
-    })
+    Ok(ModelResponse { content, tool_calls, finish_reason, usage: usage.usage(), reasoning, model: None })
 }
 
 #[derive(Debug, Default)]
@@ -414,6 +483,8 @@ struct AnthropicDecoder {
     content: String,
     /// Tool blocks by their content block index.
     tools: HashMap<u64, ToolBlock>,
+    /// Thinking and redacted thinking blocks by their content block index.
+    thinking: HashMap<u64, thinking::StreamBlock>,
     stop: Option<FinishReason>,
     usage: AnthropicUsage,
 }
@@ -446,13 +517,45 @@ impl AnthropicDecoder {
                 });
                 self.tools.insert(index, tool);
             }
-            // thinking, redacted_thinking, server tools: not part of the response.
-            _ => {}
+            _ => {
+                if let Some((block, text)) = thinking::StreamBlock::start(block) {
+                    if !text.is_empty() {
+                        out.push(ModelEvent::ReasoningDelta(text));
+                    }
+                    self.thinking.insert(index, block);
+                }
+                // Server tools and block types added later: not part of the response.
+            }
         }
     }
 
-    fn block_delta(&mut self, index: u64, delta: &Value, out: &mut Vec<ModelEvent>) {
-        match delta.get("type").and_then(Value::as_str) {
+    fn block_delta(
+        &mut self,
+        index: u64,
+        delta: &Value,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        let kind = delta.get("type").and_then(Value::as_str);
+        if let Some(kind @ ("thinking_delta" | "signature_delta")) = kind {
+            let Some(block) = self.thinking.get_mut(&index) else {
+                return Err(ModelError::Protocol(format!(
+                    "a {kind} came for content block {index}, which is not a thinking block"
+                )));
+            };
+            let field = if kind == "thinking_delta" { "thinking" } else { "signature" };
+            let piece = delta.get(field).and_then(Value::as_str).ok_or_else(|| {
+                ModelError::Protocol(format!("a {kind} for content block {index} has no `{field}` text"))
+            })?;
+            if kind == "signature_delta" {
+                return block.push_signature(index, piece);
+            }
+            block.push_text(index, piece)?;
+            if !piece.is_empty() {
+                out.push(ModelEvent::ReasoningDelta(piece.to_owned()));
+            }
+            return Ok(());
+        }
+        match kind {
             Some("text_delta") => {
                 if let Some(text) = delta.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
                     self.content.push_str(text);
@@ -470,6 +573,7 @@ impl AnthropicDecoder {
             }
             _ => {}
         }
+        Ok(())
     }
 }
 
@@ -493,10 +597,15 @@ impl Decoder for AnthropicDecoder {
             "content_block_start" => {
                 self.block_start(index, value.get("content_block").unwrap_or(&Value::Null), out)
             }
-            "content_block_delta" => self.block_delta(index, value.get("delta").unwrap_or(&Value::Null), out),
+            "content_block_delta" => {
+                self.block_delta(index, value.get("delta").unwrap_or(&Value::Null), out)?
+            }
             "content_block_stop" => {
                 if let Some(tool) = self.tools.get_mut(&index) {
                     tool.stopped = true;
+                }
+                if let Some(block) = self.thinking.get_mut(&index) {
+                    block.stopped = true;
                 }
             }
             "message_delta" => {
@@ -518,6 +627,15 @@ impl Decoder for AnthropicDecoder {
     }
 
     fn finish(self, complete: bool) -> Result<ModelResponse, ModelError> {
+        if let Some(index) = self.thinking.iter().filter(|(_, b)| !b.stopped).map(|(i, _)| *i).min() {
+            // Its signature may be missing or partial: it could not be sent back.
+            let message = format!("the response stream ended inside thinking block {index}");
+            return Err(if complete {
+                ModelError::Protocol(message)
+            } else {
+                ModelError::Transport(message)
+            });
+        }
         if !complete && self.tools.is_empty() {
             return Err(ModelError::Transport(
                 "the response stream ended before the answer was complete".into(),
@@ -545,12 +663,18 @@ impl Decoder for AnthropicDecoder {
                 ToolCall::new(t.id, t.name, arguments)
             })
             .collect();
+        let mut thinking: Vec<(u64, thinking::StreamBlock)> = self.thinking.into_iter().collect();
+        thinking.sort_by_key(|(index, _)| *index);
+        let reasoning = thinking
+            .into_iter()
+            .map(|(index, block)| block.finish(usize::try_from(index).unwrap_or(usize::MAX)))
+            .collect();
         Ok(ModelResponse {
             content: self.content,
             tool_calls,
             finish_reason,
             usage: self.usage.usage(),
-            reasoning: Vec::new(),
+            reasoning,
             model: None,
         })
     }

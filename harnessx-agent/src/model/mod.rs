@@ -73,6 +73,11 @@ pub struct ModelRequest {
     /// provider's default, nothing sent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningConfig>,
+    /// A key grouping requests that share a prefix, for providers that route on one
+    /// (OpenAI's `prompt_cache_key`, sent only to `api.openai.com`). A durable run sets it
+    /// to its run id; an adapter's own key, where set, wins.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<String>,
 }
 
 /// The JSON answer a typed run expects (see `docs/output.md`).

@@ -11,8 +11,8 @@ use serde_json::{Map, Value, json};
 use crate::model::http::{self, Decoder, Provider, Step};
 use crate::model::sse::SseEvent;
 use crate::model::{
-    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, Usage,
-    collect_response,
+    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Reasoning, ToolChoice,
+    Usage, collect_response,
 };
 use harnessx_core::ToolCall;
 use harnessx_core::ToolSpec;
@@ -66,6 +66,7 @@ pub struct OpenAiModel {
     learned: Arc<Learned>,
     on_warning: Option<Notice>,
     required_fallback: Option<String>,
+    prompt_cache_key: Option<String>,
 }
 
 /// Where [`OpenAiModel::on_warning`] sends its lines.
@@ -83,6 +84,7 @@ impl fmt::Debug for OpenAiModel {
             .field("learned", &self.learned)
             .field("on_warning", &self.on_warning.as_ref().map(|_| "<set>"))
             .field("required_fallback", &self.required_fallback)
+            .field("prompt_cache_key", &self.prompt_cache_key)
             .finish()
     }
 }
@@ -104,6 +106,7 @@ impl OpenAiModel {
             learned: Arc::default(),
             on_warning: None,
             required_fallback: None,
+            prompt_cache_key: None,
         }
     }
 
@@ -134,6 +137,16 @@ impl OpenAiModel {
     /// loaded exactly one tool.
     pub fn required_fallback(mut self, tool: impl Into<String>) -> Self {
         self.required_fallback = Some(tool.into());
+        self
+    }
+
+    /// OpenAI's `prompt_cache_key`: requests with the same key and prefix are routed to
+    /// the same prompt cache. Sent only to `api.openai.com` (compatible servers may refuse
+    /// an unknown field), and there in place of the run's own key
+    /// ([`ModelRequest::prompt_cache_key`], a durable run's id); without either nothing is
+    /// sent and the body is as before.
+    pub fn prompt_cache_key(mut self, key: impl Into<String>) -> Self {
+        self.prompt_cache_key = Some(key.into()).filter(|k| !k.is_empty());
         self
     }
 
@@ -218,6 +231,15 @@ impl OpenAiModel {
             // OpenAI's reasoning models refuse `max_tokens`; other servers know only it.
             let field = if self.is_openai() { "max_completion_tokens" } else { "max_tokens" };
             body.insert(field.into(), json!(max));
+        }
+        if let Some(effort) = request.reasoning.and_then(|r| r.effort_or_from_budget()) {
+            // Only when asked: a body without it is what it always was.
+            body.insert("reasoning_effort".into(), json!(effort.as_str()));
+        }
+        if self.is_openai()
+            && let Some(key) = self.prompt_cache_key.as_ref().or(request.prompt_cache_key.as_ref())
+        {
+            body.insert("prompt_cache_key".into(), json!(key));
         }
         if stream {
             body.insert("stream".into(), json!(true));
@@ -435,6 +457,9 @@ struct PartialCall {
 #[derive(Debug, Default)]
 struct OpenAiDecoder {
     content: String,
+    /// `reasoning_content` (DeepSeek, vLLM, llama.cpp) or `reasoning` (Ollama, OpenRouter)
+    /// text, shown as it comes and kept, never sent back.
+    reasoning: String,
     calls: Vec<PartialCall>,
     finish: Option<FinishReason>,
     usage: Usage,
@@ -451,7 +476,10 @@ impl OpenAiDecoder {
                 self.finish = Some(finish_reason(reason));
             }
             let Some(delta) = choice.get("delta") else { continue };
-            // `reasoning_content` / `reasoning` deltas are not part of the response.
+            if let Some(text) = reasoning_text(delta) {
+                self.reasoning.push_str(text);
+                out.push(ModelEvent::ReasoningDelta(text.to_owned()));
+            }
             if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
                 self.content.push_str(text);
                 out.push(ModelEvent::TextDelta(text.to_owned()));
@@ -565,7 +593,7 @@ impl Decoder for OpenAiDecoder {
             tool_calls,
             finish_reason: finish,
             usage: self.usage,
-            reasoning: Vec::new(),
+            reasoning: reasoning_of(self.reasoning),
             model: None,
         })
     }
@@ -578,6 +606,7 @@ impl Decoder for OpenAiDecoder {
             .ok_or_else(|| ModelError::Protocol(format!("the answer has no choices: {body}")))?;
         let message = choice.get("message").cloned().unwrap_or(Value::Null);
         let content = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let reasoning = reasoning_of(reasoning_text(&message).unwrap_or_default().to_owned());
         let tool_calls: Vec<ToolCall> = message
             .get("tool_calls")
             .and_then(Value::as_array)
@@ -600,16 +629,29 @@ impl Decoder for OpenAiDecoder {
             None => FinishReason::Stop,
         };
         let usage = body.get("usage").map(usage_of).unwrap_or_default();
-        Ok(ModelResponse {
-            content,
-            tool_calls,
-            finish_reason: finish,
-            usage,
-            reasoning: Vec::new(),
-            model: None,
-        })
+        Ok(ModelResponse { content, tool_calls, finish_reason: finish, usage, reasoning, model: None })
     }
 }
+
+/// The reasoning text of a message or delta: `reasoning_content` (DeepSeek, vLLM,
+/// llama.cpp) or `reasoning` (Ollama, OpenRouter, newer vLLM), when it is non-empty text.
+fn reasoning_text(message: &Value) -> Option<&str> {
+    ["reasoning_content", "reasoning"]
+        .into_iter()
+        .find_map(|k| message.get(k).and_then(Value::as_str))
+        .filter(|t| !t.is_empty())
+}
+
+/// A compatible server's reasoning text as [`Reasoning`]: kept in the transcript under
+/// the provider name `openai` and never sent back (DeepSeek refuses `reasoning_content`
+/// in its input, and no server needs it).
+fn reasoning_of(text: String) -> Vec<Reasoning> {
+    if text.is_empty() { Vec::new() } else { vec![Reasoning::new(REASONING_PROVIDER, text)] }
+}
+
+/// The provider name in [`Reasoning::provider`] for what a Chat Completions server
+/// returned.
+pub const REASONING_PROVIDER: &str = "openai";
 
 fn finish_reason(reason: &str) -> FinishReason {
     match reason {

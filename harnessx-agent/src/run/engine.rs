@@ -76,6 +76,9 @@ pub async fn drive<S: Steps>(
     let registry = agent.tools();
     let mut revision = registry.revision();
     let mut request = agent.first_request(history, prompt);
+    // Requests of one run share their prefix: a provider that routes on a key keeps them
+    // on one cache.
+    request.prompt_cache_key = steps.run_id().map(str::to_owned);
     if let Some(o) = &output {
         o.prepare(&mut request);
     }

@@ -51,19 +51,22 @@ fn http(status: u16) -> ModelError {
     ModelError::Http { status, message: format!("status {status}") }
 }
 
+/// A named failure, made afresh for each use.
+type Failure = (&'static str, fn() -> ModelError);
+
 /// Each trigger, once the first model's two attempts are spent, goes to the next model;
 /// each non-trigger fails at once (one attempt when it is not retryable) and the next
 /// model is never asked. Streamed and not.
 #[tokio::test]
 async fn every_trigger_falls_back_after_the_retries_and_no_other_failure_does() {
-    let triggers: [(&str, fn() -> ModelError); 5] = [
+    let triggers: [Failure; 5] = [
         ("connection", || ModelError::Transport("connection refused".into())),
         ("500", || http(500)),
         ("503", || http(503)),
         ("429", || http(429)),
         ("529", || http(529)),
     ];
-    let others: [(&str, fn() -> ModelError); 7] = [
+    let others: [Failure; 7] = [
         ("400", || http(400)),
         ("401", || ModelError::Auth("invalid x-api-key".into())),
         ("403", || http(403)),
@@ -246,8 +249,10 @@ async fn a_run_starts_on_openai_and_finishes_on_anthropic_with_the_transcript_in
     assert_eq!(messages[1]["role"], "assistant");
     assert_eq!(
         messages[1]["content"],
+        // With the prompt-cache breakpoint on the last block before the newest turn.
         json!([{"type": "tool_use", "id": "call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "name": "GetWeatherArgs",
-                "input": {"city": "Edinburgh", "country": "UK", "units": "c"}}])
+                "input": {"city": "Edinburgh", "country": "UK", "units": "c"},
+                "cache_control": {"type": "ephemeral"}}])
     );
     assert_eq!(messages[2]["role"], "user");
     assert_eq!(messages[2]["content"][0]["type"], "tool_result");

@@ -26,6 +26,8 @@ mod models_agent;
 mod models_anthropic;
 #[cfg(feature = "openai")]
 mod models_openai;
+#[cfg(all(feature = "openai", feature = "anthropic"))]
+mod models_reasoning;
 mod output;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod output_providers;

@@ -275,14 +275,17 @@ async fn request_body_merges_results_into_one_user_turn_and_sends_objects_as_inp
         json!({
             "model": "claude-sonnet-4-5",
             "max_tokens": 4096,
-            "system": "Be brief.",
+            // Prompt-cache breakpoints (on by default): the system prompt, the last block
+            // of the message before the newest turn, the last tool.
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
             "messages": [
                 {"role": "user", "content": "Weather in Paris, Rome and Oslo?"},
                 {"role": "assistant", "content": [
                     {"type": "text", "text": "Checking."},
                     {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
                     {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {}},
-                    {"type": "tool_use", "id": "toolu_3", "name": "get_weather", "input": {}}
+                    {"type": "tool_use", "id": "toolu_3", "name": "get_weather", "input": {},
+                        "cache_control": {"type": "ephemeral"}}
                 ]},
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"},
@@ -293,11 +296,18 @@ async fn request_body_merges_results_into_one_user_turn_and_sends_objects_as_inp
             "tools": [{
                 "name": "get_weather",
                 "description": "Weather for a city.",
-                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                "cache_control": {"type": "ephemeral"}
             }],
             "stream": true
         })
     );
+    let raw = String::from_utf8(request.raw.clone()).unwrap();
+    assert_eq!(raw.matches("cache_control").count(), 3, "at most four breakpoints; three are placed");
+    // Off: no breakpoint at all, and the system prompt is a plain string again.
+    let off = model(&server).prompt_cache(false).request_body(&conversation(), true);
+    assert!(!off.to_string().contains("cache_control"), "{off}");
+    assert_eq!(off["system"], "Be brief.");
     let keys: Vec<&str> = request.body.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(keys, ["model", "max_tokens", "system", "messages", "tools", "stream"]);
 }

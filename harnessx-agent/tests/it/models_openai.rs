@@ -157,6 +157,30 @@ async fn reasoning_deltas_before_a_tool_call_are_not_text() {
     assert!(!events.iter().any(|e| matches!(e, ModelEvent::TextDelta(_))));
     assert_eq!(response.tool_calls[0].name, "weather");
     assert_eq!((response.usage.input_tokens, response.usage.output_tokens), (339, 83));
+    // The `reasoning_content` deltas are shown and kept, and never sent back (DeepSeek
+    // refuses `reasoning_content` in its input).
+    let shown: String = events
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::ReasoningDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(shown.starts_with("The user is"), "{shown}");
+    assert_eq!(response.reasoning.len(), 1);
+    assert_eq!(
+        (response.reasoning[0].provider.as_str(), response.reasoning[0].text.as_str()),
+        ("openai", shown.as_str())
+    );
+    let mut next = hello();
+    next.messages.push(Message::assistant_with_reasoning(
+        "",
+        response.tool_calls.clone(),
+        response.reasoning.clone(),
+    ));
+    let body =
+        OpenAiModel::new("deepseek-reasoner").base_url("http://localhost:1/v1").request_body(&next, true);
+    assert!(!body.to_string().contains("reasoning") && !body.to_string().contains("The user is"), "{body}");
 }
 
 #[tokio::test]

@@ -49,8 +49,13 @@ fn openai() -> OpenAiModel {
     OpenAiModel::new("gpt-4o").base_url("https://api.openai.com/v1").api_key("sk-test")
 }
 
+/// Without cache breakpoints: these bodies pin the output modes (`models_anthropic` pins
+/// the breakpoints).
 fn anthropic() -> AnthropicModel {
-    AnthropicModel::new("claude-sonnet-4-5").base_url("http://localhost:1").api_key("sk-ant-test")
+    AnthropicModel::new("claude-sonnet-4-5")
+        .base_url("http://localhost:1")
+        .api_key("sk-ant-test")
+        .prompt_cache(false)
 }
 
 #[tokio::test]

@@ -37,6 +37,8 @@ pub(crate) struct FileConfig {
     pub(crate) price: Option<Spanned<String>>,
     pub(crate) tool_choice: Option<Spanned<String>>,
     pub(crate) parallel_tool_calls: Option<Spanned<bool>>,
+    pub(crate) reasoning_effort: Option<Spanned<harnessx::agent::model::ReasoningEffort>>,
+    pub(crate) reasoning_budget: Option<Spanned<u32>>,
     pub(crate) sandbox: Option<Spanned<SandboxName>>,
     pub(crate) sandbox_network: Option<Spanned<bool>>,
     pub(crate) web_allow_private: Option<Spanned<bool>>,

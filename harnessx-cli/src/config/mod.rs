@@ -225,6 +225,20 @@ pub(crate) fn apply(
         json!(args.parallel_tool_calls)
     );
     setting!(
+        "reasoning_effort",
+        "reasoning_effort",
+        reasoning_effort,
+        |_f, v| args.reasoning_effort = Some((*v).into()),
+        json!(args.reasoning_effort.map(crate::setup::flags::value_name))
+    );
+    setting!(
+        "reasoning_budget",
+        "reasoning_budget",
+        reasoning_budget,
+        |_f, v| args.reasoning_budget = Some(crate::setup::flags::check_reasoning_budget(*v)?),
+        json!(args.reasoning_budget)
+    );
+    setting!(
         "sandbox",
         "sandbox",
         sandbox,

@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use harnessx::PermissionLevel;
 use harnessx::agent::ToolChoice;
 use harnessx::agent::budget::{ModelPrice, RunLimits};
+use harnessx::agent::model::{ReasoningConfig, ReasoningEffort};
 use harnessx::mcp::{McpOptions, McpServer};
 
 use crate::error::CliError;
@@ -28,6 +29,16 @@ pub(crate) fn check_window(tokens: u64) -> Result<u64, CliError> {
         return Err(CliError::Usage(format!(
             "--context-window {tokens}: give the model's window in tokens, at least {MIN_CONTEXT_WINDOW} (e.g. 8192, 128000)"
         )));
+    }
+    Ok(tokens)
+}
+
+/// A file's `reasoning_budget`, checked as `--reasoning-budget` is.
+pub(crate) fn check_reasoning_budget(tokens: u32) -> Result<u32, CliError> {
+    if tokens == 0 {
+        return Err(CliError::Usage(
+            "reasoning_budget 0: give the most tokens to spend thinking, at least 1 (Anthropic takes 1024 and more; a smaller budget is raised to 1024)".into(),
+        ));
     }
     Ok(tokens)
 }
@@ -92,6 +103,37 @@ impl WebArgs {
     /// Whether any `--web-*` flag is given.
     pub(crate) fn given(&self) -> bool {
         self.web_allow_private || !self.web_allow.is_empty()
+    }
+}
+
+/// A reasoning effort as a flag value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Effort {
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+impl From<Effort> for ReasoningEffort {
+    fn from(e: Effort) -> Self {
+        match e {
+            Effort::Minimal => ReasoningEffort::Minimal,
+            Effort::Low => ReasoningEffort::Low,
+            Effort::Medium => ReasoningEffort::Medium,
+            Effort::High => ReasoningEffort::High,
+        }
+    }
+}
+
+impl From<ReasoningEffort> for Effort {
+    fn from(e: ReasoningEffort) -> Self {
+        match e {
+            ReasoningEffort::Minimal => Effort::Minimal,
+            ReasoningEffort::Low => Effort::Low,
+            ReasoningEffort::Medium => Effort::Medium,
+            ReasoningEffort::High => Effort::High,
+        }
     }
 }
 
@@ -261,6 +303,17 @@ pub(crate) struct AgentArgs {
     /// several (default: the provider's own, which allows them).
     #[arg(long, value_name = "true|false", value_parser = clap::value_parser!(bool))]
     pub(crate) parallel_tool_calls: Option<bool>,
+    /// How hard a reasoning model thinks before it answers: sent as OpenAI's
+    /// `reasoning_effort`; for Anthropic it stands for a thinking budget (minimal 1024,
+    /// low 2048, medium 8192, high 24576 tokens) unless --reasoning-budget gives one.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub(crate) reasoning_effort: Option<Effort>,
+    /// The most tokens a reasoning model may spend thinking: Anthropic's extended
+    /// thinking budget (at least 1024; the output limit is raised above it when needed);
+    /// for OpenAI it stands for an effort (up to 2048 low, up to 8192 medium, above high)
+    /// unless --reasoning-effort gives one.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) reasoning_budget: Option<u32>,
     /// A folder of skills (each a folder with a `SKILL.md`), repeatable: the agent gets
     /// the `Skill` tool and a list of the skills in its system prompt.
     #[arg(long, value_name = "DIR")]
@@ -357,6 +410,12 @@ impl AgentArgs {
         if let Some(parallel) = self.parallel_tool_calls {
             flag("--parallel-tool-calls", Some(parallel.to_string()));
         }
+        if let Some(effort) = self.reasoning_effort {
+            flag("--reasoning-effort", Some(value_name(effort)));
+        }
+        if let Some(budget) = self.reasoning_budget {
+            flag("--reasoning-budget", Some(budget.to_string()));
+        }
         for dir in &self.skills {
             flag("--skills", Some(dir.display().to_string()));
         }
@@ -439,6 +498,15 @@ impl AgentArgs {
         given
     }
 
+    /// The reasoning `--reasoning-effort` and `--reasoning-budget` ask for; `None`
+    /// without either (nothing sent).
+    pub(crate) fn reasoning(&self) -> Option<ReasoningConfig> {
+        (self.reasoning_effort.is_some() || self.reasoning_budget.is_some()).then(|| ReasoningConfig {
+            effort: self.reasoning_effort.map(ReasoningEffort::from),
+            budget_tokens: self.reasoning_budget,
+        })
+    }
+
     /// The run's limits as the flags give them (`--max-turns` always set).
     pub(crate) fn run_limits(&self) -> RunLimits {
         RunLimits { max_turns: Some(self.max_turns), ..self.limit_changes() }
@@ -517,6 +585,10 @@ mod tests {
             "read_file",
             "--parallel-tool-calls",
             "false",
+            "--reasoning-effort",
+            "minimal",
+            "--reasoning-budget",
+            "3000",
             "--skills",
             "skills",
             "--skills",
@@ -586,6 +658,9 @@ mod tests {
             &["--max-tokens", "1.5"],
             &["--price", "1"],
             &["--price", "1,x"],
+            &["--reasoning-effort", "extreme"],
+            &["--reasoning-budget", "0"],
+            &["--reasoning-budget", "-5"],
         ] {
             let args = std::iter::once("harnessx").chain(bad.iter().copied());
             assert!(Flags::try_parse_from(args).is_err(), "{bad:?}");
@@ -593,5 +668,20 @@ mod tests {
         let changes = parse(&["--max-tool-calls", "5"]).limit_changes();
         assert_eq!((changes.max_turns, changes.max_tool_calls), (None, Some(5)));
         assert_eq!(parse(&[]).run_limits().max_turns, Some(DEFAULT_MAX_TURNS));
+    }
+
+    #[test]
+    fn reasoning_flags_fill_the_reasoning_config() {
+        assert_eq!(parse(&[]).reasoning(), None);
+        let effort = parse(&["--reasoning-effort", "high"]).reasoning();
+        assert_eq!(
+            effort,
+            Some(ReasoningConfig { effort: Some(ReasoningEffort::High), budget_tokens: None })
+        );
+        let both = parse(&["--reasoning-budget", "4000", "--reasoning-effort", "low"]).reasoning();
+        assert_eq!(
+            both,
+            Some(ReasoningConfig { effort: Some(ReasoningEffort::Low), budget_tokens: Some(4000) })
+        );
     }
 }

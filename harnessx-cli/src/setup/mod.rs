@@ -431,6 +431,7 @@ fn agent_builder(
             stream,
             tool_choice: args.tool_choice.clone(),
             parallel_tool_calls: args.parallel_tool_calls,
+            reasoning: args.reasoning(),
             ..AgentConfig::default()
         });
     if let Some(prompt) = system_prompt(args)? {

@@ -158,7 +158,7 @@ fn cap_strings(value: &mut Value, len: usize, max_chars: usize) -> bool {
     let before = value.clone();
     // The marker line is counted in `each`; escapes may still push it over: checked.
     cut(value, each);
-    let fits = serde_json::to_string(value).map_or(false, |t| t.len() <= max_chars);
+    let fits = serde_json::to_string(value).is_ok_and(|t| t.len() <= max_chars);
     if !fits {
         *value = before;
     }
