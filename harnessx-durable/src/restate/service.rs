@@ -159,6 +159,8 @@ pub struct RunInput {
 
 #[derive(Deserialize)]
 #[serde(untagged)]
+// Read once per run and turned into a `RunInput` at once: boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
 enum RunInputWire {
     Prompt(String),
     Full {
