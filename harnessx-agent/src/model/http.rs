@@ -94,13 +94,35 @@ async fn error_body(mut response: reqwest::Response) -> String {
 /// 408, 429 and 5xx). The message is [`error_text`]: all the server said, on one line.
 pub(crate) fn status_error(status: u16, body: &str, provider: Provider) -> ModelError {
     let message = error_text(body);
-    if status == 401 || status == 403 {
+    if status == 401 || status == 403 || (status == 400 && google_key_refused(body)) {
         return auth_error(status, &message, provider);
     }
     if let Some(overflow) = crate::model::overflow::context_window_error(status, body, &message) {
         return overflow;
     }
     ModelError::Http { status, message }
+}
+
+/// Whether a Google API error says the key was refused: Gemini answers a bad key with
+/// HTTP 400 `INVALID_ARGUMENT` and a `google.rpc.ErrorInfo` detail of reason
+/// `API_KEY_INVALID`.
+fn google_key_refused(body: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        error: Error,
+    }
+    #[derive(serde::Deserialize)]
+    struct Error {
+        #[serde(default)]
+        details: Vec<Detail>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Detail {
+        #[serde(default)]
+        reason: Option<String>,
+    }
+    serde_json::from_str::<Body>(body)
+        .is_ok_and(|b| b.error.details.iter().any(|d| d.reason.as_deref() == Some("API_KEY_INVALID")))
 }
 
 fn auth_error(status: u16, message: &str, provider: Provider) -> ModelError {

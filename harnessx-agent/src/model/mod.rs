@@ -4,6 +4,8 @@
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
 pub mod function;
+#[cfg(feature = "gemini")]
+pub mod gemini;
 #[cfg(feature = "http")]
 mod http;
 pub mod message;
@@ -28,6 +30,8 @@ use serde::Serialize;
 #[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicModel;
 pub use function::FunctionModel;
+#[cfg(feature = "gemini")]
+pub use gemini::GeminiModel;
 pub use message::Message;
 #[cfg(feature = "openai")]
 pub use openai::OpenAiModel;
@@ -102,8 +106,9 @@ pub enum ModelError {
         message: String,
     },
     /// The provider refused the request as larger than the model's context window
-    /// (OpenAI's `context_length_exceeded`, Anthropic's `prompt is too long`, llama.cpp's
-    /// `exceed_context_size_error`, vLLM's `maximum context length`). A run compacts its
+    /// (OpenAI's `context_length_exceeded`, Anthropic's `prompt is too long`, Gemini's
+    /// `The input token count (N) exceeds the maximum number of tokens allowed (M)`,
+    /// llama.cpp's `exceed_context_size_error`, vLLM's `maximum context length`). A run compacts its
     /// history and retries once before failing with it.
     #[error("the request does not fit the model's context window: {message}")]
     ContextWindow {
