@@ -14,8 +14,8 @@ use std::io::Write;
 
 use futures_util::StreamExt;
 use harnessx::agent::{Agent, AgentConfig, AgentEvent};
-use harnessx::model::ReasoningConfig;
 use harnessx::model::GeminiModel;
+use harnessx::model::ReasoningConfig;
 use harnessx::{ToolDefinition, ToolHandler};
 use serde_json::json;
 

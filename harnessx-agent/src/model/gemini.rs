@@ -112,8 +112,7 @@ impl GeminiModel {
     /// The endpoint requests go to, streamed (`:streamGenerateContent?alt=sse`) or not.
     pub fn endpoint(&self, stream: bool) -> String {
         let versioned = self.base_url.ends_with("/v1beta") || self.base_url.ends_with("/v1");
-        let base =
-            if versioned { self.base_url.clone() } else { format!("{}/v1beta", self.base_url) };
+        let base = if versioned { self.base_url.clone() } else { format!("{}/v1beta", self.base_url) };
         let method = if stream { "streamGenerateContent?alt=sse" } else { "generateContent" };
         format!("{base}/models/{}:{method}", self.model)
     }
@@ -274,7 +273,9 @@ fn model_parts(content: &str, tool_calls: &[ToolCall], reasoning: &[Reasoning]) 
             Ok(SignedPart::Thought) => {
                 parts.push(json!({"text": piece.text, "thought": true, "thoughtSignature": signature}))
             }
-            Ok(SignedPart::Call { call }) if call < tool_calls.len() => call_signatures[call] = Some(signature),
+            Ok(SignedPart::Call { call }) if call < tool_calls.len() => {
+                call_signatures[call] = Some(signature)
+            }
             Ok(SignedPart::Text { start, end })
                 if start <= end && content.is_char_boundary(start) && content.is_char_boundary(end) =>
             {
@@ -413,7 +414,9 @@ fn walk_schema(schema: &Value, depth: usize) -> Value {
     for key in ["anyOf", "oneOf"] {
         if let Some(Value::Array(list)) = map.get(key) {
             for branch in list {
-                if branch.get("type").and_then(Value::as_str) == Some("null") && branch.as_object().map(Map::len) == Some(1) {
+                if branch.get("type").and_then(Value::as_str) == Some("null")
+                    && branch.as_object().map(Map::len) == Some(1)
+                {
                     nullable = true;
                 } else {
                     branches.push(walk_schema(branch, depth + 1));
@@ -728,7 +731,11 @@ impl GeminiDecoder {
         }
         if let Some(signature) = part.thought_signature {
             let end = self.content.len();
-            self.reasoning.push(signed(String::new(), signature, json!({"part": "text", "start": start, "end": end})));
+            self.reasoning.push(signed(
+                String::new(),
+                signature,
+                json!({"part": "text", "start": start, "end": end}),
+            ));
         }
         Ok(())
     }
@@ -828,8 +835,18 @@ mod tests {
         let messages = vec![
             Message::user("go"),
             Message::assistant("", vec![ToolCall::new("", "f", "[1]"), ToolCall::new("", "g", r#"{"a":1}"#)]),
-            Message::Tool { call_id: "call_1_0".into(), name: "f".into(), content: "bad".into(), is_error: true },
-            Message::Tool { call_id: "call_1_1".into(), name: "g".into(), content: "ok".into(), is_error: false },
+            Message::Tool {
+                call_id: "call_1_0".into(),
+                name: "f".into(),
+                content: "bad".into(),
+                is_error: true,
+            },
+            Message::Tool {
+                call_id: "call_1_1".into(),
+                name: "g".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
             Message::user("and?"),
             Message::assistant("", vec![]),
             Message::user(""),
