@@ -772,6 +772,37 @@ fn in_body_error(error: &Value) -> ModelError {
     }
 }
 
+/// A recorded `streamGenerateContent?alt=sse` body, parsed as the adapter parses a live
+/// one: the events it would stream (without [`ModelEvent::Done`]) and the response. For
+/// replaying recordings, and for measuring the parser (`benches/gemini_sse.rs`).
+///
+/// ```
+/// use harnessx_agent::model::gemini::parse_sse;
+/// use harnessx_agent::model::ModelEvent;
+///
+/// let body = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]},\"finishReason\":\"STOP\"}]}\r\n\r\n";
+/// let (events, response) = parse_sse(body).unwrap();
+/// assert_eq!(events, [ModelEvent::TextDelta("Hi".into())]);
+/// assert_eq!(response.content, "Hi");
+/// assert!(parse_sse(b"data: {\"candidates\":[]}\r\n\r\n").is_err()); // no finishReason
+/// ```
+pub fn parse_sse(body: &[u8]) -> Result<(Vec<ModelEvent>, ModelResponse), ModelError> {
+    let mut parser = crate::model::sse::SseParser::new();
+    let mut decoder = GeminiDecoder::default();
+    let mut events = Vec::new();
+    for event in parser.feed(body) {
+        decoder.event(event, &mut events)?;
+    }
+    // As a live stream: an unterminated last event is used when it is whole JSON.
+    if let Some(tail) =
+        parser.finish().filter(|e| serde_json::from_str::<serde::de::IgnoredAny>(e.data.trim()).is_ok())
+    {
+        decoder.event(tail, &mut events)?;
+    }
+    let response = decoder.finish(false)?;
+    Ok((events, response))
+}
+
 fn parse_chunk(data: &str) -> Result<Chunk, ModelError> {
     serde_json::from_str(data).map_err(|e| {
         ModelError::Protocol(format!(
