@@ -275,6 +275,10 @@ pub(crate) enum Step {
     /// Keep reading.
     More,
     /// The response is complete (`[DONE]`, `message_stop`).
+    #[cfg_attr(
+        not(any(feature = "openai", feature = "anthropic")),
+        allow(dead_code, reason = "Gemini streams have no end marker; only the other adapters say it")
+    )]
     Complete,
 }
 
@@ -483,6 +487,10 @@ pub(crate) fn arguments_object(arguments: &str) -> Option<serde_json::Map<String
 
 /// What makes the engine refuse a call whose arguments were cut off before any text
 /// arrived: an empty argument text would otherwise count as `{}` and the tool would run.
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(dead_code, reason = "Gemini sends a call's arguments whole, never cut off")
+)]
 pub(crate) const CUT_OFF_EMPTY_ARGUMENTS: &str = "{";
 
 #[cfg(test)]
