@@ -31,7 +31,7 @@ pub mod skills {}
 #[doc = include_str!("../docs/knowledge.md")]
 pub mod knowledge {}
 
-#[cfg(all(feature = "openai", feature = "anthropic"))]
+#[cfg(all(feature = "openai", feature = "anthropic", feature = "gemini"))]
 #[doc = include_str!("../docs/models.md")]
 pub mod models {}
 

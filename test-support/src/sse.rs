@@ -16,3 +16,9 @@ pub fn anthropic(events: &[Value]) -> String {
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("message")))
         .collect()
 }
+
+/// A Gemini stream (`streamGenerateContent?alt=sse`): one `data:` line per chunk, each
+/// ended by a blank line, `\r\n` as Google frames them; no end marker.
+pub fn gemini(chunks: &[Value]) -> String {
+    chunks.iter().map(|c| format!("data: {c}\r\n\r\n")).collect()
+}

@@ -138,7 +138,10 @@ const fn price(input: f64, cached_input: f64, cache_write: f64, output: f64) -> 
 
 /// USD per million tokens: input, cached input, cache write, output. OpenAI charges no
 /// extra for cache writes (its caching is automatic); Anthropic's writes are its
-/// five-minute ones (1.25 times input).
+/// five-minute ones (1.25 times input). Gemini's are the flat-priced models (its Pro
+/// models cost more above 200K prompt tokens, which one price cannot say, so they are
+/// left out); cached input is a tenth of input, writes are input (cache storage, billed
+/// per hour, is not counted).
 static BUILTIN: &[(&str, ModelPrice)] = &[
     ("gpt-5", price(1.25, 0.125, 1.25, 10.0)),
     ("gpt-5-mini", price(0.25, 0.025, 0.25, 2.0)),
@@ -160,6 +163,8 @@ static BUILTIN: &[(&str, ModelPrice)] = &[
     ("claude-3-7-sonnet", price(3.0, 0.3, 3.75, 15.0)),
     ("claude-haiku-4-5", price(1.0, 0.1, 1.25, 5.0)),
     ("claude-3-5-haiku", price(0.8, 0.08, 1.0, 4.0)),
+    ("gemini-2.5-flash", price(0.3, 0.03, 0.3, 2.5)),
+    ("gemini-2.5-flash-lite", price(0.1, 0.01, 0.1, 0.4)),
 ];
 
 /// Why a price given as text (`--price IN,OUT[,CACHED_IN]`) was refused.

@@ -27,6 +27,11 @@ const KNOWN: &[(&str, u64)] = &[
     ("claude-3-5-haiku", 200_000),
     ("claude-3-opus", 200_000),
     ("claude-3-haiku", 200_000),
+    // Google's model pages (and Gemini's own refusals: "maximum number of tokens allowed
+    // (1048576)" from gemini-2.5-pro); the Gemini 3 previews are not listed.
+    ("gemini-2.5-pro", 1_048_576),
+    ("gemini-2.5-flash", 1_048_576),
+    ("gemini-2.0-flash", 1_048_576),
 ];
 
 /// The window of `model` (e.g. `openai:gpt-4o-mini`, `claude-sonnet-4-5`), if known.
@@ -37,6 +42,7 @@ const KNOWN: &[(&str, u64)] = &[
 /// assert_eq!(known_window("openai:gpt-4o-mini"), Some(128_000));
 /// assert_eq!(known_window("gpt-4-0613"), Some(8_192));
 /// assert_eq!(known_window("anthropic:claude-sonnet-4-5"), Some(200_000));
+/// assert_eq!(known_window("gemini:gemini-2.5-flash"), Some(1_048_576));
 /// assert_eq!(known_window("openai:my-local-llama"), None);
 /// ```
 pub fn known_window(model: &str) -> Option<u64> {

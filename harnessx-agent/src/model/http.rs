@@ -94,13 +94,35 @@ async fn error_body(mut response: reqwest::Response) -> String {
 /// 408, 429 and 5xx). The message is [`error_text`]: all the server said, on one line.
 pub(crate) fn status_error(status: u16, body: &str, provider: Provider) -> ModelError {
     let message = error_text(body);
-    if status == 401 || status == 403 {
+    if status == 401 || status == 403 || (status == 400 && google_key_refused(body)) {
         return auth_error(status, &message, provider);
     }
     if let Some(overflow) = crate::model::overflow::context_window_error(status, body, &message) {
         return overflow;
     }
     ModelError::Http { status, message }
+}
+
+/// Whether a Google API error says the key was refused: Gemini answers a bad key with
+/// HTTP 400 `INVALID_ARGUMENT` and a `google.rpc.ErrorInfo` detail of reason
+/// `API_KEY_INVALID`.
+fn google_key_refused(body: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        error: Error,
+    }
+    #[derive(serde::Deserialize)]
+    struct Error {
+        #[serde(default)]
+        details: Vec<Detail>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Detail {
+        #[serde(default)]
+        reason: Option<String>,
+    }
+    serde_json::from_str::<Body>(body)
+        .is_ok_and(|b| b.error.details.iter().any(|d| d.reason.as_deref() == Some("API_KEY_INVALID")))
 }
 
 fn auth_error(status: u16, message: &str, provider: Provider) -> ModelError {
@@ -253,6 +275,10 @@ pub(crate) enum Step {
     /// Keep reading.
     More,
     /// The response is complete (`[DONE]`, `message_stop`).
+    #[cfg_attr(
+        not(any(feature = "openai", feature = "anthropic")),
+        allow(dead_code, reason = "Gemini streams have no end marker; only the other adapters say it")
+    )]
     Complete,
 }
 
@@ -461,6 +487,10 @@ pub(crate) fn arguments_object(arguments: &str) -> Option<serde_json::Map<String
 
 /// What makes the engine refuse a call whose arguments were cut off before any text
 /// arrived: an empty argument text would otherwise count as `{}` and the tool would run.
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(dead_code, reason = "Gemini sends a call's arguments whole, never cut off")
+)]
 pub(crate) const CUT_OFF_EMPTY_ARGUMENTS: &str = "{";
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 pub mod anthropic;
 pub mod fallback;
 pub mod function;
+#[cfg(feature = "gemini")]
+pub mod gemini;
 #[cfg(feature = "http")]
 mod http;
 pub mod message;
@@ -30,6 +32,8 @@ use serde::Serialize;
 pub use anthropic::AnthropicModel;
 pub use fallback::{Fallback, FallbackModel};
 pub use function::FunctionModel;
+#[cfg(feature = "gemini")]
+pub use gemini::GeminiModel;
 pub use message::Message;
 #[cfg(feature = "openai")]
 pub use openai::OpenAiModel;
@@ -109,8 +113,9 @@ pub enum ModelError {
         message: String,
     },
     /// The provider refused the request as larger than the model's context window
-    /// (OpenAI's `context_length_exceeded`, Anthropic's `prompt is too long`, llama.cpp's
-    /// `exceed_context_size_error`, vLLM's `maximum context length`). A run compacts its
+    /// (OpenAI's `context_length_exceeded`, Anthropic's `prompt is too long`, Gemini's
+    /// `The input token count (N) exceeds the maximum number of tokens allowed (M)`,
+    /// llama.cpp's `exceed_context_size_error`, vLLM's `maximum context length`). A run compacts its
     /// history and retries once before failing with it.
     #[error("the request does not fit the model's context window: {message}")]
     ContextWindow {

@@ -3,12 +3,14 @@
 //!
 //! The decision is made on a field where the provider has one: OpenAI's `code:
 //! "context_length_exceeded"`, llama.cpp's `type: "exceed_context_size_error"` (with
-//! `n_prompt_tokens` and `n_ctx`). Anthropic and vLLM say it only in words (Anthropic's
-//! `invalid_request_error` covers every bad request; vLLM's type is `BadRequestError`),
-//! so for them, and only inside a 400/413 answer, the message is matched against their
-//! wording: `prompt is too long: N tokens > M maximum` and `This model's maximum context
-//! length is M tokens. However, you requested N tokens …` (also `… your request has N
-//! input tokens`, `… your messages resulted in N tokens`).
+//! `n_prompt_tokens` and `n_ctx`). Anthropic, Gemini and vLLM say it only in words
+//! (Anthropic's `invalid_request_error` and Gemini's `INVALID_ARGUMENT` cover every bad
+//! request; vLLM's type is `BadRequestError`), so for them, and only inside a 400/413
+//! answer, the message is matched against their wording: `prompt is too long: N tokens >
+//! M maximum`, `The input token count (N) exceeds the maximum number of tokens allowed
+//! (M).` and `This model's maximum context length is M tokens. However, you requested N
+//! tokens …` (also `… your request has N input tokens`, `… your messages resulted in N
+//! tokens`).
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -68,12 +70,27 @@ pub(crate) fn context_window_error(status: u16, body: &str, message: &str) -> Op
         (error.n_ctx, error.n_prompt_tokens)
     } else if let Some(rest) = text.strip_prefix("prompt is too long") {
         anthropic_numbers(rest)
+    } else if let Some(rest) = text.strip_prefix(GEMINI_WORDING).filter(|r| r.contains(GEMINI_EXCEEDS)) {
+        gemini_numbers(rest)
     } else if text.contains("maximum context length is") {
         openai_numbers(&text)
     } else {
         return None;
     };
     Some(ModelError::ContextWindow { message: message.to_owned(), limit, requested })
+}
+
+/// How Gemini's refusal begins (`INVALID_ARGUMENT`, HTTP 400).
+const GEMINI_WORDING: &str = "The input token count";
+const GEMINI_EXCEEDS: &str = "exceeds the maximum number of tokens allowed";
+
+/// ` (1200293) exceeds the maximum number of tokens allowed (1048576).` -> (limit,
+/// requested).
+fn gemini_numbers(rest: &str) -> (Option<u64>, Option<u64>) {
+    match numbers(rest).as_slice() {
+        [requested, limit, ..] => (Some(*limit), Some(*requested)),
+        _ => (None, None),
+    }
 }
 
 /// `: 210000 tokens > 200000 maximum` -> (limit, requested).
@@ -119,6 +136,18 @@ mod tests {
     fn anthropic_prompt_is_too_long() {
         let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208326 tokens > 200000 maximum"}}"#;
         assert_eq!(classify(400, body), Some((Some(200000), Some(208326))));
+    }
+
+    #[test]
+    fn gemini_input_token_count_exceeds() {
+        // As google-gemini/gemini-cli issue 6678 quotes it (gemini-2.5-pro).
+        let body = r#"{"error":{"code":400,"message":"The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).","errors":[{"message":"The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).","domain":"global","reason":"badRequest"}],"status":"INVALID_ARGUMENT"}}"#;
+        assert_eq!(classify(400, body), Some((Some(1048576), Some(1200293))));
+        let bare = r#"{"error":{"code":400,"message":"The input token count (81881) exceeds the maximum number of tokens allowed (65536).","status":"INVALID_ARGUMENT"}}"#;
+        assert_eq!(classify(400, bare), Some((Some(65536), Some(81881))));
+        // Another INVALID_ARGUMENT is not an overflow.
+        let other = r#"{"error":{"code":400,"message":"The input token count is not a number","status":"INVALID_ARGUMENT"}}"#;
+        assert_eq!(classify(400, other), None);
     }
 
     #[test]

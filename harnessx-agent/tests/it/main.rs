@@ -13,7 +13,7 @@ mod agent_mcp;
 mod agent_prompt_cache;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod budgets;
-#[cfg(any(feature = "openai", feature = "anthropic"))]
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod common;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod context;
@@ -24,6 +24,8 @@ mod knowledge;
 mod models_agent;
 #[cfg(feature = "anthropic")]
 mod models_anthropic;
+#[cfg(feature = "gemini")]
+mod models_gemini;
 #[cfg(feature = "openai")]
 mod models_openai;
 #[cfg(all(feature = "openai", feature = "anthropic"))]

@@ -15,7 +15,7 @@ use harnessx::builtin::sandbox::{BubblewrapSandbox, LocalSandbox};
 use harnessx::catalog::{self, BuiltinItem, BuiltinOptions};
 use harnessx::durable::restate::WorkerConfig;
 use harnessx::mcp::{McpConnection, McpError, register_mcp};
-use harnessx::model::{AnthropicModel, Model, OpenAiModel, TestModel};
+use harnessx::model::{AnthropicModel, GeminiModel, Model, OpenAiModel, TestModel};
 use harnessx::{PermissionLevel, PermissionManager, Sandbox, ToolRegistry};
 
 use self::flags::{AgentArgs, McpArgs, PermissionArgs, SandboxArgs, SandboxKind, WebArgs};
@@ -25,7 +25,7 @@ use crate::terminal;
 
 /// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
 /// answers for a real model's.
-pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls the tools the way a person exploring this folder would (list it, glob and grep for the words of the prompt, read a file it found) and reports what came back. Pick a real model with --model openai:MODEL or --model anthropic:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
+pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls the tools the way a person exploring this folder would (list it, glob and grep for the words of the prompt, read a file it found) and reports what came back. Pick a real model with --model openai:MODEL, --model anthropic:MODEL or --model gemini:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
 
 /// Where, under the base path, capped tool results are saved whole.
 pub(crate) const RESULTS_DIR: &str = ".harnessx/results";
@@ -281,6 +281,7 @@ enum ModelFlag {
     Test,
     OpenAi(OpenAiModel),
     Anthropic(AnthropicModel),
+    Gemini(GeminiModel),
 }
 
 impl ModelFlag {
@@ -290,7 +291,9 @@ impl ModelFlag {
         match provider {
             "test" if name.is_empty() => {
                 if base_url.is_some() {
-                    return Err(CliError::Usage("--base-url needs an openai: or anthropic: model".into()));
+                    return Err(CliError::Usage(
+                        "--base-url needs an openai:, anthropic: or gemini: model".into(),
+                    ));
                 }
                 errln!("{TEST_MODEL_NOTICE}");
                 Ok(Self::Test)
@@ -311,8 +314,15 @@ impl ModelFlag {
                 }
                 Ok(Self::Anthropic(model))
             }
+            "gemini" if !name.is_empty() => {
+                let mut model = GeminiModel::new(name);
+                if let Some(url) = base_url {
+                    model = model.base_url(url);
+                }
+                Ok(Self::Gemini(model))
+            }
             _ => Err(CliError::Usage(format!(
-                "unknown model \"{spec}\": use test, openai:MODEL or anthropic:MODEL (e.g. openai:gpt-4o)"
+                "unknown model \"{spec}\": use test, openai:MODEL, anthropic:MODEL or gemini:MODEL (e.g. openai:gpt-4o)"
             ))),
         }
     }
@@ -328,6 +338,7 @@ impl ModelFlag {
                 None => Arc::new(model),
             },
             Self::Anthropic(model) => Arc::new(model),
+            Self::Gemini(model) => Arc::new(model),
         }
     }
 }

@@ -1,18 +1,19 @@
-//! `harnessx run` against loopback OpenAI-compatible and Anthropic servers: two parallel
-//! tool calls, results sent back in call order, streaming and not.
+//! `harnessx run` against loopback OpenAI-compatible, Anthropic and Gemini servers: two
+//! parallel tool calls, results sent back in call order, streaming and not.
 
 use std::path::Path;
 use std::process::Output;
 
 use harnessx_test_support::bin::{Binary, json_lines};
 use harnessx_test_support::server::{Reply, Server};
-use harnessx_test_support::sse::{anthropic as anthropic_sse, openai as sse};
+use harnessx_test_support::sse::{anthropic as anthropic_sse, gemini as gemini_sse, openai as sse};
 use serde_json::{Value, json};
 
 fn run(dir: &Path, args: &[&str]) -> Output {
     Binary::new(env!("CARGO_BIN_EXE_harnessx"))
         .env("OPENAI_API_KEY", "test-key")
         .env("ANTHROPIC_API_KEY", "test-key")
+        .env("GEMINI_API_KEY", "test-key")
         .run(dir, args)
 }
 
@@ -159,6 +160,41 @@ fn anthropic_streaming_run_merges_both_results_into_one_user_turn_in_call_order(
         .map(|b| &b["tool_use_id"])
         .collect();
     assert_eq!(ids, ["call_1", "call_2"]);
+}
+
+#[test]
+fn gemini_run_names_the_calls_and_sends_both_results_back_by_name_in_call_order() {
+    let dir = workspace();
+    let tool_turn = gemini_sse(&[json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": "list_directory", "args": {}}, "thoughtSignature": "c2ln"},
+            {"functionCall": {"name": "read_file", "args": {"path": "notes.txt"}}}
+        ]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 10}})]);
+    let final_turn = gemini_sse(&[
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "All "}]}}]}),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "done."}]}, "finishReason": "STOP"}]}),
+    ]);
+    let server = Server::start(vec![Reply::event_stream(tool_turn), Reply::event_stream(final_turn)]);
+    let out = run(
+        dir.path(),
+        &["run", "Read my notes.", "--model", "gemini:gemini-2.5-flash", "--base-url", &server.url, "--json"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events = events(&out);
+    let starts: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_start")
+        .map(|e| (e["call_id"].as_str().unwrap(), e["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(starts, [("call_1_0", "list_directory"), ("call_1_1", "read_file")]);
+    assert_eq!(events.last().unwrap()["output"], "All done.");
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
+    assert_eq!(requests[0].header("x-goog-api-key"), Some("test-key"));
+    let contents = requests[1].body["contents"].as_array().unwrap();
+    assert_eq!(contents[1]["parts"][0]["thoughtSignature"], "c2ln");
+    let names: Vec<&Value> =
+        contents[2]["parts"].as_array().unwrap().iter().map(|p| &p["functionResponse"]["name"]).collect();
+    assert_eq!(names, ["list_directory", "read_file"]);
 }
 
 #[test]
