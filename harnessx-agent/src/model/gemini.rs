@@ -844,6 +844,7 @@ impl Decoder for GeminiDecoder {
             finish_reason,
             usage: self.usage.usage(),
             reasoning: self.reasoning,
+            model: None,
         })
     }
 

@@ -328,6 +328,7 @@ async fn request_body_pins_tools_tool_config_thinking_and_output() {
             native: true,
         }),
         reasoning: Some(ReasoningConfig { effort: Some(ReasoningEffort::Low), budget_tokens: None }),
+        prompt_cache_key: None,
     };
     collect(model(&server).stream(&request)).await.1.unwrap();
     let recorded = &server.requests()[0];

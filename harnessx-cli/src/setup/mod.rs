@@ -353,7 +353,7 @@ fn fallback_spec(value: &str) -> Result<(&str, Option<&str>), CliError> {
     };
     if spec.trim().is_empty() || spec == "test" || spec.starts_with("test:") {
         return Err(CliError::Usage(format!(
-            "--fallback-model {value}: give a provider's model, openai:MODEL or anthropic:MODEL, optionally @BASE_URL"
+            "--fallback-model {value}: give a provider's model, openai:MODEL, anthropic:MODEL or gemini:MODEL, optionally @BASE_URL"
         )));
     }
     Ok((spec, url))
