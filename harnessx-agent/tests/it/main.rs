@@ -24,6 +24,8 @@ mod models_agent;
 mod models_anthropic;
 #[cfg(feature = "openai")]
 mod models_openai;
+#[cfg(feature = "openai")]
+mod models_responses;
 mod output;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod output_providers;
