@@ -212,10 +212,11 @@ impl McpArgs {
 /// other tools or another model), and every worker of a cluster has the same.
 #[derive(Debug, Args)]
 pub(crate) struct AgentArgs {
-    /// `test` (no network, the default), `openai:MODEL` or `anthropic:MODEL`.
+    /// `test` (no network, the default), `openai:MODEL`, `openai-responses:MODEL` (OpenAI's
+    /// Responses API) or `anthropic:MODEL`.
     #[arg(long, default_value = "test", value_name = "MODEL")]
     pub(crate) model: String,
-    /// Base URL of an OpenAI-compatible or Anthropic API (e.g. a local vLLM, llama.cpp or Ollama server).
+    /// Base URL of an OpenAI-compatible, OpenAI Responses or Anthropic API (e.g. a local vLLM, llama.cpp or Ollama server).
     #[arg(long, value_name = "URL")]
     pub(crate) base_url: Option<String>,
     /// Built-in tools or bundles, comma-separated (default: filesystem).
