@@ -355,6 +355,8 @@ enum Kind {
     ArgumentsDone,
     #[serde(rename = "response.reasoning_summary_text.delta")]
     ReasoningDelta,
+    #[serde(rename = "response.reasoning_summary_part.added")]
+    ReasoningPartAdded,
     #[serde(rename = "response.completed")]
     Completed,
     #[serde(rename = "response.incomplete")]
@@ -375,6 +377,8 @@ struct WireEvent {
     #[serde(rename = "type")]
     kind: Option<Kind>,
     output_index: Option<u64>,
+    /// Which part of a reasoning summary a `reasoning_summary_part.added` starts.
+    summary_index: Option<u64>,
     delta: Option<String>,
     arguments: Option<String>,
     /// An output item, kept as received (a reasoning item goes back byte for byte).
@@ -703,6 +707,8 @@ impl Decoder for ResponsesDecoder {
         };
         let kind = match wire.kind {
             Some(kind) => kind,
+            // No type at all but an error: a gateway's error in the stream.
+            None if wire.error.as_ref().is_some_and(|e| !e.is_null()) => Kind::Error,
             None => Kind::deserialize(serde::de::value::StrDeserializer::<serde::de::value::Error>::new(
                 &event.event,
             ))
@@ -714,6 +720,11 @@ impl Decoder for ResponsesDecoder {
                 self.refused |= kind == Kind::RefusalDelta;
                 self.text(wire.output_index, wire.delta.as_deref().unwrap_or_default(), out);
             }
+            // The parts of a summary are joined by a blank line, streamed or not.
+            Kind::ReasoningPartAdded if wire.summary_index.is_some_and(|i| i > 0) => {
+                out.push(ModelEvent::ReasoningDelta("\n\n".into()));
+            }
+            Kind::ReasoningPartAdded => {}
             Kind::ReasoningDelta => {
                 if let Some(delta) = wire.delta.filter(|d| !d.is_empty()) {
                     out.push(ModelEvent::ReasoningDelta(delta));
@@ -884,6 +895,46 @@ mod tests {
             assert!(matches!(&e, ModelError::Protocol(m) if m.contains("Responses API")), "{bad}: {e:?}");
         }
         assert!(out.is_empty());
+    }
+
+    fn feed(d: &mut ResponsesDecoder, events: &[Value]) -> Result<Vec<ModelEvent>, ModelError> {
+        let mut out = Vec::new();
+        for e in events {
+            d.event(SseEvent { event: String::new(), data: e.to_string(), id: None }, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn summary_parts_stream_and_join_with_a_blank_line() {
+        let mut d = ResponsesDecoder::default();
+        let item = json!({"id": "rs", "type": "reasoning", "encrypted_content": "e",
+            "summary": [{"type": "summary_text", "text": "One."}, {"type": "summary_text", "text": "Two."}]});
+        let out = feed(&mut d, &[
+            json!({"type": "response.reasoning_summary_part.added", "output_index": 0, "summary_index": 0}),
+            json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "One."}),
+            json!({"type": "response.reasoning_summary_part.added", "output_index": 0, "summary_index": 1}),
+            json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 1, "delta": "Two."}),
+            json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ])
+        .unwrap();
+        let streamed: String = out
+            .iter()
+            .map(|e| match e {
+                ModelEvent::ReasoningDelta(t) => t.as_str(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let response = d.finish(true).unwrap();
+        assert_eq!(streamed, "One.\n\nTwo.");
+        assert_eq!(response.reasoning[0].text, streamed);
+    }
+
+    #[test]
+    fn an_untyped_error_in_the_stream_is_an_error() {
+        let mut d = ResponsesDecoder::default();
+        let e = feed(&mut d, &[json!({"error": {"message": "upstream timed out", "type": "server_error"}})]).unwrap_err();
+        assert!(matches!(&e, ModelError::Http { status: 500, message } if message.contains("upstream timed out")), "{e:?}");
     }
 
     #[test]
