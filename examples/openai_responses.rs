@@ -48,7 +48,8 @@ async fn main() {
             Ok(sum.to_string().into())
         }),
     );
-    let reasoning = reasons.then_some(ReasoningConfig { effort: Some(ReasoningEffort::Low), budget_tokens: None });
+    let reasoning =
+        reasons.then_some(ReasoningConfig { effort: Some(ReasoningEffort::Low), budget_tokens: None });
     let agent = Agent::builder()
         .model(model)
         .system_prompt("Use the add tool for arithmetic. Answer in one sentence.")

@@ -28,14 +28,16 @@ fn responses_text() -> Vec<u8> {
         events.push(json!({"type": "response.output_text.delta", "sequence_number": i + 2, "item_id": "msg_01830d662ab3856501693c32183a488190a612c410a0a39823", "output_index": 0, "content_index": 0, "delta": " word", "logprobs": [], "obfuscation": "o6siFnnjPfOpq"}));
     }
     events.push(json!({"type": "response.completed", "sequence_number": DELTAS + 2, "response": {"id": "resp_1", "status": "completed", "output": [], "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": DELTAS, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": DELTAS + 10}}}));
-    events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect::<String>().into_bytes()
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect::<String>()
+        .into_bytes()
 }
 
 /// The same deltas as Chat Completions chunks.
 fn chat_text() -> Vec<u8> {
-    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
-        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o", "system_fingerprint": "fp_1", "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
-    };
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o", "system_fingerprint": "fp_1", "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]});
     let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), json!(null))];
     events.extend((0..DELTAS).map(|_| chunk(json!({"content": " word"}), json!(null))));
     events.push(chunk(json!({}), json!("stop")));
@@ -45,7 +47,9 @@ fn chat_text() -> Vec<u8> {
 fn bench(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let request = ModelRequest { messages: vec![Message::user("hello")], ..ModelRequest::default() };
-    let recorded = harnessx_test_support::fixture_bytes("transcripts/openai_responses/reasoning_calculator_turn0.derived.sse");
+    let recorded = harnessx_test_support::fixture_bytes(
+        "transcripts/openai_responses/reasoning_calculator_turn0.derived.sse",
+    );
     let mut group = c.benchmark_group("responses_sse");
     for (name, body, responses) in [
         ("responses_recorded_reasoning_call", recorded, true),

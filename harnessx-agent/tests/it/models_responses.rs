@@ -156,7 +156,12 @@ async fn reasoning_goes_back_byte_for_byte_before_its_call() {
         messages: vec![
             Message::user("hello"),
             Message::assistant_with_reasoning("", vec![call.clone()], reasoning),
-            Message::Tool { call_id: call.id.clone(), name: call.name.clone(), content: "19".into(), is_error: false },
+            Message::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: "19".into(),
+                is_error: false,
+            },
         ],
         ..ModelRequest::default()
     };
@@ -209,11 +214,15 @@ async fn non_streamed_answer_with_reasoning_and_usage() {
 #[tokio::test]
 async fn error_event_mid_stream_is_an_error_at_every_split() {
     for split in SPLITS {
-        let server = Server::start(vec![Reply::sse(recording("error_insufficient_quota.derived.sse"), split)]);
+        let server =
+            Server::start(vec![Reply::sse(recording("error_insufficient_quota.derived.sse"), split)]);
         let (_, outcome) = collect(model(&server).stream(&hello())).await;
         match outcome {
             Err(ModelError::Protocol(m)) => {
-                assert!(m.contains("You exceeded your current quota") && m.contains("insufficient_quota"), "{m}");
+                assert!(
+                    m.contains("You exceeded your current quota") && m.contains("insufficient_quota"),
+                    "{m}"
+                );
                 assert!(m.contains("OpenAI Responses API"), "{m}");
             }
             other => panic!("split {split:?}: {other:?}"),
@@ -222,7 +231,11 @@ async fn error_event_mid_stream_is_an_error_at_every_split() {
 }
 
 fn sse(events: &[Value]) -> Vec<u8> {
-    events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect::<String>().into_bytes()
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect::<String>()
+        .into_bytes()
 }
 
 fn text_start() -> Vec<Value> {
@@ -283,7 +296,9 @@ async fn context_window_refusal_is_a_context_window_error() {
     let server = Server::start(vec![Reply::json(400, body)]);
     let (_, outcome) = collect(model(&server).stream(&hello())).await;
     match outcome.unwrap_err() {
-        ModelError::ContextWindow { message, .. } => assert!(message.contains("exceeds the context window"), "{message}"),
+        ModelError::ContextWindow { message, .. } => {
+            assert!(message.contains("exceeds the context window"), "{message}")
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -295,7 +310,10 @@ async fn bad_key_and_server_errors_take_the_shared_path() {
         r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#,
     )]);
     let e = model(&server).complete(&hello()).await.unwrap_err();
-    assert!(matches!(&e, ModelError::Auth(m) if m.contains("OPENAI_API_KEY") && m.contains("Responses")), "{e:?}");
+    assert!(
+        matches!(&e, ModelError::Auth(m) if m.contains("OPENAI_API_KEY") && m.contains("Responses")),
+        "{e:?}"
+    );
     let server = Server::start(vec![Reply::json(503, "upstream unavailable")]);
     let e = model(&server).complete(&hello()).await.unwrap_err();
     assert!(matches!(e, ModelError::Http { status: 503, .. }) && e.is_retryable(), "{e:?}");
@@ -341,7 +359,10 @@ async fn stream_cut_before_any_call_is_a_retryable_transport_error() {
 async fn malformed_unknown_huge_and_deep_events() {
     // Unknown types, whatever their shape, are skipped.
     let mut events = text_start();
-    events.insert(1, json!({"type": "response.something_new", "delta": {"not": "a string"}, "output_index": "x"}));
+    events.insert(
+        1,
+        json!({"type": "response.something_new", "delta": {"not": "a string"}, "output_index": "x"}),
+    );
     events.push(json!({"type": "response.completed", "response": {"status": "completed"}}));
     let server = Server::start(vec![Reply::sse(sse(&events), Some(3))]);
     let (_, outcome) = collect(model(&server).stream(&hello())).await;
@@ -414,11 +435,24 @@ fn request_body_with_tools_choice_reasoning_and_output_is_pinned() {
             Message::user("12 + 7?"),
             Message::assistant_with_reasoning(
                 "Adding.",
-                vec![ToolCall::new("call_1", "calculator", r#"{"a":12,"b":7}"#), ToolCall::new("call_2", "calculator", "{\"a\":")],
+                vec![
+                    ToolCall::new("call_1", "calculator", r#"{"a":12,"b":7}"#),
+                    ToolCall::new("call_2", "calculator", "{\"a\":"),
+                ],
                 vec![Reasoning::new("anthropic", "hidden")],
             ),
-            Message::Tool { call_id: "call_1".into(), name: "calculator".into(), content: "19".into(), is_error: false },
-            Message::Tool { call_id: "call_2".into(), name: "calculator".into(), content: "Error: bad arguments".into(), is_error: true },
+            Message::Tool {
+                call_id: "call_1".into(),
+                name: "calculator".into(),
+                content: "19".into(),
+                is_error: false,
+            },
+            Message::Tool {
+                call_id: "call_2".into(),
+                name: "calculator".into(),
+                content: "Error: bad arguments".into(),
+                is_error: true,
+            },
         ],
         tools: vec![calculator()],
         max_tokens: Some(256),
@@ -453,8 +487,15 @@ fn request_body_with_tools_choice_reasoning_and_output_is_pinned() {
     // Without tools, no tool choice; not streamed, no `stream`; a model that does not
     // reason, no `include`; the other choices.
     let plain = OpenAiResponsesModel::new("gpt-4o").encrypted_reasoning(false).request_body(&hello(), false);
-    assert_eq!(plain, json!({"model": "gpt-4o", "input": [{"role": "user", "content": "hello"}], "store": false}));
-    for (choice, wire) in [(ToolChoice::Auto, json!("auto")), (ToolChoice::Required, json!("required")), (ToolChoice::None, json!("none"))] {
+    assert_eq!(
+        plain,
+        json!({"model": "gpt-4o", "input": [{"role": "user", "content": "hello"}], "store": false})
+    );
+    for (choice, wire) in [
+        (ToolChoice::Auto, json!("auto")),
+        (ToolChoice::Required, json!("required")),
+        (ToolChoice::None, json!("none")),
+    ] {
         let request = ModelRequest { tools: vec![calculator()], tool_choice: choice, ..hello() };
         let body = OpenAiResponsesModel::new("m").request_body(&request, false);
         assert_eq!(body["tool_choice"], wire);
@@ -467,8 +508,12 @@ fn request_body_with_tools_choice_reasoning_and_output_is_pinned() {
 /// Responses one (same request, the body it always sent).
 #[test]
 fn chat_completions_body_is_unchanged() {
-    let request = ModelRequest { tools: vec![calculator()], reasoning: Some(ReasoningConfig::default()), ..hello() };
-    let body = OpenAiModel::new("gpt-4o").base_url("https://api.openai.com/v1").request_body(&request, true).to_string();
+    let request =
+        ModelRequest { tools: vec![calculator()], reasoning: Some(ReasoningConfig::default()), ..hello() };
+    let body = OpenAiModel::new("gpt-4o")
+        .base_url("https://api.openai.com/v1")
+        .request_body(&request, true)
+        .to_string();
     assert_eq!(
         body,
         r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}],"tools":[{"type":"function","function":{"name":"calculator","description":"Basic arithmetic.","parameters":{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"},"op":{"type":"string"}},"required":["a","b"]}}}],"stream":true,"stream_options":{"include_usage":true}}"#
@@ -523,5 +568,8 @@ async fn agent_runs_a_tool_round_trip() {
     let input = bodies[1]["input"].as_array().unwrap();
     let kinds: Vec<&str> = input.iter().map(|i| i["type"].as_str().unwrap_or("user")).collect();
     assert_eq!(kinds, ["user", "reasoning", "function_call", "function_call_output"]);
-    assert_eq!(input[3], json!({"type": "function_call_output", "call_id": "call_AB6AaRZ1FYZB2RwS6A5vbdqn", "output": "19"}));
+    assert_eq!(
+        input[3],
+        json!({"type": "function_call_output", "call_id": "call_AB6AaRZ1FYZB2RwS6A5vbdqn", "output": "19"})
+    );
 }

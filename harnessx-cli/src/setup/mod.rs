@@ -291,7 +291,9 @@ impl ModelFlag {
         match provider {
             "test" if name.is_empty() => {
                 if base_url.is_some() {
-                    return Err(CliError::Usage("--base-url needs an openai:, openai-responses: or anthropic: model".into()));
+                    return Err(CliError::Usage(
+                        "--base-url needs an openai:, openai-responses: or anthropic: model".into(),
+                    ));
                 }
                 errln!("{TEST_MODEL_NOTICE}");
                 Ok(Self::Test)

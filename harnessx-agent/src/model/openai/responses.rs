@@ -632,7 +632,12 @@ impl ResponsesDecoder {
         self.calls[position].done = true;
     }
 
-    fn item_added(&mut self, output_index: u64, item: &Value, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+    fn item_added(
+        &mut self,
+        output_index: u64,
+        item: &Value,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
         if let Item::FunctionCall { call_id, name, arguments } = Item::of(item)? {
             let position = self.call(output_index, &call_id, &name, out);
             self.arguments(position, &arguments, out);
@@ -640,7 +645,12 @@ impl ResponsesDecoder {
         Ok(())
     }
 
-    fn item_done(&mut self, output_index: u64, item: Value, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+    fn item_done(
+        &mut self,
+        output_index: u64,
+        item: Value,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
         match Item::of(&item)? {
             Item::Message { content } if !self.streamed_text.contains(&output_index) => {
                 for part in content {
@@ -747,7 +757,9 @@ impl Decoder for ResponsesDecoder {
                     )));
                 };
                 match kind {
-                    Kind::ArgumentsDelta => self.arguments(position, wire.delta.as_deref().unwrap_or_default(), out),
+                    Kind::ArgumentsDelta => {
+                        self.arguments(position, wire.delta.as_deref().unwrap_or_default(), out)
+                    }
                     _ => self.whole_arguments(position, wire.arguments.as_deref().unwrap_or_default(), out),
                 }
             }
@@ -760,7 +772,10 @@ impl Decoder for ResponsesDecoder {
                 let error = wire.response.and_then(|r| r.error).filter(|e| !e.is_null());
                 return Err(match error {
                     Some(error) => reported_error(&error),
-                    None => ModelError::Protocol(format!("the {} failed the response without saying why", PROVIDER.name)),
+                    None => ModelError::Protocol(format!(
+                        "the {} failed the response without saying why",
+                        PROVIDER.name
+                    )),
                 });
             }
             Kind::Error => {
@@ -819,7 +834,10 @@ impl Decoder for ResponsesDecoder {
         if response.status.as_deref() == Some("failed") {
             return Err(match response.error.as_ref().filter(|e| !e.is_null()) {
                 Some(error) => reported_error(error),
-                None => ModelError::Protocol(format!("the {} failed the response without saying why", PROVIDER.name)),
+                None => ModelError::Protocol(format!(
+                    "the {} failed the response without saying why",
+                    PROVIDER.name
+                )),
             });
         }
         let mut decoder = Self::default();
@@ -933,8 +951,12 @@ mod tests {
     #[test]
     fn an_untyped_error_in_the_stream_is_an_error() {
         let mut d = ResponsesDecoder::default();
-        let e = feed(&mut d, &[json!({"error": {"message": "upstream timed out", "type": "server_error"}})]).unwrap_err();
-        assert!(matches!(&e, ModelError::Http { status: 500, message } if message.contains("upstream timed out")), "{e:?}");
+        let e = feed(&mut d, &[json!({"error": {"message": "upstream timed out", "type": "server_error"}})])
+            .unwrap_err();
+        assert!(
+            matches!(&e, ModelError::Http { status: 500, message } if message.contains("upstream timed out")),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -943,9 +965,13 @@ mod tests {
         assert!(matches!(e, ModelError::Http { status: 429, .. }) && e.is_retryable(), "{e:?}");
         let e = reported_error(&json!({"code": "server_error", "message": "oops"}));
         assert!(matches!(e, ModelError::Http { status: 500, .. }) && e.is_retryable(), "{e:?}");
-        let e = reported_error(&json!({"code": "context_length_exceeded", "message": "Your input exceeds the context window of this model."}));
+        let e = reported_error(
+            &json!({"code": "context_length_exceeded", "message": "Your input exceeds the context window of this model."}),
+        );
         assert!(matches!(e, ModelError::ContextWindow { .. }), "{e:?}");
-        let e = reported_error(&json!({"type": "insufficient_quota", "code": "insufficient_quota", "message": "You exceeded your current quota"}));
+        let e = reported_error(
+            &json!({"type": "insufficient_quota", "code": "insufficient_quota", "message": "You exceeded your current quota"}),
+        );
         assert!(
             matches!(&e, ModelError::Protocol(m) if m.contains("You exceeded your current quota (insufficient_quota)")),
             "{e:?}"
