@@ -246,9 +246,12 @@ fn text_start() -> Vec<Value> {
     ]
 }
 
+/// What an error must be.
+type Check = fn(&ModelError) -> bool;
+
 #[tokio::test]
 async fn reported_failures_map_to_their_errors() {
-    let cases: Vec<(Value, fn(&ModelError) -> bool)> = vec![
+    let cases: Vec<(Value, Check)> = vec![
         // As OpenAI documents the `error` event: its fields beside the type.
         (
             json!({"type": "error", "code": "rate_limit_exceeded", "message": "Rate limit reached", "param": null}),
