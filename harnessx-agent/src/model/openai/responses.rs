@@ -3,7 +3,7 @@
 //! model's reasoning travels in it as the encrypted `reasoning` items the API returned.
 //!
 //! The wire format is read into `#[derive(Deserialize)]` structs, not indexed by hand.
-//! A stream event is one flat struct ([`WireEvent`]) whose `type` is an enum with a
+//! A stream event is one flat struct (`WireEvent`) whose `type` is an enum with a
 //! catch-all, so an event type added later is skipped; an event of a known type that
 //! does not have the shape it should is a [`ModelError::Protocol`] naming it. serde_json
 //! bounds the nesting of what it parses (128 levels), so no answer recurses without end.
