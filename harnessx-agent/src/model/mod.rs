@@ -36,7 +36,7 @@ pub use function::FunctionModel;
 pub use gemini::GeminiModel;
 pub use message::Message;
 #[cfg(feature = "openai")]
-pub use openai::OpenAiModel;
+pub use openai::{OpenAiModel, OpenAiResponsesModel};
 pub use reasoning::{Reasoning, ReasoningConfig, ReasoningEffort};
 pub use response::{FinishReason, ModelEvent, ModelResponse, Usage};
 pub use test_model::TestModel;

@@ -1,5 +1,6 @@
 //! [`OpenAiModel`]: the OpenAI Chat Completions API and the servers that speak it (vLLM,
-//! llama.cpp's `llama-server`, Ollama, Groq, DeepSeek, ...).
+//! llama.cpp's `llama-server`, Ollama, Groq, DeepSeek, ...); [`OpenAiResponsesModel`]: the
+//! Responses API ([`responses`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,8 +19,10 @@ use harnessx_core::ToolCall;
 use harnessx_core::ToolSpec;
 
 mod compatible;
+pub mod responses;
 
 use compatible::{Host, Learned};
+pub use responses::OpenAiResponsesModel;
 
 /// The default base URL.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";

@@ -29,14 +29,16 @@ pub struct Usage {
     /// Output (completion) tokens, reasoning included.
     pub output_tokens: u64,
     /// Input tokens read from the provider's prompt cache (OpenAI
-    /// `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`); part
+    /// `prompt_tokens_details.cached_tokens`, OpenAI Responses
+    /// `input_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`); part
     /// of [`input_tokens`](Self::input_tokens).
     pub cached_input_tokens: u64,
     /// Input tokens written to the provider's prompt cache (Anthropic
     /// `cache_creation_input_tokens`); part of [`input_tokens`](Self::input_tokens).
     pub cache_write_tokens: u64,
     /// Output tokens spent reasoning, where the provider says (OpenAI
-    /// `completion_tokens_details.reasoning_tokens`); part of
+    /// `completion_tokens_details.reasoning_tokens`, OpenAI Responses
+    /// `output_tokens_details.reasoning_tokens`); part of
     /// [`output_tokens`](Self::output_tokens).
     pub reasoning_tokens: u64,
     /// Model requests (0 in one response's usage; the run counts them).

@@ -30,6 +30,8 @@ mod models_gemini;
 mod models_openai;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod models_reasoning;
+#[cfg(feature = "openai")]
+mod models_responses;
 mod output;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod output_providers;

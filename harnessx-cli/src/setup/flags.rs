@@ -254,10 +254,11 @@ impl McpArgs {
 /// other tools or another model), and every worker of a cluster has the same.
 #[derive(Debug, Args)]
 pub(crate) struct AgentArgs {
-    /// `test` (no network, the default), `openai:MODEL`, `anthropic:MODEL` or `gemini:MODEL`.
+    /// `test` (no network, the default), `openai:MODEL`, `openai-responses:MODEL` (OpenAI's
+    /// Responses API), `anthropic:MODEL` or `gemini:MODEL`.
     #[arg(long, default_value = "test", value_name = "MODEL")]
     pub(crate) model: String,
-    /// Base URL of an OpenAI-compatible, Anthropic or Gemini API (e.g. a local vLLM, llama.cpp or Ollama server).
+    /// Base URL of an OpenAI-compatible, OpenAI Responses, Anthropic or Gemini API (e.g. a local vLLM, llama.cpp or Ollama server).
     #[arg(long, value_name = "URL")]
     pub(crate) base_url: Option<String>,
     /// A model to ask when the one before it is down (connection failure, HTTP 5xx, 429

@@ -15,7 +15,7 @@ use harnessx::builtin::sandbox::{BubblewrapSandbox, LocalSandbox};
 use harnessx::catalog::{self, BuiltinItem, BuiltinOptions};
 use harnessx::durable::restate::WorkerConfig;
 use harnessx::mcp::{McpConnection, McpError, register_mcp};
-use harnessx::model::{AnthropicModel, GeminiModel, Model, OpenAiModel, TestModel};
+use harnessx::model::{AnthropicModel, GeminiModel, Model, OpenAiModel, OpenAiResponsesModel, TestModel};
 use harnessx::{PermissionLevel, PermissionManager, Sandbox, ToolRegistry};
 
 use self::flags::{AgentArgs, McpArgs, PermissionArgs, SandboxArgs, SandboxKind, WebArgs};
@@ -25,7 +25,7 @@ use crate::terminal;
 
 /// Said on stderr when `run` uses the built-in test model, so nobody mistakes its canned
 /// answers for a real model's.
-pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls the tools the way a person exploring this folder would (list it, glob and grep for the words of the prompt, read a file it found) and reports what came back. Pick a real model with --model openai:MODEL, --model anthropic:MODEL or --model gemini:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
+pub(crate) const TEST_MODEL_NOTICE: &str = "harnessx: using the built-in test model (no network): it calls the tools the way a person exploring this folder would (list it, glob and grep for the words of the prompt, read a file it found) and reports what came back. Pick a real model with --model openai:MODEL, --model openai-responses:MODEL (OpenAI's Responses API), --model anthropic:MODEL or --model gemini:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY), or --base-url URL --model openai:MODEL for a local OpenAI-compatible server.";
 
 /// Where, under the base path, capped tool results are saved whole.
 pub(crate) const RESULTS_DIR: &str = ".harnessx/results";
@@ -280,6 +280,7 @@ fn mcp_error(e: McpError) -> CliError {
 enum ModelFlag {
     Test,
     OpenAi(OpenAiModel),
+    OpenAiResponses(OpenAiResponsesModel),
     Anthropic(AnthropicModel),
     Gemini(GeminiModel),
 }
@@ -292,7 +293,7 @@ impl ModelFlag {
             "test" if name.is_empty() => {
                 if base_url.is_some() {
                     return Err(CliError::Usage(
-                        "--base-url needs an openai:, anthropic: or gemini: model".into(),
+                        "--base-url needs an openai:, openai-responses:, anthropic: or gemini: model".into(),
                     ));
                 }
                 errln!("{TEST_MODEL_NOTICE}");
@@ -306,6 +307,13 @@ impl ModelFlag {
                 // What the server turns out not to take (and how the run goes around
                 // it) is said once, on stderr.
                 Ok(Self::OpenAi(model.on_warning(|line| errln!("harnessx: warning: {line}"))))
+            }
+            "openai-responses" if !name.is_empty() => {
+                let mut model = OpenAiResponsesModel::new(name);
+                if let Some(url) = base_url {
+                    model = model.base_url(url);
+                }
+                Ok(Self::OpenAiResponses(model))
             }
             "anthropic" if !name.is_empty() => {
                 let mut model = AnthropicModel::new(name);
@@ -322,7 +330,7 @@ impl ModelFlag {
                 Ok(Self::Gemini(model))
             }
             _ => Err(CliError::Usage(format!(
-                "unknown model \"{spec}\": use test, openai:MODEL, anthropic:MODEL or gemini:MODEL (e.g. openai:gpt-4o)"
+                "unknown model \"{spec}\": use test, openai:MODEL, openai-responses:MODEL, anthropic:MODEL or gemini:MODEL (e.g. openai:gpt-4o)"
             ))),
         }
     }
@@ -337,6 +345,7 @@ impl ModelFlag {
                 Some(tool) => Arc::new(model.required_fallback(tool)),
                 None => Arc::new(model),
             },
+            Self::OpenAiResponses(model) => Arc::new(model),
             Self::Anthropic(model) => Arc::new(model),
             Self::Gemini(model) => Arc::new(model),
         }

@@ -1,5 +1,6 @@
-//! `harnessx run` against loopback OpenAI-compatible, Anthropic and Gemini servers: two
-//! parallel tool calls, results sent back in call order, streaming and not.
+//! `harnessx run` against loopback OpenAI-compatible, OpenAI Responses, Anthropic and
+//! Gemini servers: two parallel tool calls, results sent back in call order, streaming and
+//! not.
 
 use std::path::Path;
 use std::process::Output;
@@ -75,6 +76,57 @@ fn openai_compatible_streaming_run_sends_both_results_back_in_call_order() {
     assert_eq!(tool_messages[0]["tool_call_id"], "call_1");
     assert_eq!(tool_messages[1]["tool_call_id"], "call_2");
     assert!(tool_messages[1]["content"].as_str().unwrap().contains("alpha"));
+}
+
+/// A Responses API stream: `event: <type>` before each `data:` line, as OpenAI frames it.
+fn responses_sse(events: &[Value]) -> String {
+    events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect()
+}
+
+#[test]
+fn openai_responses_run_sends_both_results_back_as_function_call_outputs() {
+    let dir = workspace();
+    let call = |index: u64, id: &str, name: &str, arguments: &str| {
+        let item = json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": id, "name": name, "arguments": ""});
+        let done = json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": id, "name": name, "arguments": arguments});
+        vec![
+            json!({"type": "response.output_item.added", "output_index": index, "item": item}),
+            json!({"type": "response.function_call_arguments.delta", "output_index": index, "delta": arguments}),
+            json!({"type": "response.output_item.done", "output_index": index, "item": done}),
+        ]
+    };
+    let mut tool_turn = call(0, "call_1", "list_directory", "{}");
+    tool_turn.extend(call(1, "call_2", "read_file", "{\"path\": \"notes.txt\"}"));
+    tool_turn.push(json!({"type": "response.completed", "response": {"status": "completed", "usage": {"input_tokens": 10, "output_tokens": 5}}}));
+    let final_turn = [
+        json!({"type": "response.output_text.delta", "output_index": 0, "delta": "All done."}),
+        json!({"type": "response.completed", "response": {"status": "completed"}}),
+    ];
+    let server = Server::start(vec![
+        Reply::event_stream(responses_sse(&tool_turn)),
+        Reply::event_stream(responses_sse(&final_turn)),
+    ]);
+    let base = format!("{}/v1", server.url);
+    let out = run(
+        dir.path(),
+        &["run", "Read my notes.", "--model", "openai-responses:gpt-5-mini", "--base-url", &base, "--json"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_two_calls_ran_in_order(&events(&out));
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/responses");
+    assert_eq!(requests[0].body["model"], "gpt-5-mini");
+    assert_eq!(requests[0].body["store"], false);
+    let outputs: Vec<&Value> = requests[1].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .collect();
+    assert_eq!(outputs.len(), 2);
+    assert_eq!(outputs[0]["call_id"], "call_1");
+    assert_eq!(outputs[1]["call_id"], "call_2");
+    assert!(outputs[1]["output"].as_str().unwrap().contains("alpha"));
 }
 
 #[test]
