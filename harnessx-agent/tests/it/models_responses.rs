@@ -467,6 +467,7 @@ fn request_body_with_tools_choice_reasoning_and_output_is_pinned() {
             native: true,
         }),
         reasoning: Some(ReasoningConfig { effort: None, budget_tokens: Some(4000) }),
+        prompt_cache_key: None,
     };
     let model = OpenAiResponsesModel::new("gpt-5-mini").base_url("https://api.openai.com/v1").strict(true);
     let body = model.request_body(&request, true).to_string();

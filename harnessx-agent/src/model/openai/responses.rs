@@ -39,9 +39,11 @@ const PROVIDER: Provider = Provider { name: "OpenAI Responses API", key_env: "OP
 /// come back in [`ModelResponse::reasoning`] (provider `openai-responses`, the item as
 /// received in [`data`](Reasoning::data), its summary as the text) and are sent back
 /// unchanged before that turn's calls, so the model keeps its chain of thought across
-/// tool calls. For that the request asks for `"include": ["reasoning.encrypted_content"]`;
-/// models that do not reason (`gpt-4o`, `gpt-4.1`) refuse it, so turn it off for them
-/// with [`encrypted_reasoning(false)`](Self::encrypted_reasoning).
+/// tool calls. For that the request asks for `"include": ["reasoning.encrypted_content"]`
+/// when the model reasons: a request with [`ModelRequest::reasoning`] set, or a model
+/// whose name says it reasons (`o1`, `o3`, `o4-*`, `gpt-5*`, `*codex*`). Models that do
+/// not reason (`gpt-4o`, `gpt-4.1`) refuse it; [`encrypted_reasoning`](Self::encrypted_reasoning)
+/// decides for a model the names do not tell.
 ///
 /// The key comes from [`api_key`](Self::api_key) or `OPENAI_API_KEY`, the base URL from
 /// [`base_url`](Self::base_url) or `OPENAI_BASE_URL`; a key is required only for OpenAI's
@@ -72,7 +74,7 @@ pub struct OpenAiResponsesModel {
     host: Host,
     api_key: Option<String>,
     strict: bool,
-    encrypted_reasoning: bool,
+    encrypted_reasoning: Option<bool>,
 }
 
 impl fmt::Debug for OpenAiResponsesModel {
@@ -100,7 +102,7 @@ impl OpenAiResponsesModel {
             base_url,
             api_key: http::env_setting("OPENAI_API_KEY"),
             strict: false,
-            encrypted_reasoning: true,
+            encrypted_reasoning: None,
         }
     }
 
@@ -132,12 +134,25 @@ impl OpenAiResponsesModel {
     }
 
     /// Whether to ask for the reasoning items' encrypted content
-    /// (`"include": ["reasoning.encrypted_content"]`, on by default), without which a
-    /// stateless request cannot send the model's reasoning back. Models that do not
-    /// reason (`gpt-4o`, `gpt-4.1`) refuse the request with it: turn it off for them.
+    /// (`"include": ["reasoning.encrypted_content"]`), without which a stateless request
+    /// cannot send the model's reasoning back. By default it is asked for when the
+    /// request sets [`ModelRequest::reasoning`] or the model's name is a reasoning
+    /// model's (`o1`, `o3`, `o4-*`, `gpt-5*`, `*codex*`): models that do not reason
+    /// (`gpt-4o`, `gpt-4.1`) refuse the request with it.
     pub fn encrypted_reasoning(mut self, on: bool) -> Self {
-        self.encrypted_reasoning = on;
+        self.encrypted_reasoning = Some(on);
         self
+    }
+
+    /// Whether `request` asks for the encrypted reasoning (see
+    /// [`encrypted_reasoning`](Self::encrypted_reasoning)).
+    fn wants_encrypted_reasoning(&self, request: &ModelRequest) -> bool {
+        self.encrypted_reasoning.unwrap_or_else(|| {
+            let name = self.model.rsplit('/').next().unwrap_or(&self.model);
+            request.reasoning.is_some()
+                || ["o1", "o3", "o4", "gpt-5"].iter().any(|p| name.starts_with(p))
+                || name.contains("codex")
+        })
     }
 
     /// The model name.
@@ -201,7 +216,13 @@ impl OpenAiResponsesModel {
             body.insert("max_output_tokens".into(), json!(max));
         }
         body.insert("store".into(), json!(false));
-        if self.encrypted_reasoning {
+        // A run's cache key (a durable run's id), to OpenAI itself only.
+        if self.host == Host::OpenAi
+            && let Some(key) = &request.prompt_cache_key
+        {
+            body.insert("prompt_cache_key".into(), json!(key));
+        }
+        if self.wants_encrypted_reasoning(request) {
             body.insert("include".into(), json!(["reasoning.encrypted_content"]));
         }
         if stream {
@@ -820,6 +841,7 @@ impl Decoder for ResponsesDecoder {
             finish_reason: finish,
             usage: self.usage,
             reasoning: self.reasoning,
+            model: None,
         })
     }
 
@@ -859,6 +881,30 @@ impl Decoder for ResponsesDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encrypted_reasoning_is_asked_of_reasoning_models_only() {
+        let plain = ModelRequest::default();
+        let reasoning = ModelRequest {
+            reasoning: Some(crate::model::ReasoningConfig {
+                effort: Some(crate::model::ReasoningEffort::Low),
+                budget_tokens: None,
+            }),
+            ..ModelRequest::default()
+        };
+        let asks = |model: OpenAiResponsesModel, request: &ModelRequest| {
+            model.request_body(request, false).get("include").is_some()
+        };
+        for name in ["gpt-5", "gpt-5-mini", "o3", "o4-mini", "gpt-5.1-codex-max", "openai/gpt-5"] {
+            assert!(asks(OpenAiResponsesModel::new(name), &plain), "{name}");
+        }
+        for name in ["gpt-4o", "gpt-4.1-mini", "qwen3"] {
+            assert!(!asks(OpenAiResponsesModel::new(name), &plain), "{name}");
+            assert!(asks(OpenAiResponsesModel::new(name), &reasoning), "{name} asked to reason");
+        }
+        assert!(!asks(OpenAiResponsesModel::new("gpt-5").encrypted_reasoning(false), &plain));
+        assert!(asks(OpenAiResponsesModel::new("my-reasoner").encrypted_reasoning(true), &plain));
+    }
 
     #[test]
     fn endpoints_from_base_urls() {
