@@ -78,6 +78,24 @@ fn bench(c: &mut Criterion) {
                 BatchSize::LargeInput,
             )
         });
+        // Near the threshold: the new turn counted with the tokenizer (`estimate`), as a
+        // request within 75 % of the point of compacting is.
+        group.bench_function(BenchmarkId::new("incremental_counted_100_turns", name), |b| {
+            b.iter_batched(
+                || {
+                    let mut tally = Tally::new(encoding);
+                    tally.estimate(&before);
+                    let mut request = before.clone();
+                    request.messages.extend(next.iter().cloned());
+                    (tally, request)
+                },
+                |(mut tally, request)| {
+                    let tokens = tally.estimate(&request);
+                    (tally, request, tokens)
+                },
+                BatchSize::LargeInput,
+            )
+        });
         // Nothing new (the same request counted again): the per-request floor.
         group.bench_function(BenchmarkId::new("unchanged_100_turns", name), |b| {
             let mut tally = Tally::new(encoding);

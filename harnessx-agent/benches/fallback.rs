@@ -19,7 +19,8 @@ fn up() -> Arc<dyn Model> {
 
 fn down() -> Arc<dyn Model> {
     Arc::new(
-        FunctionModel::new(|_| Err(ModelError::Transport("connection refused".into()))).with_name("openai:down"),
+        FunctionModel::new(|_| Err(ModelError::Transport("connection refused".into())))
+            .with_name("openai:down"),
     )
 }
 

@@ -3,7 +3,8 @@
 //! events and the assembled response) over a loopback server that sends the body whole.
 //! A recorded response (reasoning item and one call, vercel/ai's recording), and 2,000
 //! text deltas framed as OpenAI frames them; beside it, the same 2,000 deltas as Chat
-//! Completions chunks through `OpenAiModel`, for comparison.
+//! Completions chunks through `OpenAiModel` and as Anthropic Messages events through
+//! `AnthropicModel`, for comparison.
 //!
 //! `cargo bench -p harnessx-agent --bench responses_sse -- --warm-up-time 1 --measurement-time 3`
 
@@ -11,7 +12,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use harnessx_agent::model::{
-    Message, Model, ModelRequest, OpenAiModel, OpenAiResponsesModel, collect_response,
+    AnthropicModel, Message, Model, ModelRequest, OpenAiModel, OpenAiResponsesModel, collect_response,
 };
 use harnessx_test_support::server::{Reply, Server};
 use serde_json::json;
@@ -44,6 +45,22 @@ fn chat_text() -> Vec<u8> {
     harnessx_test_support::sse::openai(&events).into_bytes()
 }
 
+/// The same deltas as Anthropic Messages events.
+fn anthropic_text() -> Vec<u8> {
+    let mut events = vec![
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ];
+    events.extend(
+        (0..DELTAS)
+            .map(|_| json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " word"}})),
+    );
+    events.push(json!({"type": "content_block_stop", "index": 0}));
+    events.push(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": DELTAS}}));
+    events.push(json!({"type": "message_stop"}));
+    harnessx_test_support::sse::anthropic(&events).into_bytes()
+}
+
 fn bench(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let request = ModelRequest { messages: vec![Message::user("hello")], ..ModelRequest::default() };
@@ -51,18 +68,19 @@ fn bench(c: &mut Criterion) {
         "transcripts/openai_responses/reasoning_calculator_turn0.derived.sse",
     );
     let mut group = c.benchmark_group("responses_sse");
-    for (name, body, responses) in [
-        ("responses_recorded_reasoning_call", recorded, true),
-        ("responses_text_2000_deltas", responses_text(), true),
-        ("chat_completions_text_2000_deltas", chat_text(), false),
+    for (name, body, adapter) in [
+        ("responses_recorded_reasoning_call", recorded, "responses"),
+        ("responses_text_2000_deltas", responses_text(), "responses"),
+        ("chat_completions_text_2000_deltas", chat_text(), "chat"),
+        ("anthropic_text_2000_deltas", anthropic_text(), "anthropic"),
     ] {
         group.throughput(Throughput::Bytes(body.len() as u64));
         let server = Server::respond(move |_| Reply::sse(body.clone(), None));
         let base = format!("{}/v1", server.url);
-        let model: Box<dyn Model> = if responses {
-            Box::new(OpenAiResponsesModel::new("m").base_url(&base).api_key("k"))
-        } else {
-            Box::new(OpenAiModel::new("m").base_url(&base).api_key("k"))
+        let model: Box<dyn Model> = match adapter {
+            "responses" => Box::new(OpenAiResponsesModel::new("m").base_url(&base).api_key("k")),
+            "chat" => Box::new(OpenAiModel::new("m").base_url(&base).api_key("k")),
+            _ => Box::new(AnthropicModel::new("m").base_url(&server.url).api_key("k")),
         };
         group.bench_function(name, |b| {
             b.to_async(&runtime).iter(|| async {
