@@ -316,3 +316,54 @@ fn a_typed_run_on_the_cluster_answers_a_json_value() {
     assert!(json(&out)["output"].is_string());
     drop(worker);
 }
+
+/// Fallback models on the cluster: a worker whose first model's server is down (nothing
+/// listens there) asks its `--fallback-model`, and the run completes with that model's
+/// answer; the switch is one of the run's journaled steps' answers, not asked again.
+#[test]
+fn a_workers_fallback_model_answers_when_its_first_is_down() {
+    use harnessx_test_support::server::{Reply, Server, dead_url};
+    let Some(server) = RestateServer::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let backup = Server::respond(|request| {
+        let text = "Backup here.";
+        if request.body["stream"] == true {
+            Reply::event_stream(harnessx_test_support::sse::openai(&[
+                json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}),
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            ]))
+        } else {
+            Reply::json(
+                200,
+                json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+                    .to_string(),
+            )
+        }
+    });
+    let down = format!("{}/v1", dead_url());
+    let fallback = format!("openai:backup@{}/v1", backup.url);
+    let worker = Worker::start(
+        d,
+        &server,
+        &[
+            "--model",
+            "openai:primary",
+            "--base-url",
+            &down,
+            "--fallback-model",
+            &fallback,
+            "--tools",
+            "read_file",
+        ],
+    );
+    let ingress = server.ingress_url.as_str();
+    let out = harnessx(d, &["run", "Hello.", "--restate", ingress, "--run-id", "fb", "--json"]);
+    assert_eq!(code(&out), 0, "{}\n{}", stderr(&out), server.log_tail());
+    let done = json(&out);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["output"], "Backup here.");
+    assert_eq!(backup.requests().len(), 1, "the answered turn is not asked again");
+    assert_eq!(backup.bodies()[0]["model"], "backup");
+    drop(worker);
+}
