@@ -367,3 +367,52 @@ fn a_workers_fallback_model_answers_when_its_first_is_down() {
     assert_eq!(backup.bodies()[0]["model"], "backup");
     drop(worker);
 }
+
+/// A long run on the cluster fits its window: the workers cap each result and compact
+/// the history as a journaled step, so a run whose results add up to about twice the
+/// window completes and no request over the window reaches the (window-enforcing) server.
+#[test]
+fn a_long_run_on_the_cluster_compacts_within_the_window() {
+    use harnessx_test_support::window::{Dialect, WindowServer};
+    let Some(server) = RestateServer::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text: String = (0..3_000).map(|i| format!("line {i}: some words of a long file\n")).collect();
+    std::fs::write(d.join("big.txt"), text).unwrap();
+    let window =
+        WindowServer::calling(Dialect::OpenAi, 8_000, 15, "read_file", Some(r#"{"path": "big.txt"}"#));
+    let base = format!("{}/v1", window.server.url);
+    let worker = Worker::start(
+        d,
+        &server,
+        &[
+            "--model",
+            "openai:local-model",
+            "--base-url",
+            &base,
+            "--tools",
+            "read_file",
+            "--max-result-chars",
+            "3000",
+            "--context-window",
+            "8000",
+        ],
+    );
+    let ingress = server.ingress_url.as_str();
+    let out = harnessx(
+        d,
+        &["run", "Read big.txt again and again.", "--restate", ingress, "--run-id", "long", "--json"],
+    );
+    assert_eq!(code(&out), 0, "{}\n{}", stderr(&out), server.log_tail());
+    let done = json(&out);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["output"], "done after 15 pages");
+    let seen = window.seen();
+    assert!(seen.iter().all(|s| !s.refused), "no request over the window reached the server");
+    let largest: u64 = seen.iter().map(|s| s.tokens).max().unwrap_or_default();
+    assert!(largest <= 8_000, "{largest}");
+    // The history shrank at least once (cleared results or a summary): compacted.
+    let turns: Vec<u64> = seen.iter().filter(|s| !s.summary).map(|s| s.tokens).collect();
+    assert!(turns.windows(2).any(|w| w[1] < w[0]), "{turns:?}");
+    drop(worker);
+}
