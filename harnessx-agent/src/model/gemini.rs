@@ -117,19 +117,33 @@ impl GeminiModel {
         format!("{base}/models/{}:{method}", self.model)
     }
 
+    /// Whether the model refuses calls without a thought signature (Gemini 3 and later).
+    fn checks_signatures(&self) -> bool {
+        let name = self.model.rsplit('/').next().unwrap_or(&self.model);
+        name.strip_prefix("gemini-")
+            .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|major| major.parse::<u32>().ok())
+            .is_some_and(|major| major >= 3)
+    }
+
     /// The JSON body sent for `request` (the same streamed or not).
     ///
     /// The system prompt is `systemInstruction`; turns are `user` and `model` contents;
     /// consecutive tool results are one `user` content of `functionResponse` parts (text
     /// the user sent after them joins it); a call whose arguments are not a JSON object
-    /// is sent with `{}`, so the API accepts the conversation. See the module docs for
-    /// reasoning.
+    /// is sent with `{}`, so the API accepts the conversation. For Gemini 3 and later, a
+    /// model turn whose calls carry no signature of Gemini's (another provider's, after a
+    /// fallback) gets [`FOREIGN_SIGNATURE`] on its first call, as Google documents. See
+    /// the module docs for reasoning.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
         let mut body = Map::new();
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
             body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));
         }
-        body.insert("contents".into(), Value::Array(wire_contents(&request.messages)));
+        body.insert(
+            "contents".into(),
+            Value::Array(wire_contents(&request.messages, self.checks_signatures())),
+        );
         if !request.tools.is_empty() {
             let declarations: Vec<Value> = request
                 .tools
@@ -224,15 +238,21 @@ fn has_properties(schema: &Value) -> bool {
     schema.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty())
 }
 
-/// The conversation as Gemini contents.
-fn wire_contents(messages: &[Message]) -> Vec<Value> {
+/// The `thoughtSignature` Google documents for a call Gemini did not make (another
+/// provider's, before a fallback; a test model's; a hand-built history): Gemini 3 refuses
+/// a step whose first call has no signature at all.
+pub const FOREIGN_SIGNATURE: &str = "skip_thought_signature_validator";
+
+/// The conversation as Gemini contents. With `foreign_signatures` (Gemini 3), a model turn
+/// whose calls carry no signature of Gemini's gets [`FOREIGN_SIGNATURE`] on its first.
+fn wire_contents(messages: &[Message], foreign_signatures: bool) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(messages.len());
     for message in messages {
         let (role, parts) = match message {
             Message::User { content } if content.is_empty() => continue,
             Message::User { content } => ("user", vec![json!({"text": content})]),
             Message::Assistant { content, tool_calls, reasoning } => {
-                ("model", model_parts(content, tool_calls, reasoning))
+                ("model", model_parts(content, tool_calls, reasoning, foreign_signatures))
             }
             Message::Tool { name, content, is_error, .. } => {
                 let key = if *is_error { "error" } else { "result" };
@@ -262,7 +282,12 @@ enum SignedPart {
 
 /// A model turn's parts: signed thoughts, the text (split where a signature covered a
 /// span of it), then the calls, each with the signature it came with.
-fn model_parts(content: &str, tool_calls: &[ToolCall], reasoning: &[Reasoning]) -> Vec<Value> {
+fn model_parts(
+    content: &str,
+    tool_calls: &[ToolCall],
+    reasoning: &[Reasoning],
+    foreign_signatures: bool,
+) -> Vec<Value> {
     let mut parts = Vec::new();
     let mut text_spans: Vec<(usize, usize, &str)> = Vec::new();
     let mut loose_text_signatures: Vec<&str> = Vec::new();
@@ -303,6 +328,12 @@ fn model_parts(content: &str, tool_calls: &[ToolCall], reasoning: &[Reasoning]) 
         parts.push(json!({"text": &content[at..]}));
     }
     parts.extend(loose_text_signatures.into_iter().map(|s| json!({"text": "", "thoughtSignature": s})));
+    if foreign_signatures
+        && call_signatures.iter().all(Option::is_none)
+        && let Some(first) = call_signatures.first_mut()
+    {
+        *first = Some(FOREIGN_SIGNATURE);
+    }
     for (call, signature) in tool_calls.iter().zip(call_signatures) {
         let args = http::arguments_object(&call.arguments).unwrap_or_default();
         let mut part = json!({"functionCall": {"name": call.name, "args": args}});
@@ -884,7 +915,7 @@ mod tests {
             Message::user(""),
         ];
         assert_eq!(
-            Value::Array(wire_contents(&messages)),
+            Value::Array(wire_contents(&messages, false)),
             json!([
                 {"role": "user", "parts": [{"text": "go"}]},
                 {"role": "model", "parts": [
@@ -901,6 +932,40 @@ mod tests {
     }
 
     #[test]
+    fn gemini_3_gets_the_documented_signature_on_a_call_it_did_not_make() {
+        let messages = vec![
+            Message::user("go"),
+            Message::assistant("", vec![ToolCall::new("c1", "f", "{}"), ToolCall::new("c2", "g", "{}")]),
+        ];
+        let request = ModelRequest { messages, ..ModelRequest::default() };
+        let first_call =
+            |model: &str| GeminiModel::new(model).request_body(&request)["contents"][1]["parts"].clone();
+        for model in ["gemini-3-pro-preview", "gemini-3.5-flash", "models/gemini-3-flash-preview"] {
+            let parts = first_call(model);
+            assert_eq!(parts[0]["thoughtSignature"], FOREIGN_SIGNATURE, "{model}");
+            assert!(parts[1].get("thoughtSignature").is_none(), "{model}: only the first call");
+        }
+        for model in ["gemini-2.5-flash", "gemini-2.0-flash", "gemma-3-27b-it"] {
+            assert!(first_call(model)[0].get("thoughtSignature").is_none(), "{model}");
+        }
+        // Gemini's own signature is kept, never replaced.
+        let mut signed = request.clone();
+        signed.messages[1] = Message::assistant_with_reasoning(
+            "",
+            vec![ToolCall::new("c1", "f", "{}")],
+            vec![Reasoning {
+                provider: REASONING_PROVIDER.into(),
+                text: String::new(),
+                signature: Some("REAL".into()),
+                data: json!({"part": "call", "call": 0}),
+            }],
+        );
+        let parts =
+            GeminiModel::new("gemini-3-pro-preview").request_body(&signed)["contents"][1]["parts"].clone();
+        assert_eq!(parts[0]["thoughtSignature"], "REAL");
+    }
+
+    #[test]
     fn text_signatures_go_back_on_the_span_they_covered_and_others_are_left_out() {
         let reasoning = vec![
             signed(String::new(), "S1".into(), json!({"part": "text", "start": 6, "end": 11})),
@@ -911,7 +976,7 @@ mod tests {
             signed(String::new(), "S3".into(), json!({"part": "text", "start": 99, "end": 100})),
         ];
         assert_eq!(
-            Value::Array(model_parts("Hello world", &[], &reasoning)),
+            Value::Array(model_parts("Hello world", &[], &reasoning, true)),
             json!([
                 {"text": "why", "thought": true, "thoughtSignature": "S0"},
                 {"text": "Hello "},
