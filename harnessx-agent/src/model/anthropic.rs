@@ -153,12 +153,18 @@ impl AnthropicModel {
     /// `redacted_thinking` blocks it came as, at their places (first, as a rule); other
     /// providers' reasoning is left out. With [`ModelRequest::reasoning`] set, the body
     /// asks for extended thinking ([`thinking_budget`], or adaptive thinking with
-    /// [`adaptive_thinking`](Self::adaptive_thinking)); with
+    /// [`adaptive_thinking`](Self::adaptive_thinking)), except when it forces a tool call
+    /// (`Required` or a named tool), which Anthropic refuses with thinking on; with
     /// [`prompt_cache`](Self::prompt_cache) on, it carries cache breakpoints.
     pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
         let mut body = Map::new();
         let max_tokens = request.max_tokens.unwrap_or(self.max_tokens);
-        let reasoning = request.reasoning.as_ref();
+        // Anthropic refuses a forced tool choice with thinking on: a request that forces a
+        // call (the first of a run, as a rule; later ones are `auto` again) goes without
+        // thinking rather than being refused.
+        let forced = !request.tools.is_empty()
+            && matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_));
+        let reasoning = request.reasoning.as_ref().filter(|_| !forced);
         let (thinking, effort) = if self.adaptive_thinking {
             (None, reasoning.and_then(ReasoningConfig::effort_or_from_budget).map(thinking::adaptive_effort))
         } else {

@@ -224,6 +224,33 @@ async fn the_thinking_budget_is_at_least_1024_and_max_tokens_rises_above_it() {
     assert_eq!(body(both, None), (4096, thinking(3000)));
 }
 
+/// Anthropic refuses a forced tool choice with thinking on: a request that forces a call
+/// goes without thinking; `auto` and `none` keep it, and so does a forced choice with no
+/// tools offered (nothing is forced then).
+#[tokio::test]
+async fn a_request_that_forces_a_call_goes_without_thinking() {
+    use harnessx_agent::model::ToolChoice;
+    use harnessx_core::ToolSpec;
+    let tool = ToolSpec {
+        name: "read".into(),
+        description: "Reads.".into(),
+        input_schema: json!({"type": "object", "properties": {}}),
+    };
+    let reasoning = Some(ReasoningConfig { effort: None, budget_tokens: Some(2048) });
+    for adaptive in [false, true] {
+        let model = AnthropicModel::new("m").api_key("k").adaptive_thinking(adaptive);
+        let thinks = |choice: ToolChoice, tools: Vec<ToolSpec>| {
+            let request = ModelRequest { reasoning, tool_choice: choice, tools, ..hello() };
+            model.request_body(&request, false).get("thinking").is_some()
+        };
+        assert!(!thinks(ToolChoice::Required, vec![tool.clone()]), "adaptive {adaptive}");
+        assert!(!thinks(ToolChoice::Tool("read".into()), vec![tool.clone()]), "adaptive {adaptive}");
+        assert!(thinks(ToolChoice::Auto, vec![tool.clone()]), "adaptive {adaptive}");
+        assert!(thinks(ToolChoice::None, vec![tool.clone()]), "adaptive {adaptive}");
+        assert!(thinks(ToolChoice::Required, vec![]), "adaptive {adaptive}");
+    }
+}
+
 #[tokio::test]
 async fn adaptive_thinking_sends_the_effort_and_keeps_max_tokens() {
     let model = AnthropicModel::new("claude-opus-4-7").api_key("k").adaptive_thinking(true);
