@@ -66,6 +66,10 @@ impl RestateServer {
         let dir = tempfile::tempdir().expect("a data folder");
         let (admin, ingress, node) = (free_port(), free_port(), free_port());
         let log = std::fs::File::create(dir.path().join("server.log")).expect("a log file");
+        // Its own temporary folder, removed with the data folder (the server's invokers
+        // leave `invoker-*` folders in the temporary folder otherwise).
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp).expect("a temporary folder");
         let child = Command::new(&binary)
             .args(["--no-logo", "--node-name", "n1", "--base-dir"])
             .arg(dir.path().join("data"))
@@ -74,6 +78,7 @@ impl RestateServer {
             .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
             .env("RESTATE_LISTEN_MODE", "tcp")
             .env("RESTATE_DISABLE_TELEMETRY", "true")
+            .env("TMPDIR", &tmp)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("a log handle"))
             .stderr(log)
