@@ -54,7 +54,7 @@ pub struct AnthropicModel {
     api_key: Option<String>,
     max_tokens: u32,
     prompt_cache: bool,
-    adaptive_thinking: bool,
+    adaptive_thinking: Option<bool>,
 }
 
 impl fmt::Debug for AnthropicModel {
@@ -82,7 +82,7 @@ impl AnthropicModel {
             api_key: http::env_setting("ANTHROPIC_API_KEY"),
             max_tokens: DEFAULT_MAX_TOKENS,
             prompt_cache: true,
-            adaptive_thinking: false,
+            adaptive_thinking: None,
         }
     }
 
@@ -117,13 +117,20 @@ impl AnthropicModel {
     }
 
     /// Asks for adaptive thinking instead of a fixed budget when the request sets
-    /// [`ModelRequest::reasoning`] (default off): `thinking: {"type": "adaptive"}` and the
-    /// effort as `output_config.effort` (`minimal` goes as `low`; a budget stands for an
-    /// effort), `max_tokens` unchanged. The models from Claude Opus 4.7 on take only this
-    /// form; Opus 4.6 and Sonnet 4.6 take both.
+    /// [`ModelRequest::reasoning`]: `thinking: {"type": "adaptive"}` and the effort as
+    /// `output_config.effort` (`minimal` goes as `low`; a budget stands for an effort),
+    /// `max_tokens` unchanged. The models from Claude Opus 4.7 on take only this form;
+    /// Opus 4.6 and Sonnet 4.6 take both; older ones only a budget. By default it is
+    /// chosen by the model's name: Claude 4.6 and later (and the Mythos and Fable models)
+    /// think adaptively, older models with a budget.
     pub fn adaptive_thinking(mut self, on: bool) -> Self {
-        self.adaptive_thinking = on;
+        self.adaptive_thinking = Some(on);
         self
+    }
+
+    /// Whether this model thinks adaptively (see [`adaptive_thinking`](Self::adaptive_thinking)).
+    fn adaptive(&self) -> bool {
+        self.adaptive_thinking.unwrap_or_else(|| adaptive_by_name(&self.model))
     }
 
     /// The model name.
@@ -165,7 +172,7 @@ impl AnthropicModel {
         let forced = !request.tools.is_empty()
             && matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_));
         let reasoning = request.reasoning.as_ref().filter(|_| !forced);
-        let (thinking, effort) = if self.adaptive_thinking {
+        let (thinking, effort) = if self.adaptive() {
             (None, reasoning.and_then(ReasoningConfig::effort_or_from_budget).map(thinking::adaptive_effort))
         } else {
             (reasoning.and_then(|r| thinking_budget(r, max_tokens)), None)
@@ -297,6 +304,26 @@ pub fn structured_schema(schema: &Value) -> Value {
 /// `disable_parallel_tool_use: true` when parallel calls are turned off (except under
 /// `none`, which calls no tool). Nothing for `Auto` with parallel calls left to the API,
 /// so requests that do not set either stay as they were.
+/// Whether a Claude model's name is of a generation that thinks adaptively: version 4.6
+/// and later (`claude-opus-4-7`, `claude-sonnet-4-6`, `claude-opus-5`), and the Mythos
+/// and Fable models. Dates (`-20251001`) are not versions; the old naming
+/// (`claude-3-7-sonnet`) is read the same way.
+fn adaptive_by_name(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    let Some(rest) = name.strip_prefix("claude-") else { return false };
+    if rest.contains("mythos") || rest.contains("fable") {
+        return true;
+    }
+    let mut numbers = rest
+        .split(|c: char| c == '-' || c == '.' || c == '@')
+        .filter_map(|part| part.parse::<u32>().ok())
+        .filter(|n| *n < 100);
+    match (numbers.next(), numbers.next()) {
+        (Some(major), minor) => (major, minor.unwrap_or(0)) >= (4, 6),
+        (None, _) => false,
+    }
+}
+
 fn wire_tool_choice(choice: &ToolChoice, parallel: Option<bool>) -> Option<Value> {
     let mut wire = match choice {
         ToolChoice::Auto if parallel != Some(false) => return None,
@@ -693,6 +720,40 @@ impl Decoder for AnthropicDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adaptive_thinking_is_chosen_by_the_models_generation() {
+        for model in [
+            "claude-opus-4-7",
+            "claude-opus-4-6",
+            "claude-sonnet-4-6",
+            "claude-opus-4-8-20260528",
+            "claude-opus-5",
+            "claude-mythos-preview",
+            "anthropic/claude-fable-5",
+            "claude-sonnet-4.6",
+        ] {
+            assert!(adaptive_by_name(model), "{model}");
+        }
+        for model in [
+            "claude-sonnet-4-5",
+            "claude-haiku-4-5-20251001",
+            "claude-sonnet-4-20250514",
+            "claude-opus-4-1",
+            "claude-3-7-sonnet-20250219",
+            "claude-3-5-haiku-latest",
+            "local-model",
+        ] {
+            assert!(!adaptive_by_name(model), "{model}");
+        }
+        let reasoning = Some(ReasoningConfig { effort: None, budget_tokens: Some(4000) });
+        let request = ModelRequest { reasoning, ..ModelRequest::default() };
+        let kind = |m: AnthropicModel| m.request_body(&request, false)["thinking"]["type"].clone();
+        assert_eq!(kind(AnthropicModel::new("claude-opus-4-7")), "adaptive");
+        assert_eq!(kind(AnthropicModel::new("claude-sonnet-4-5")), "enabled");
+        assert_eq!(kind(AnthropicModel::new("claude-opus-4-7").adaptive_thinking(false)), "enabled");
+        assert_eq!(kind(AnthropicModel::new("claude-sonnet-4-5").adaptive_thinking(true)), "adaptive");
+    }
 
     #[test]
     fn user_text_after_tool_results_joins_their_turn_and_empty_turns_vanish() {
