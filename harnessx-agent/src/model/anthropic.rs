@@ -314,10 +314,8 @@ fn adaptive_by_name(model: &str) -> bool {
     if rest.contains("mythos") || rest.contains("fable") {
         return true;
     }
-    let mut numbers = rest
-        .split(|c: char| c == '-' || c == '.' || c == '@')
-        .filter_map(|part| part.parse::<u32>().ok())
-        .filter(|n| *n < 100);
+    let mut numbers =
+        rest.split(['-', '.', '@']).filter_map(|part| part.parse::<u32>().ok()).filter(|n| *n < 100);
     match (numbers.next(), numbers.next()) {
         (Some(major), minor) => (major, minor.unwrap_or(0)) >= (4, 6),
         (None, _) => false,
