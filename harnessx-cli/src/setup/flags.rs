@@ -393,6 +393,9 @@ impl AgentArgs {
         if let Some(url) = &self.base_url {
             flag("--base-url", Some(url.clone()));
         }
+        for model in &self.fallback_models {
+            flag("--fallback-model", Some(model.clone()));
+        }
         if !self.tools.is_empty() {
             flag("--tools", Some(self.tools.join(",")));
         }
@@ -564,6 +567,10 @@ mod tests {
             "openai:gpt-4o",
             "--base-url",
             "http://localhost:1",
+            "--fallback-model",
+            "anthropic:claude-sonnet-4-5",
+            "--fallback-model",
+            "openai:qwen3@http://localhost:2/v1",
             "--tools",
             "read_file,write_file",
             "--base-path",
