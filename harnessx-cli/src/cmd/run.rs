@@ -127,6 +127,9 @@ async fn durable(
     Ok(report::print(&state, &backend.next(), json))
 }
 
+/// The most characters of the model's thinking the text mode shows (on one line).
+const THOUGHT_SHOWN: usize = 160;
+
 impl Shown {
     /// Says on stderr how the run ended: the limit it stopped at, if any, and what it used.
     fn said_end(&self, limit: Option<harnessx::agent::Limit>, usage: &harnessx::agent::model::Usage) {
@@ -153,6 +156,9 @@ pub(crate) struct Shown {
     limits: RunLimits,
     /// Text of this model response is on stdout already.
     printed_text: bool,
+    /// The model's thinking so far in this response (text mode: said as one progress
+    /// line once it is done, cut to [`THOUGHT_SHOWN`] characters).
+    thinking: String,
     /// How the run ended (`None` until it does; an error is `Failed`).
     ended: Option<RunStatus>,
     /// A typed run (`--output-schema`): its text is not shown, its answer is printed as
@@ -207,6 +213,18 @@ impl Shown {
                 object.insert("output".into(), value);
             }
             return self.stdout.write_now(format_args!("{line}\n"));
+        }
+        // Text mode: the model's thinking is one progress line on stderr, said when the
+        // thinking is done (the next event of any other kind).
+        if let AgentEvent::ReasoningDelta { text } = &event {
+            if self.thinking.len() < 4 * THOUGHT_SHOWN {
+                self.thinking.push_str(text);
+            }
+            return Ok(());
+        }
+        if !self.thinking.is_empty() {
+            let thought = std::mem::take(&mut self.thinking);
+            self.progress.line(format!("∴ thinking: {}", one_line(&thought, THOUGHT_SHOWN)));
         }
         match event {
             // A typed run's text is the model's way to its answer, not the answer.

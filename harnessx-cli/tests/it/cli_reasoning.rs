@@ -60,6 +60,32 @@ fn anthropic_thinking_is_asked_for_and_printed_as_reasoning_deltas() {
     assert!(body["max_tokens"].as_u64().unwrap() > 8192, "{body}");
 }
 
+/// Without `--json` the thinking is one progress line on stderr, before the answer; the
+/// answer alone is on stdout.
+#[test]
+fn the_text_mode_says_the_thinking_in_one_line_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![Reply::event_stream(thinking_stream())]);
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "What is 925 / 5?",
+            "--model",
+            "anthropic:claude-sonnet-4-5",
+            "--base-url",
+            &server.url,
+            "--reasoning-effort",
+            "medium",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "925 ÷ 5 = 185\n");
+    let line = "∴ thinking: The previous result was 925. Now I need to divide that by 5. 925 ÷ 5 = 185\n";
+    assert_eq!(err.matches(line).count(), 1, "{err}");
+}
+
 #[test]
 fn config_file_keys_set_the_reasoning_and_flags_win() {
     let dir = tempfile::tempdir().unwrap();
