@@ -368,7 +368,7 @@ impl AgentRuntime {
             let mut steps = JournalSteps::read_only(&run.run_id, self.journal.clone(), &entries);
             let permissions = self.agent.permissions().session();
             let output = journaled_output(&steps.replay)?;
-            let start = Start { history, prompt: run.prompt.clone(), limits: None, output };
+            let start = Start { history, prompt: run.prompt.clone(), limits: None, output, price: None };
             let state = harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, None).await?;
             if !state.is_completed() {
                 return Err(DurableError::Conversation(format!(
@@ -581,7 +581,7 @@ impl AgentRuntime {
             pending: Vec::new(),
             read_only: false,
         };
-        let start = Start { history, prompt: run.prompt.clone(), limits: None, output };
+        let start = Start { history, prompt: run.prompt.clone(), limits: None, output, price: None };
         harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
     }
 }

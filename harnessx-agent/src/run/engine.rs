@@ -32,6 +32,9 @@ pub struct Start {
     pub limits: Option<RunLimits>,
     /// What a typed run must answer (`None`: free text). See [`crate::output`].
     pub output: Option<crate::output::Output>,
+    /// The model's price in place of the agent's ([`Agent::price`]); `None` for the
+    /// agent's. A run on Restate takes it from whoever started it.
+    pub price: Option<crate::budget::ModelPrice>,
 }
 
 /// Drives a run to its end, to a stop for input, or to a limit, over `steps`.
@@ -53,9 +56,9 @@ pub async fn drive<S: Steps>(
     permissions: &PermissionManager,
     events: Option<&Events>,
 ) -> Result<RunState, S::Error> {
-    let Start { history, prompt, limits, output } = start;
+    let Start { history, prompt, limits, output, price } = start;
     let config = agent.config();
-    let price = agent.price();
+    let price = price.or_else(|| agent.price());
     let limits = match limits {
         Some(changes) => config.run_limits().with(&changes),
         None => config.run_limits(),

@@ -119,7 +119,7 @@ impl Agent {
         self.model.clone().ok_or(AgentError::NoModel)?;
         self.check_tool_choice()?;
         let span = spans::invoke_agent(self);
-        let start = engine::Start { history, prompt, limits: None, output };
+        let start = engine::Start { history, prompt, limits: None, output, price: None };
         let outcome = engine::drive(self, &mut steps::Direct, start, &self.permissions, events.as_ref())
             .instrument(span.clone())
             .await;

@@ -6,8 +6,9 @@
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use harnessx::ApprovalDecision;
+use harnessx::agent::budget::ModelPrice;
 use harnessx::agent::{AgentConfig, Output, RunLimits, RunState};
-use harnessx::durable::restate::{RestateRuntime, WorkerConfig};
+use harnessx::durable::restate::{RestateRuntime, RunOptions, WorkerConfig};
 use harnessx::durable::{JournalEntry, RunRecord, RunReport};
 
 use super::Backend;
@@ -22,6 +23,8 @@ pub(crate) struct Restate {
     expect: Option<WorkerConfig>,
     /// The limits a run started here has in place of the workers' (those set).
     limits: Option<RunLimits>,
+    /// The model's price a run started here has in place of the workers'.
+    price: Option<ModelPrice>,
 }
 
 impl Restate {
@@ -36,12 +39,18 @@ impl Restate {
         if let Some(admin) = admin {
             runtime = runtime.with_admin(admin).map_err(CliError::usage)?;
         }
-        Ok(Self { runtime, ingress: ingress.to_owned(), expect, limits: None })
+        Ok(Self { runtime, ingress: ingress.to_owned(), expect, limits: None, price: None })
     }
 
     /// Runs started here have these limits in place of the workers' agent's (those set).
     pub(crate) fn with_limits(mut self, limits: Option<RunLimits>) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Runs started here have this model price in place of the workers' agent's.
+    pub(crate) fn with_price(mut self, price: Option<ModelPrice>) -> Self {
+        self.price = price;
         self
     }
 
@@ -78,10 +87,13 @@ impl Backend for Restate {
                 Some(output) => Some(output.spec(&AgentConfig::default()).map_err(CliError::usage)?),
                 None => None,
             };
-            self.runtime
-                .submit_typed(run_id, prompt, self.expect.as_ref(), self.limits.as_ref(), spec.as_ref())
-                .await
-                .map_err(CliError::failed)?;
+            let options = RunOptions {
+                expect: self.expect.as_ref(),
+                limits: self.limits.as_ref(),
+                output: spec.as_ref(),
+                price: self.price.as_ref(),
+            };
+            self.runtime.submit_run(run_id, prompt, options).await.map_err(CliError::failed)?;
             errln!("harnessx: run id {run_id} on {}", self.ingress);
             self.follow(run_id, events).await
         }

@@ -64,7 +64,10 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         // The workers build the agent; the flags only say what it must be.
         let expect = setup::expectation(&args.agent)?;
         let limits = Some(args.agent.limit_changes()).filter(|l| !l.is_empty());
-        let backend = Restate::new(ingress, args.restate_admin.as_deref(), expect)?.with_limits(limits);
+        // The run's own limits and price go with it; the workers' are for the rest.
+        let backend = Restate::new(ingress, args.restate_admin.as_deref(), expect)?
+            .with_limits(limits)
+            .with_price(args.agent.price);
         let run_id = run_id(args.run_id)?;
         return durable(&backend, &run_id, &args.prompt, output, args.json).await;
     }

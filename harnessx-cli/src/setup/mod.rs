@@ -524,7 +524,8 @@ pub(crate) async fn build_agent(
 /// tools; then no expectation is sent (the flags are still checked), and the run takes
 /// the workers' configuration, which holds for the rest of the run as for any run.
 pub(crate) fn expectation(args: &AgentArgs) -> Result<Option<WorkerConfig>, CliError> {
-    if args.given().is_empty() {
+    // The price goes with the run (as its limits do), not into what the workers must be.
+    if args.given().iter().all(|g| g.name == "--price") {
         return Ok(None);
     }
     let (builder, rules) = agent_builder(args, false, Approvals::Nobody)?;

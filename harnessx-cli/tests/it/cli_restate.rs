@@ -416,3 +416,56 @@ fn a_long_run_on_the_cluster_compacts_within_the_window() {
     assert!(turns.windows(2).any(|w| w[1] < w[0]), "{turns:?}");
     drop(worker);
 }
+
+/// A run's `--price` goes with it to the cluster: workers whose model has no known price
+/// count the run's cost at the run's price and stop it at its `--max-cost-usd`; without
+/// a price the run cannot have a cost limit and says so.
+#[test]
+fn a_runs_price_goes_with_it_to_the_cluster() {
+    let Some(server) = RestateServer::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let model = harnessx_test_support::server::Server::start(vec![bash_turn(1, 1)]);
+    let base = format!("{}/v1", model.url);
+    let worker = Worker::start(
+        d,
+        &server,
+        &["--model", "openai:local-model", "--base-url", &base, "--tools", "run_bash", "--yes"],
+    );
+    let ingress = server.ingress_url.as_str();
+    // 100 input and 10 output tokens at $1 a million each: $0.00011, over $0.0001.
+    let out = harnessx(
+        d,
+        &[
+            "run",
+            "Log.",
+            "--restate",
+            ingress,
+            "--run-id",
+            "p1",
+            "--max-cost-usd",
+            "0.0001",
+            "--price",
+            "1,1",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 4, "{}\n{}", stderr(&out), server.log_tail());
+    let stopped = json(&out);
+    assert_eq!(
+        (&stopped["status"], &stopped["limit"]),
+        (&json!("limit_reached"), &json!("cost")),
+        "{stopped}"
+    );
+    let cost = stopped["usage"]["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.00011).abs() < 1e-9, "{stopped}");
+    // No price anywhere: a cost limit cannot be kept, and the run says why.
+    let out = harnessx(
+        d,
+        &["run", "Log.", "--restate", ingress, "--run-id", "p2", "--max-cost-usd", "0.0001", "--json"],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let failed = json(&out);
+    assert!(failed["output"].as_str().unwrap().contains("price"), "{failed}");
+    drop(worker);
+}

@@ -23,6 +23,22 @@ use crate::runtime::DurableError;
 /// usage and turns stay with the workers.
 pub use harnessx_agent::RunState;
 
+/// What a run started with [`RestateRuntime::submit_run`] brings besides its prompt.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions<'a> {
+    /// The configuration the workers must have ([`WorkerConfig::of`] an agent built from
+    /// the same flags as theirs): a run that reaches workers with another one fails at
+    /// once, naming both.
+    pub expect: Option<&'a WorkerConfig>,
+    /// The run's limits, those set replacing the workers' agent's.
+    pub limits: Option<&'a RunLimits>,
+    /// A typed run's output ([`Output::spec`](harnessx_agent::output::Output::spec): the
+    /// schema, mode and retries).
+    pub output: Option<&'a harnessx_agent::output::OutputSpec>,
+    /// The model's price, in place of the workers' agent's (its cost, and a cost limit).
+    pub price: Option<&'a harnessx_agent::budget::ModelPrice>,
+}
+
 /// Durable runs on a Restate cluster, from any process: the runs execute on the workers
 /// ([`serve`](super::serve), `harnessx worker`); this starts them, follows them and
 /// answers what they wait for. The calls mirror [`AgentRuntime`](crate::AgentRuntime)'s.
@@ -163,26 +179,26 @@ impl RestateRuntime {
         expect: Option<&WorkerConfig>,
         limits: Option<&RunLimits>,
     ) -> Result<(), DurableError> {
-        self.submit_typed(run_id, prompt, expect, limits, None).await
+        self.submit_run(run_id, prompt, RunOptions { expect, limits, ..RunOptions::default() }).await
     }
 
-    /// [`submit_with`](Self::submit_with), for a typed run: its answer must fit `output`
-    /// ([`Output::spec`](harnessx_agent::output::Output::spec): the schema, mode and
-    /// retries). Once it completes, [`status`](Self::status) gives the answer as
-    /// `RunState::value`.
-    pub async fn submit_typed(
+    /// Starts run `run_id` on `prompt` with what [`RunOptions`] says besides: the workers
+    /// expected, the run's own limits and price, and, for a typed run, the output its
+    /// answer must fit (once it completes, [`status`](Self::status) gives the answer as
+    /// `RunState::value`).
+    pub async fn submit_run(
         &self,
         run_id: &str,
         prompt: &str,
-        expect: Option<&WorkerConfig>,
-        limits: Option<&RunLimits>,
-        output: Option<&harnessx_agent::output::OutputSpec>,
+        options: RunOptions<'_>,
     ) -> Result<(), DurableError> {
+        let RunOptions { expect, limits, output, price } = options;
         if run_id.is_empty() {
             return Err(DurableError::Cluster("a run id must not be empty".into()));
         }
         let url = join(&self.ingress, &["HarnessxRun", run_id, "run", "send"]);
-        let body = json!({ "prompt": prompt, "expect": expect, "limits": limits, "output": output });
+        let body =
+            json!({ "prompt": prompt, "expect": expect, "limits": limits, "output": output, "price": price });
         let (status, text) = self.send(Method::POST, url, Some(body)).await?;
         if !status.is_success() {
             return Err(DurableError::Cluster(message(&text)));

@@ -21,7 +21,7 @@ use hyper::server::conn::http2;
 use hyper_util::rt::TokioExecutor;
 use restate_sdk::hyper::HyperEndpoint;
 
-pub use client::{RestateRuntime, RunState, register};
+pub use client::{RestateRuntime, RunOptions, RunState, register};
 pub use service::{
     Answer, Approval, Executed, HarnessxRun, HarnessxTool, Invocation, LimitStop, RunInput, Unknown,
     WorkerConfig,

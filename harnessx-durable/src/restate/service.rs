@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use harnessx_agent::budget::{Limit, RunLimits, UsageByModel, UsageSink};
+use harnessx_agent::budget::{Limit, ModelPrice, RunLimits, UsageByModel, UsageSink};
 use harnessx_agent::model::{ModelError, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::output::{Output, OutputSpec};
 use harnessx_agent::run::recovery;
@@ -139,7 +139,8 @@ pub struct Executed {
 }
 
 /// The input of `HarnessxRun/run`: a prompt, as a JSON string or as
-/// `{"prompt": .., "expect": WorkerConfig, "limits": RunLimits, "output": OutputSpec}`.
+/// `{"prompt": .., "expect": WorkerConfig, "limits": RunLimits, "output": OutputSpec,
+/// "price": ModelPrice}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(from = "RunInputWire")]
 pub struct RunInput {
@@ -155,6 +156,9 @@ pub struct RunInput {
     /// The workflow's output is then the answer's compact JSON, and `value` gives it as
     /// a JSON value.
     pub output: Option<OutputSpec>,
+    /// The model's price in place of the workers' agent's (for its cost and a cost
+    /// limit); `None` for theirs.
+    pub price: Option<ModelPrice>,
 }
 
 #[derive(Deserialize)]
@@ -171,14 +175,20 @@ enum RunInputWire {
         limits: Option<RunLimits>,
         #[serde(default)]
         output: Option<OutputSpec>,
+        #[serde(default)]
+        price: Option<ModelPrice>,
     },
 }
 
 impl From<RunInputWire> for RunInput {
     fn from(wire: RunInputWire) -> Self {
         match wire {
-            RunInputWire::Prompt(prompt) => Self { prompt, expect: None, limits: None, output: None },
-            RunInputWire::Full { prompt, expect, limits, output } => Self { prompt, expect, limits, output },
+            RunInputWire::Prompt(prompt) => {
+                Self { prompt, expect: None, limits: None, output: None, price: None }
+            }
+            RunInputWire::Full { prompt, expect, limits, output, price } => {
+                Self { prompt, expect, limits, output, price }
+            }
         }
     }
 }
@@ -230,7 +240,7 @@ impl HarnessxRun {
     /// ([`harnessx_agent::drive`]) over [`RestateSteps`].
     async fn drive(&self, ctx: WorkflowContext<'_>, input: Json<RunInput>) -> Result<String, HandlerError> {
         let run_id = ctx.key().to_owned();
-        let RunInput { prompt, expect, limits, output } = input.into_inner();
+        let RunInput { prompt, expect, limits, output, price } = input.into_inner();
         // A schema the workers cannot use fails the run at once, naming why.
         let output = output.as_ref().map(Output::from_spec).transpose().map_err(terminal)?;
         let (agent, here) = (&self.0.agent, &self.0.config);
@@ -257,7 +267,7 @@ impl HarnessxRun {
             dirty: false,
             limit_stops: 0,
         };
-        let start = harnessx_agent::Start { history: Vec::new(), prompt, limits, output };
+        let start = harnessx_agent::Start { history: Vec::new(), prompt, limits, output, price };
         let state =
             harnessx_agent::drive(agent, &mut steps, start, &permissions, None).await.map_err(|f| f.0)?;
         if let Some(value) = &state.value {
