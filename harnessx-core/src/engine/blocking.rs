@@ -9,7 +9,9 @@
 //! and the awaiting side then parks on an ordinary channel. Idle threads exit after
 //! [`KEEP_ALIVE`].
 
+use std::any::Any;
 use std::collections::VecDeque;
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, LazyLock, Mutex};
@@ -145,34 +147,38 @@ impl Pool {
 /// Runs `f` on a pool thread and waits for it without blocking the async runtime.
 /// A panic in `f` comes back as `Err(payload)`. Dropping the future stops waiting; the
 /// thread finishes `f` regardless.
-pub(crate) async fn run_blocking<T, F>(f: F) -> thread::Result<T>
+pub(crate) fn run_blocking<T, F>(f: F) -> impl Future<Output = thread::Result<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    // Queued now, not at the first poll: the future keeps the receiver, not `f`.
     let (tx, mut rx) = oneshot::channel();
     let hot = POOL.submit(Box::new(move || {
         let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
     }));
-    if hot {
-        // Spin for a short while: a quick job is back before a wake-up could be. A slow
-        // job costs the batch at most CALLER_SPIN before its next call is submitted, and
-        // that call then gets a thread of its own (this one's thread is busy).
-        let start = Instant::now();
-        loop {
-            match rx.try_recv() {
-                Ok(result) => return result,
-                Err(oneshot::error::TryRecvError::Empty) if start.elapsed() < CALLER_SPIN => {
-                    std::hint::spin_loop()
+    async move {
+        if hot {
+            // Spin for a short while: a quick job is back before a wake-up could be. A
+            // slow job costs the batch at most CALLER_SPIN before its next call is
+            // submitted, and that call then gets a thread of its own (this one's thread
+            // is busy).
+            let start = Instant::now();
+            loop {
+                match rx.try_recv() {
+                    Ok(result) => return result,
+                    Err(oneshot::error::TryRecvError::Empty) if start.elapsed() < CALLER_SPIN => {
+                        std::hint::spin_loop()
+                    }
+                    Err(_) => break,
                 }
-                Err(_) => break,
             }
         }
-    }
-    match rx.await {
-        Ok(result) => result,
-        // The job was dropped without running: only possible if the thread died.
-        Err(_) => Err(Box::new("tool thread ended before running the handler")),
+        match rx.await {
+            Ok(result) => result,
+            // The job was dropped without running: only possible if the thread died.
+            Err(_) => Err(Box::new("tool thread ended before running the handler") as Box<dyn Any + Send>),
+        }
     }
 }
 

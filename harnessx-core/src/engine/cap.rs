@@ -68,10 +68,10 @@ pub fn cap_result(result: &mut ToolResult, max_chars: usize, dir: Option<&Result
     if let Some(structured) = &result.structured_content
         && !structured.is_string()
     {
-        // Only serialised when it may be too long: a value's compact JSON is at least as
-        // long as the text of its strings, which `content` usually is.
-        let text = serde_json::to_string(structured).unwrap_or_default();
-        if text.len() > max_chars {
+        // Measured without being written out (most results are far within the cap);
+        // written only when too long.
+        if json_len(structured) > max_chars {
+            let text = serde_json::to_string(structured).unwrap_or_default();
             // Its long strings cut first, so its keys and small values stay (a bash
             // result's `exit_code`, a schema's required fields); only a value whose
             // bulk is not in strings (a million numbers) becomes its JSON text, cut.
@@ -87,6 +87,24 @@ pub fn cap_result(result: &mut ToolResult, max_chars: usize, dir: Option<&Result
     {
         *text = capped;
     }
+}
+
+/// The length of `value`'s compact JSON text, counted as it is written, into nothing.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` into a writer that cannot fail does not fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// The least a string inside structured content is cut to: room for its head, the
@@ -305,6 +323,17 @@ mod tests {
 
     fn result(text: &str) -> ToolResult {
         ToolResult::success("call_1", "t", ToolOutput::text(text))
+    }
+
+    #[test]
+    fn json_len_is_the_length_of_the_compact_text() {
+        for v in [
+            serde_json::json!(5),
+            serde_json::json!({"a": "line\nwith \"quotes\" and \u{1} é 🦀", "b": [1.5, null, true, {"c": []}]}),
+            serde_json::json!("x".repeat(10_000)),
+        ] {
+            assert_eq!(json_len(&v), serde_json::to_string(&v).unwrap().len());
+        }
     }
 
     #[test]

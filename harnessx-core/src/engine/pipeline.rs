@@ -197,15 +197,28 @@ static NO_HOOKS: RunHooks = RunHooks { on_start: None, on_end: None, retry_timeo
 /// Runs one call through the whole pipeline: the batch rules for a batch of one (the
 /// call start event, its span, permission, its serial turn, timeout, retries, dedupe,
 /// the end event), without a batch's bookkeeping.
-pub(crate) async fn execute_one(target: CallTarget, call: &ToolCall, ctx: &RunContext) -> ToolResult {
-    let prepared = prepare(target, call);
-    ctx.emit(ToolEvent::CallStart { index: 0, call, tool: prepared.tool_name() });
-    match prepared {
-        Prepared::Done(result, error) => settled(0, call, result, error, false, ctx, &NO_HOOKS).result,
-        Prepared::Ready(ready) => {
-            let run = Run { index: 0, authorized: false, key: None };
-            let span = span::tool_span(call, Some(ready.tool.name()), false);
-            run_indexed(run, ready, call, ctx, &NO_HOOKS).instrument(span).await.1.result
+///
+/// (An `async move` block rather than an `async fn`, which would keep its arguments
+/// twice: a call's future is moved whole into whatever awaits it, so each byte of it
+/// costs every call.)
+#[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice in its future")]
+pub(crate) fn execute_one<'a>(
+    target: CallTarget,
+    call: &'a ToolCall,
+    ctx: &'a RunContext,
+) -> impl Future<Output = ToolResult> + 'a {
+    async move {
+        match prepare(target, call) {
+            Prepared::Done(result, error) => {
+                ctx.emit(ToolEvent::CallStart { index: 0, call, tool: None });
+                settled(0, call, result, error, false, ctx, &NO_HOOKS).result
+            }
+            Prepared::Ready(ready) => {
+                ctx.emit(ToolEvent::CallStart { index: 0, call, tool: Some(ready.tool.name()) });
+                let run = Run { index: 0, authorized: false, key: None };
+                let span = span::tool_span(call, Some(ready.tool.name()), false);
+                run_indexed(run, ready, call, ctx, &NO_HOOKS).instrument(span).await.1.result
+            }
         }
     }
 }
@@ -605,18 +618,66 @@ fn finish(index: usize, outcome: &CallOutcome, ctx: &RunContext, hooks: &RunHook
     }
 }
 
-async fn run_indexed(
+/// One ready call of a batch, start to end: permission, the edited arguments' note,
+/// dedupe or the attempts ([`invoke`]), its span's result, the end event and hook.
+///
+/// One `async fn` for all of it, keeping little across its awaits: every stage that was
+/// an `async fn` of its own added a layer that each call's future was copied through.
+///
+/// (A plain function returning an `async move` block, not an `async fn`: an `async fn`
+/// keeps its arguments twice in its future, as captured and as locals.)
+#[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice in its future")]
+fn run_indexed<'a>(
     run: Run,
     mut ready: ReadyCall,
-    call: &ToolCall,
+    call: &'a ToolCall,
+    ctx: &'a RunContext,
+    hooks: &'a RunHooks,
+) -> impl Future<Output = (usize, CallOutcome)> + 'a {
+    async move {
+        let index = run.index;
+        // (Nothing big is held in a local across an await below: a local's room in the
+        // future is kept from its declaration to the end of its scope.)
+        if !run.authorized {
+            let request = AuthRequest {
+                tool: ready.tool.name(),
+                permission: ready.tool.definition().permission,
+                call_id: &call.id,
+                arguments: &ready.args,
+            };
+            // Most calls are decided now (an ALLOW by the rules): no future to wait on.
+            let decided = match authorize(ctx, request) {
+                Decision::Now(decided) => decided,
+                Decision::Later(later) => later.await,
+            };
+            if let Some((outcome, error)) = refusal(decided, &mut ready, call, ctx) {
+                return ended(index, outcome, error, ctx, hooks);
+            }
+        }
+        let note = ready.edited.then(|| edited_note(&ready.args));
+        let (mut outcome, error) = if ready.policy.dedupe_calls {
+            // Boxed: the common path (no dedupe) keeps a small future.
+            Box::pin(run_deduplicated(&mut ready, call, &run, hooks, ctx)).await
+        } else {
+            let Invoked { result, timed_out, error } =
+                invoke(&mut ready, &call.id, &run, hooks, ctx.result_dir()).await;
+            (CallOutcome { result, timed_out, ran: true }, error)
+        };
+        if let Some(note) = note {
+            outcome.result.content.insert_str(0, &note);
+        }
+        ended(index, outcome, error, ctx, hooks)
+    }
+}
+
+/// A call that ran or was refused: its span's result, the end event and hook.
+fn ended(
+    index: usize,
+    outcome: CallOutcome,
+    error: Option<ErrorType>,
     ctx: &RunContext,
     hooks: &RunHooks,
 ) -> (usize, CallOutcome) {
-    let index = run.index;
-    // The stages below borrow the call rather than take it: each `async fn` keeps what it
-    // is given in its own future, and these nest, so a call moved from one to the next
-    // would be copied into every layer of the future a batch moves around.
-    let (outcome, error) = run_ready(&run, &mut ready, call, ctx, hooks).await;
     span::record_result(&Span::current(), &outcome.result, error);
     finish(index, &outcome, ctx, hooks);
     (index, outcome)
@@ -631,82 +692,57 @@ pub(crate) struct Invoked {
     error: Option<ErrorType>,
 }
 
-async fn run_ready(
-    run: &Run,
+/// The permission decision made: `None` to run the call (with a person's edited
+/// arguments, checked again, when they gave some), else the refusal.
+fn refusal(
+    mut decided: Authorization,
     ready: &mut ReadyCall,
     call: &ToolCall,
     ctx: &RunContext,
-    hooks: &RunHooks,
-) -> (CallOutcome, Option<ErrorType>) {
-    if !run.authorized {
+) -> Option<(CallOutcome, Option<ErrorType>)> {
+    if let Authorization::AllowEdited { arguments } = decided {
         let permission = ready.tool.definition().permission;
-        let request =
-            AuthRequest { tool: ready.tool.name(), permission, call_id: &call.id, arguments: &ready.args };
-        // Most calls are decided now (an ALLOW by the rules): no future to wait on.
-        let mut decided = match authorize(ctx, request) {
-            Decision::Now(decided) => decided,
-            Decision::Later(later) => later.await,
+        decided = match ready.edit(arguments) {
+            Err(message) => Authorization::Deny { reason: DenyReason::Rejected, message: message.into() },
+            Ok(()) => match ctx.permissions() {
+                Some(manager) => manager.recheck_edited(ready.tool.name(), permission, &ready.args),
+                None => Authorization::Allow,
+            },
         };
-        if let Authorization::AllowEdited { arguments } = decided {
-            decided = match ready.edit(arguments) {
-                Err(message) => Authorization::Deny { reason: DenyReason::Rejected, message: message.into() },
-                Ok(()) => match ctx.permissions() {
-                    Some(manager) => manager.recheck_edited(ready.tool.name(), permission, &ready.args),
-                    None => Authorization::Allow,
-                },
-            };
-        }
-        match decided {
-            Authorization::Allow => {}
-            refused => {
-                let name = ready.tool.name();
-                let (reason, message) = match refused {
-                    Authorization::Deny { reason, message } => (reason, message),
-                    // Nobody here to put the question to.
-                    _ => (DenyReason::NoApprover, PERMISSION_DENIED.into()),
-                };
-                tracing::info!(tool = &**name, call_id = %call.id, ?reason, "tool call denied");
-                let result = ToolResult::error(&call.id, &**name, message);
-                return (
-                    CallOutcome { result, timed_out: false, ran: false },
-                    Some(ErrorType::PermissionDenied),
-                );
-            }
-        }
     }
-    let note = ready.edited.then(|| edited_note(&ready.args));
-    let (mut outcome, error) = run_authorized(ready, call, run, hooks, ctx).await;
-    if let Some(note) = note {
-        outcome.result.content.insert_str(0, &note);
-    }
-    (outcome, error)
+    let (reason, message) = match decided {
+        Authorization::Allow => return None,
+        Authorization::Deny { reason, message } => (reason, message),
+        // Nobody here to put the question to.
+        _ => (DenyReason::NoApprover, PERMISSION_DENIED.into()),
+    };
+    let name = ready.tool.name();
+    tracing::info!(tool = &**name, call_id = %call.id, ?reason, "tool call denied");
+    let result = ToolResult::error(&call.id, &**name, message);
+    Some((CallOutcome { result, timed_out: false, ran: false }, Some(ErrorType::PermissionDenied)))
 }
 
-async fn run_authorized(
+/// A call of a tool that deduplicates: the first of identical calls in the run runs, the
+/// others share its result (with their own call id).
+async fn run_deduplicated(
     ready: &mut ReadyCall,
     call: &ToolCall,
     run: &Run,
     hooks: &RunHooks,
     ctx: &RunContext,
 ) -> (CallOutcome, Option<ErrorType>) {
-    let name = ready.tool.name();
-    if ready.policy.dedupe_calls {
-        let slot = ctx.dedupe_slot(name, canonical_json(&ready.args));
-        let mut first_here = false;
-        // Boxed: the common path (no dedupe) keeps a small future.
-        let shared = Box::pin(slot.get_or_init(|| {
-            first_here = true;
-            invoke(ready, &call.id, run, hooks, ctx.result_dir())
-        }));
-        let Invoked { mut result, timed_out, error } = shared.await.clone();
-        if !first_here {
-            span::record_deduplicated(&Span::current());
-        }
-        result.call_id.clone_from(&call.id);
-        return (CallOutcome { result, timed_out, ran: first_here }, error);
+    let slot = ctx.dedupe_slot(ready.tool.name(), canonical_json(&ready.args));
+    let mut first_here = false;
+    let shared = slot.get_or_init(|| {
+        first_here = true;
+        invoke(ready, &call.id, run, hooks, ctx.result_dir())
+    });
+    let Invoked { mut result, timed_out, error } = shared.await.clone();
+    if !first_here {
+        span::record_deduplicated(&Span::current());
     }
-    let Invoked { result, timed_out, error } = invoke(ready, &call.id, run, hooks, ctx.result_dir()).await;
-    (CallOutcome { result, timed_out, ran: true }, error)
+    result.call_id.clone_from(&call.id);
+    (CallOutcome { result, timed_out, ran: first_here }, error)
 }
 
 /// The authorisation stage: the context's [`Authorizer`](crate::permission::Authorizer).
@@ -735,6 +771,9 @@ enum Outcome {
 /// Runs the handler with the timeout, taking the serial turn if needed, retrying
 /// `safe`/`idempotent` tools per their retry policy; the result is capped
 /// ([`cap`](crate::engine::cap)), its whole text saved in `result_dir` when cut.
+///
+/// What it keeps across its awaits is kept small on purpose (the attempt's future, the
+/// attempt number, references): anything else is worked out again where it is needed.
 async fn invoke(
     ready: &mut ReadyCall,
     call_id: &str,
@@ -746,84 +785,112 @@ async fn invoke(
         Some(queue) => Some(queue.acquire().await),
         None => None,
     };
-    let def = ready.tool.definition();
-    let name = ready.tool.name();
-    let policy = &ready.policy;
-    let timeout_secs = def.timeout_seconds.unwrap_or(policy.default_timeout_seconds);
-    let timeout = duration_from_secs(timeout_secs);
-    let retry = def.retry.unwrap_or(policy.retry);
-    let max_attempts = if def.replay_policy.allows_retry() { retry.max_attempts.max(1) } else { 1 };
-    let mut ctx = ToolContext::new(call_id, name.clone());
-    if let Some(key) = &run.key {
-        ctx = ctx.with_idempotency_key(key.clone());
-    }
+    let max_attempts = attempts_allowed(ready);
     if let Some(hook) = &hooks.on_start {
         hook(run.index);
     }
     let mut attempt = 1;
     loop {
-        let last = attempt >= max_attempts;
-        // The last attempt takes the arguments; earlier ones run on a copy.
-        let attempt_args = if last { std::mem::take(&mut ready.args) } else { ready.args.clone() };
-        let outcome = run_once(&def.handler, name, attempt_args, ctx.clone(), timeout).await;
-        let retry_wanted = !last
-            && match &outcome {
-                Outcome::Done(Ok(out)) => def.retry_if_result.as_ref().is_some_and(|p| {
-                    // A panicking predicate asks for nothing.
-                    std::panic::catch_unwind(AssertUnwindSafe(|| p(out))).unwrap_or(false)
-                }),
-                Outcome::Done(Err(e)) => e.is_transient(),
-                Outcome::TimedOut => hooks.retry_timeouts,
-                Outcome::Panicked => false,
-            };
-        if retry_wanted {
+        let delay = {
+            let last = attempt >= max_attempts;
+            let name = ready.tool.name();
+            // The last attempt takes the arguments; earlier ones run on a copy.
+            let args = if last { std::mem::take(&mut ready.args) } else { ready.args.clone() };
+            let mut ctx = ToolContext::new(call_id, name.clone());
+            if let Some(key) = &run.key {
+                ctx = ctx.with_idempotency_key(key.clone());
+            }
+            let def = ready.tool.definition();
+            let outcome = run_once(&def.handler, name, args, ctx, timeout_of(ready)).await;
+            if last || !retry_wanted(ready, &outcome, hooks) {
+                let mut invoked = conclude(ready, call_id, outcome, attempt);
+                if !invoked.timed_out {
+                    // The central cap, after the tool's own limits: every tool's result alike.
+                    cap_result(&mut invoked.result, ready.policy.max_result_chars, result_dir);
+                }
+                return invoked;
+            }
             attempt += 1;
             tracing::debug!(tool = &**name, call_id, attempt, "retrying tool call");
-            let delay = retry.delay_before(attempt);
-            if !delay.is_zero() {
-                // Boxed, as the timer in `within`: only a retry pays for it.
-                Box::pin(tokio::time::sleep(delay)).await;
-            }
-            continue;
-        }
-        let failed = Some(ErrorType::ToolError);
-        let (mut result, error) = match outcome {
-            Outcome::Done(Ok(mut out)) => match too_deep(&mut out) {
-                None => (ToolResult::success(call_id, &**name, out), None),
-                Some(value) => {
-                    drop_deep(value);
-                    (ToolResult::error(call_id, &**name, too_deep_message(name)), failed)
-                }
-            },
-            Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => (
-                ToolResult::error(call_id, &**name, format!("{} (failed {attempt} attempts)", e.message())),
-                failed,
-            ),
-            Outcome::Done(Err(e)) => (ToolResult::error(call_id, &**name, e.message()), failed),
-            Outcome::TimedOut => {
-                let mut text = timeout_message(name, timeout_secs);
-                if attempt > 1 {
-                    text.push_str(&format!(" (timed out {attempt} attempts)"));
-                }
-                let result = ToolResult::error(call_id, &**name, text);
-                return Invoked { result, timed_out: true, error: Some(ErrorType::Timeout) };
-            }
-            Outcome::Panicked => (
-                ToolResult::error(
-                    call_id,
-                    &**name,
-                    format!(
-                        "tool {} failed with an internal error; the details were logged for the operator",
-                        name
-                    ),
-                ),
-                Some(ErrorType::Panic),
-            ),
+            retry_of(ready).delay_before(attempt)
         };
-        // The central cap, after the tool's own limits: every tool's result alike.
-        cap_result(&mut result, policy.max_result_chars, result_dir);
-        return Invoked { result, timed_out: false, error };
+        if !delay.is_zero() {
+            // Boxed, as the timer in `within`: only a retry pays for it.
+            Box::pin(tokio::time::sleep(delay)).await;
+        }
     }
+}
+
+/// The tool's own timeout, else the registry's default, in seconds.
+fn timeout_seconds(ready: &ReadyCall) -> f64 {
+    ready.tool.definition().timeout_seconds.unwrap_or(ready.policy.default_timeout_seconds)
+}
+
+fn timeout_of(ready: &ReadyCall) -> Duration {
+    duration_from_secs(timeout_seconds(ready))
+}
+
+fn retry_of(ready: &ReadyCall) -> crate::tool::policy::ToolRetry {
+    ready.tool.definition().retry.unwrap_or(ready.policy.retry)
+}
+
+/// How many attempts the call may take: its retry policy's, for a tool that allows
+/// retries; one for the others.
+fn attempts_allowed(ready: &ReadyCall) -> u32 {
+    if ready.tool.definition().replay_policy.allows_retry() { retry_of(ready).max_attempts.max(1) } else { 1 }
+}
+
+/// Whether an attempt's outcome asks for another attempt (one remains).
+fn retry_wanted(ready: &ReadyCall, outcome: &Outcome, hooks: &RunHooks) -> bool {
+    match outcome {
+        Outcome::Done(Ok(out)) => ready.tool.definition().retry_if_result.as_ref().is_some_and(|p| {
+            // A panicking predicate asks for nothing.
+            std::panic::catch_unwind(AssertUnwindSafe(|| p(out))).unwrap_or(false)
+        }),
+        Outcome::Done(Err(e)) => e.is_transient(),
+        Outcome::TimedOut => hooks.retry_timeouts,
+        Outcome::Panicked => false,
+    }
+}
+
+/// The result of the call's last attempt (`attempt` is its number).
+fn conclude(ready: &ReadyCall, call_id: &str, outcome: Outcome, attempt: u32) -> Invoked {
+    let name = ready.tool.name();
+    let failed = Some(ErrorType::ToolError);
+    let (result, error) = match outcome {
+        Outcome::Done(Ok(mut out)) => match too_deep(&mut out) {
+            None => (ToolResult::success(call_id, &**name, out), None),
+            Some(value) => {
+                drop_deep(value);
+                (ToolResult::error(call_id, &**name, too_deep_message(name)), failed)
+            }
+        },
+        Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => (
+            ToolResult::error(call_id, &**name, format!("{} (failed {attempt} attempts)", e.message())),
+            failed,
+        ),
+        Outcome::Done(Err(e)) => (ToolResult::error(call_id, &**name, e.message()), failed),
+        Outcome::TimedOut => {
+            let mut text = timeout_message(name, timeout_seconds(ready));
+            if attempt > 1 {
+                text.push_str(&format!(" (timed out {attempt} attempts)"));
+            }
+            let result = ToolResult::error(call_id, &**name, text);
+            return Invoked { result, timed_out: true, error: Some(ErrorType::Timeout) };
+        }
+        Outcome::Panicked => (
+            ToolResult::error(
+                call_id,
+                &**name,
+                format!(
+                    "tool {} failed with an internal error; the details were logged for the operator",
+                    name
+                ),
+            ),
+            Some(ErrorType::Panic),
+        ),
+    };
+    Invoked { result, timed_out: false, error }
 }
 
 /// The structured content of `out` when it nests more than [`MAX_JSON_DEPTH`] levels: a
@@ -846,9 +913,10 @@ fn timeout_message(name: &str, seconds: f64) -> String {
     )
 }
 
-/// One attempt: the handler under the timeout, a panic caught. A plain function building
-/// the future (not an `async fn`): the arguments and context move straight into the
-/// handler's future, not into a state machine of their own as well.
+/// One attempt: the handler under the timeout, a panic caught. A plain function that
+/// calls the handler at once (an async handler's `call` gives its boxed future; a
+/// blocking one's job is queued on the pool): the future returned holds that future
+/// and the deadline, not the arguments and context as well.
 fn run_once<'a>(
     handler: &'a ToolHandler,
     name: &'a str,
@@ -857,13 +925,15 @@ fn run_once<'a>(
     timeout: Duration,
 ) -> impl Future<Output = Outcome> + 'a {
     let ran = match handler {
-        ToolHandler::Async(h) => {
-            let fut = AssertUnwindSafe(async move { h.call(args, ctx).await }).catch_unwind();
-            Either::Left(within(timeout, fut))
-        }
+        // The call itself runs code of the tool's (decoding, the user's function before
+        // its first await): a panic there is caught like one in the future.
+        ToolHandler::Async(h) => match std::panic::catch_unwind(AssertUnwindSafe(|| h.call(args, ctx))) {
+            Ok(fut) => Either::Left(within(timeout, AssertUnwindSafe(fut).catch_unwind())),
+            Err(payload) => Either::Right(Either::Left(std::future::ready(Some(Err(payload))))),
+        },
         ToolHandler::Blocking(h) => {
             let h = h.clone();
-            Either::Right(within(timeout, run_blocking(move || h.call(args, &ctx))))
+            Either::Right(Either::Right(within(timeout, run_blocking(move || h.call(args, &ctx)))))
         }
     };
     ran.map(move |ran| match ran {
@@ -974,5 +1044,40 @@ mod tests {
         let err = parse_arguments("t", "[1,2]", 0).unwrap_err();
         assert!(err.contains("expected a JSON object, got an array"), "{err}");
         assert!(parse_arguments("t", "\"{}\"", 0).unwrap_err().contains("got a string"));
+    }
+}
+
+#[cfg(test)]
+mod future_sizes {
+    use super::*;
+    use crate::{ToolHandler, ToolOptions, ToolRegistry};
+
+    /// Every call's future is moved whole into whatever awaits it (a batch's `join_all`,
+    /// the agent loop), so its size is paid on every call. These bounds hold with room
+    /// to spare on the pinned toolchain; a change that crosses one has put something big
+    /// in a stage's future (see the comments on `run_indexed` and `invoke`).
+    #[test]
+    fn a_calls_future_stays_small() {
+        let registry = ToolRegistry::new();
+        let handler = ToolHandler::from_async(|_, _| async { Ok("x".into()) });
+        registry
+            .register_with_schema(
+                "t",
+                "d",
+                serde_json::json!({"type": "object"}),
+                handler,
+                ToolOptions::new(),
+            )
+            .unwrap();
+        let call = ToolCall::new("1", "t", "{}");
+        let ctx = RunContext::new();
+        let size = std::mem::size_of_val(&registry.execute_in(&call, &ctx));
+        assert!(size <= 1_100, "ToolRegistry::execute_in's future is {size} bytes");
+        let Prepared::Ready(mut ready) = prepare(registry.read().target("t"), &call) else { unreachable!() };
+        let run = Run { index: 0, authorized: false, key: None };
+        let size = std::mem::size_of_val(&invoke(&mut ready, "1", &run, &NO_HOOKS, None));
+        assert!(size <= 320, "invoke's future is {size} bytes");
+        let size = std::mem::size_of_val(&run_indexed(run, ready, &call, &ctx, &NO_HOOKS));
+        assert!(size <= 600, "run_indexed's future is {size} bytes");
     }
 }

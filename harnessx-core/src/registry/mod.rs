@@ -6,6 +6,7 @@ pub mod resolve;
 mod source;
 
 use std::fmt;
+use std::future::Future;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde::Serialize;
@@ -29,7 +30,7 @@ pub use resolve::NameResolution;
 pub use source::ToolSource;
 
 /// What a registry holds. Only `registry/` sees it; the engine gets [`CallTarget`]s.
-struct State {
+pub(crate) struct State {
     tools: resolve::Tools,
     /// Formatting-insensitive key -> registered names with that key.
     keys: resolve::Keys,
@@ -45,7 +46,7 @@ struct State {
 impl State {
     /// What the engine needs to run a call of `name`: the tool it resolves to (or the
     /// error text for the model), the policy and the serial queue.
-    fn target(&self, name: &str) -> CallTarget {
+    pub(crate) fn target(&self, name: &str) -> CallTarget {
         let tool = resolve::resolve(&self.tools, &self.keys, name).map_err(|unknown| unknown.to_string());
         CallTarget::new(tool, self.effective, self.serial.clone())
     }
@@ -144,7 +145,7 @@ impl ToolRegistry {
         }
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, State> {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, State> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -350,18 +351,36 @@ impl ToolRegistry {
     /// Executes one call through the whole pipeline: name resolution, argument parsing,
     /// schema validation, permission, timeout and retry. Without a manager, omitted
     /// permissions are ALLOW, and explicit ASK and DENY return `Permission denied`.
-    pub async fn execute(&self, call: &ToolCall, permissions: Option<&PermissionManager>) -> ToolResult {
-        let ctx = match permissions {
-            Some(p) => RunContext::new().with_permissions(p.clone()),
-            None => RunContext::new(),
-        };
-        self.execute_in(call, &ctx).await
+    // (These two return `async move` blocks rather than being `async fn`s: an `async fn`
+    // keeps its arguments twice in its future, and a call's future is moved whole into
+    // whatever awaits it.)
+    #[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice in its future")]
+    pub fn execute<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        permissions: Option<&'a PermissionManager>,
+    ) -> impl Future<Output = ToolResult> + Send + 'a {
+        async move {
+            let ctx = match permissions {
+                Some(p) => RunContext::new().with_permissions(p.clone()),
+                None => RunContext::new(),
+            };
+            let target = self.read().target(&call.name);
+            pipeline::execute_one(target, call, &ctx).await
+        }
     }
 
     /// Executes one call within a run (sharing its permissions, events and dedupe).
-    pub async fn execute_in(&self, call: &ToolCall, ctx: &RunContext) -> ToolResult {
-        let target = self.read().target(&call.name);
-        pipeline::execute_one(target, call, ctx).await
+    #[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice in its future")]
+    pub fn execute_in<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        ctx: &'a RunContext,
+    ) -> impl Future<Output = ToolResult> + Send + 'a {
+        async move {
+            let target = self.read().target(&call.name);
+            pipeline::execute_one(target, call, ctx).await
+        }
     }
 
     /// Executes the calls of one model turn: concurrent tools run together, the others one
