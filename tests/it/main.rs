@@ -1,5 +1,5 @@
-//! The integration tests of the `harnessx` facade, one binary with a module per area. The
-//! trybuild cases stay in `tests/ui/` (`macro_ui` compiles each on its own); `docs` checks
+//! The integration tests of the `harnessx` facade, one binary with a module per area (the
+//! macros' trybuild cases are `harnessx-macros`' own, in its `tests/ui/`); `docs` checks
 //! the README and `docs/` against `cargo metadata` and the guide's doctests, `layout` that
 //! every crate's integration-test files are modules of its one binary.
 //!
@@ -15,4 +15,3 @@ mod layout;
 mod macro_collect;
 mod macro_schema_rules;
 mod macro_tool;
-mod macro_ui;

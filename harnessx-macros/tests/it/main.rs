@@ -1,4 +1,6 @@
-//! The integration tests of `harnessx-macros`, one binary with a module per area. (The
-//! macros' compile errors are pinned by the trybuild cases of the facade's `tests/ui/`.)
+//! The integration tests of `harnessx-macros`, one binary with a module per area: the
+//! schemas the macros write, and (`ui`) the trybuild cases in `tests/ui/` that pin every
+//! compile error and compile the valid uses.
 
 mod schemas;
+mod ui;
