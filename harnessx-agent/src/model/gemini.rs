@@ -29,8 +29,8 @@ use serde_json::{Map, Value, json};
 use crate::model::http::{self, Decoder, Provider, Step};
 use crate::model::sse::SseEvent;
 use crate::model::{
-    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Reasoning, ToolChoice,
-    Usage, collect_response,
+    FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Reasoning,
+    ReasoningEffort, ToolChoice, Usage, collect_response,
 };
 use harnessx_core::ToolCall;
 
@@ -126,6 +126,17 @@ impl GeminiModel {
             .is_some_and(|major| major >= 3)
     }
 
+    /// An effort as Gemini 3's `thinkingLevel`: `minimal`, `low`, `medium` or `high`, except
+    /// that Pro models take only `low` and `high` (minimal goes as low, medium as high).
+    fn thinking_level(&self, effort: ReasoningEffort) -> &'static str {
+        let name = self.model.rsplit('/').next().unwrap_or(&self.model);
+        match effort {
+            ReasoningEffort::Minimal | ReasoningEffort::Low if name.contains("-pro") => "low",
+            ReasoningEffort::Medium | ReasoningEffort::High if name.contains("-pro") => "high",
+            other => other.as_str(),
+        }
+    }
+
     /// The JSON body sent for `request` (the same streamed or not).
     ///
     /// The system prompt is `systemInstruction`; turns are `user` and `model` contents;
@@ -170,8 +181,18 @@ impl GeminiModel {
         }
         if let Some(reasoning) = &request.reasoning {
             let mut thinking = Map::new();
-            if let Some(budget) = reasoning.budget_or_from_effort() {
-                thinking.insert("thinkingBudget".into(), json!(budget));
+            // Gemini 3 and later take an effort as `thinkingLevel` (never together with a
+            // budget: the API refuses both); a budget alone, and earlier models, go as
+            // `thinkingBudget`.
+            match (reasoning.effort, reasoning.budget_tokens) {
+                (Some(effort), None) if self.checks_signatures() => {
+                    thinking.insert("thinkingLevel".into(), json!(self.thinking_level(effort)));
+                }
+                _ => {
+                    if let Some(budget) = reasoning.budget_or_from_effort() {
+                        thinking.insert("thinkingBudget".into(), json!(budget));
+                    }
+                }
             }
             thinking.insert("includeThoughts".into(), json!(true));
             generation.insert("thinkingConfig".into(), Value::Object(thinking));

@@ -351,7 +351,8 @@ async fn request_body_pins_tools_tool_config_thinking_and_output() {
             "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["get_weather"]}},
             "generationConfig": {
                 "maxOutputTokens": 1000,
-                "thinkingConfig": {"thinkingBudget": 2048, "includeThoughts": true},
+                // Gemini 3 takes the effort as a level.
+                "thinkingConfig": {"thinkingLevel": "low", "includeThoughts": true},
                 "responseMimeType": "application/json",
                 "responseSchema": {"type": "object", "properties": {"temp": {"type": "number"}}, "required": ["temp"]}
             }
@@ -387,6 +388,44 @@ async fn tool_choice_maps_to_function_calling_modes_and_nothing_without_tools() 
         json!({"thinkingConfig": {"thinkingBudget": 0, "includeThoughts": true}})
     );
     assert_eq!(gemini.request_body(&hello()).get("generationConfig"), None);
+}
+
+#[test]
+fn gemini_3_takes_an_effort_as_a_thinking_level_and_never_with_a_budget() {
+    let thinking = |model: &str, effort: Option<ReasoningEffort>, budget: Option<u32>| {
+        let reasoning = Some(ReasoningConfig { effort, budget_tokens: budget });
+        GeminiModel::new(model).request_body(&ModelRequest { reasoning, ..hello() })["generationConfig"]
+            ["thinkingConfig"]
+            .clone()
+    };
+    use ReasoningEffort::{High, Low, Medium, Minimal};
+    // Gemini 3 Flash takes every level; Pro only low and high.
+    for (effort, level) in [(Minimal, "minimal"), (Low, "low"), (Medium, "medium"), (High, "high")] {
+        assert_eq!(
+            thinking("gemini-3-flash-preview", Some(effort), None),
+            json!({"thinkingLevel": level, "includeThoughts": true})
+        );
+    }
+    for (effort, level) in [(Minimal, "low"), (Low, "low"), (Medium, "high"), (High, "high")] {
+        assert_eq!(
+            thinking("models/gemini-3-pro-preview", Some(effort), None),
+            json!({"thinkingLevel": level, "includeThoughts": true})
+        );
+    }
+    // A budget goes as a budget (the API refuses a level and a budget together), on
+    // Gemini 3 too, and an effort goes as its budget before Gemini 3.
+    assert_eq!(
+        thinking("gemini-3-pro-preview", Some(High), Some(4096)),
+        json!({"thinkingBudget": 4096, "includeThoughts": true})
+    );
+    assert_eq!(
+        thinking("gemini-3-flash-preview", None, Some(0)),
+        json!({"thinkingBudget": 0, "includeThoughts": true})
+    );
+    assert_eq!(
+        thinking("gemini-2.5-flash", Some(Low), None),
+        json!({"thinkingBudget": 2048, "includeThoughts": true})
+    );
 }
 
 #[tokio::test]
