@@ -92,3 +92,32 @@ async fn the_journal_names_the_model_that_answered_and_a_resume_does_not_ask_aga
     assert_eq!((world.primary.load(Ordering::SeqCst), world.backup.load(Ordering::SeqCst)), (2, 2));
     assert_eq!(result.usage.requests, 2, "each turn's request counted once");
 }
+
+/// The fallback list is not part of the run's fingerprint: a run started on one model
+/// alone resumes with a fallback added once that model is down, and the backup answers.
+#[tokio::test]
+async fn a_resume_may_add_a_fallback_when_the_first_model_is_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let world = Arc::new(World::default());
+    // Started on the primary alone, up: it calls `fetch`, which hangs (the crash).
+    let up = FunctionModel::new(|_| Ok(ModelResponse::tool_calls(vec![ToolCall::new("c1", "fetch", "{}")])))
+        .with_name("openai:primary");
+    let built = agent(&world);
+    let started = Agent::builder()
+        .model(up)
+        .tool(built.tools().list_tools().into_iter().next().unwrap())
+        .config(AgentConfig { planning: false, ..AgentConfig::default() })
+        .build()
+        .unwrap();
+    let runtime = AgentRuntime::new(started, Arc::new(SqliteJournal::open(&path).unwrap()));
+    let crashed = tokio::time::timeout(Duration::from_millis(1500), runtime.start("r", "Fetch it.")).await;
+    assert!(crashed.is_err(), "the run stops at the hanging fetch: {crashed:?}");
+    drop(runtime);
+
+    // Resumed with the primary down and a backup after it: accepted, the backup answers.
+    let runtime = AgentRuntime::new(agent(&world), Arc::new(SqliteJournal::open(&path).unwrap()));
+    let result = runtime.resume("r").await.unwrap();
+    assert_eq!(result.output, "fetched");
+    assert_eq!((world.primary.load(Ordering::SeqCst), world.backup.load(Ordering::SeqCst)), (1, 1));
+}
