@@ -295,8 +295,17 @@ fn killed_at(point: &str, log: &str, count: usize) -> Option<Killed> {
     cluster.register();
     cluster.runtime.block_on(cluster.client.submit("r1", "go")).unwrap();
     until_logged(&cluster, d, log, count);
-    // Let the step that logged settle into its hold.
-    std::thread::sleep(Duration::from_millis(100));
+    // Held in a tool: the batch's other calls run alongside it on A, and must have
+    // answered before the kill (else a `manual` one is rightly left "outcome unknown"):
+    // wait for their lines, not for a fixed time, which a loaded machine outlasts.
+    if ["read", "send", "put"].contains(&point) {
+        for other in ["read", "send", "put"].into_iter().filter(|t| *t != point) {
+            until_logged(&cluster, d, &format!("{other}.log"), 1);
+        }
+    }
+    // Let the step that logged settle into its hold (and the others' results reach
+    // Restate).
+    std::thread::sleep(Duration::from_millis(300));
     drop(a); // SIGKILL, mid-step
     let state = cluster.finished("r1");
     Some(Killed { cluster, dir, state, _b: b })
