@@ -117,10 +117,15 @@ impl GeminiModel {
         format!("{base}/models/{}:{method}", self.model)
     }
 
+    /// The model's own name, without a resource path before it (`gemini-3-pro-preview`).
+    fn short_name(&self) -> &str {
+        self.model.rsplit('/').next().unwrap_or(&self.model)
+    }
+
     /// Whether the model refuses calls without a thought signature (Gemini 3 and later).
     fn checks_signatures(&self) -> bool {
-        let name = self.model.rsplit('/').next().unwrap_or(&self.model);
-        name.strip_prefix("gemini-")
+        self.short_name()
+            .strip_prefix("gemini-")
             .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next())
             .and_then(|major| major.parse::<u32>().ok())
             .is_some_and(|major| major >= 3)
@@ -129,10 +134,10 @@ impl GeminiModel {
     /// An effort as Gemini 3's `thinkingLevel`: `minimal`, `low`, `medium` or `high`, except
     /// that Pro models take only `low` and `high` (minimal goes as low, medium as high).
     fn thinking_level(&self, effort: ReasoningEffort) -> &'static str {
-        let name = self.model.rsplit('/').next().unwrap_or(&self.model);
+        let pro = self.short_name().contains("-pro");
         match effort {
-            ReasoningEffort::Minimal | ReasoningEffort::Low if name.contains("-pro") => "low",
-            ReasoningEffort::Medium | ReasoningEffort::High if name.contains("-pro") => "high",
+            ReasoningEffort::Minimal | ReasoningEffort::Low if pro => "low",
+            ReasoningEffort::Medium | ReasoningEffort::High if pro => "high",
             other => other.as_str(),
         }
     }

@@ -621,11 +621,10 @@ fn finish(index: usize, outcome: &CallOutcome, ctx: &RunContext, hooks: &RunHook
 /// One ready call of a batch, start to end: permission, the edited arguments' note,
 /// dedupe or the attempts ([`invoke`]), its span's result, the end event and hook.
 ///
-/// One `async fn` for all of it, keeping little across its awaits: every stage that was
-/// an `async fn` of its own added a layer that each call's future was copied through.
-///
-/// (A plain function returning an `async move` block, not an `async fn`: an `async fn`
-/// keeps its arguments twice in its future, as captured and as locals.)
+/// One state machine for all of it, keeping little across its awaits: every stage that
+/// was an `async fn` of its own added a layer that each call's future was copied
+/// through. (A plain function returning an `async move` block, not an `async fn`: an
+/// `async fn` keeps its arguments twice in its future, as captured and as locals.)
 #[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice in its future")]
 fn run_indexed<'a>(
     run: Run,

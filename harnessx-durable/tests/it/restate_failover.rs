@@ -298,8 +298,8 @@ fn killed_at(point: &str, log: &str, count: usize) -> Option<Killed> {
     // Held in a tool: the batch's other calls run alongside it on A, and must have
     // answered before the kill (else a `manual` one is rightly left "outcome unknown"):
     // wait for their lines, not for a fixed time, which a loaded machine outlasts.
-    if ["read", "send", "put"].contains(&point) {
-        for other in ["read", "send", "put"].into_iter().filter(|t| *t != point) {
+    if BATCH.contains(&point) {
+        for other in BATCH.into_iter().filter(|t| *t != point) {
             until_logged(&cluster, d, &format!("{other}.log"), 1);
         }
     }
@@ -322,6 +322,9 @@ fn ran(dir: &Path, tool: &str) -> Vec<String> {
 
 const ALL_DONE: &str = "saw: read done | send done | put done";
 
+/// The tools the model calls together in its first turn.
+const BATCH: [&str; 3] = ["read", "send", "put"];
+
 #[test]
 fn killed_during_the_first_model_request_the_model_is_asked_again_and_no_tool_runs_twice() {
     let Some(Killed { dir, state, _b, .. }) = killed_at("model1", "model.log", 1) else { return };
@@ -330,7 +333,7 @@ fn killed_during_the_first_model_request_the_model_is_asked_again_and_no_tool_ru
     assert_eq!(state.outcome(), Some(ALL_DONE));
     // Its response was never journaled: B asks again.
     assert_eq!(model_requests(d), ["A 1", "B 1", "B 2"]);
-    for tool in ["read", "send", "put"] {
+    for tool in BATCH {
         assert_eq!(ran(d, tool), ["B"], "{tool}");
     }
 }
@@ -346,7 +349,7 @@ fn killed_during_the_second_model_request_no_journaled_step_is_repeated() {
     assert_eq!(requests.first().map(String::as_str), Some("A 1"));
     assert_eq!(requests.last().map(String::as_str), Some("B 2"));
     assert!(!requests.contains(&"B 1".to_owned()), "{requests:?}");
-    for tool in ["read", "send", "put"] {
+    for tool in BATCH {
         assert_eq!(ran(d, tool), ["A"], "{tool}");
     }
 }
@@ -459,7 +462,7 @@ fn a_worker_with_other_tools_is_refused_and_the_run_waits_for_one_with_the_runs_
     assert_eq!(state.status, RunStatus::Completed, "{state:?}");
     assert_eq!(state.outcome(), Some(ALL_DONE));
     assert_eq!(model_requests(d).last().map(String::as_str), Some("C 2"));
-    for tool in ["read", "send", "put"] {
+    for tool in BATCH {
         assert_eq!(ran(d, tool), ["A"], "{tool}");
     }
 }
