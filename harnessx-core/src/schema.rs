@@ -5,8 +5,10 @@
 
 pub mod build;
 mod canonical;
+mod flat;
 
 pub use canonical::{canonical_schema, canonical_subschema};
+pub(crate) use flat::FlatSchema;
 
 use serde_json::Value;
 

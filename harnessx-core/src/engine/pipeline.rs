@@ -2,6 +2,12 @@
 //!
 //! resolve name -> parse arguments -> validate -> permission -> dedupe -> (serial turn)
 //! -> run with timeout -> retry. Every failure becomes an error [`ToolResult`].
+//!
+//! A call of a tool with a flat input schema (an object of scalar arguments) whose handler
+//! decodes text ([`AsyncToolHandler::call_json`](crate::AsyncToolHandler::call_json)) is
+//! checked straight from its text and not parsed into a value unless a stage asks for
+//! one (a rule on arguments, a question to a person, dedupe); anything the flat check is
+//! unsure of takes the general path, so each call ends as it would there.
 
 use std::any::Any;
 use std::future::Future;
@@ -55,7 +61,10 @@ impl CallTarget {
 /// A call that passed the checks that need no waiting (name, arguments, schema).
 struct ReadyCall {
     tool: Arc<RegisteredTool>,
-    args: Value,
+    /// The arguments as a value; `None` while they are only the call's own text, checked
+    /// against the tool's flat schema ([`RegisteredTool::takes_text`]): its handler decodes
+    /// them from there, and the value is parsed only if something asks for it.
+    args: Option<Value>,
     policy: EffectivePolicy,
     /// The queue to take turns on, for non-concurrent tools.
     serial: Option<SerialQueue>,
@@ -80,10 +89,23 @@ impl ReadyCall {
                 "the user changed the arguments of this {name} call, and the new ones are invalid ({problem}); the call did not run"
             ));
         }
-        self.args = arguments;
+        self.args = Some(arguments);
         self.edited = true;
         Ok(())
     }
+
+    /// The tool and the arguments as a value (parsed from the call's text, once, if they
+    /// were not yet).
+    fn with_value(&mut self, call: &ToolCall) -> (&RegisteredTool, &Value) {
+        let args = self.args.get_or_insert_with(|| parse_checked(&call.arguments));
+        (&self.tool, args)
+    }
+}
+
+/// Argument text the flat schema accepted, as a value: an object, which parses (the
+/// check read it with the same parser), so the empty object is never reached.
+fn parse_checked(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::Object(serde_json::Map::new()))
 }
 
 /// What the result of a call a person edited starts with.
@@ -168,7 +190,9 @@ fn parse_object(raw: &str, capacity: usize) -> serde_json::Result<Value> {
     Ok(Value::Object(map))
 }
 
-fn prepare(target: CallTarget, call: &ToolCall) -> Prepared {
+/// Resolves and checks one call. With `from_text`, a call whose text fits the tool's flat
+/// schema is not parsed into a value (see [`ReadyCall::args`]).
+fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> Prepared {
     let CallTarget { tool, policy, serial } = target;
     let tool = match tool {
         Ok(t) => t,
@@ -179,6 +203,10 @@ fn prepare(target: CallTarget, call: &ToolCall) -> Prepared {
             );
         }
     };
+    let serial = (!tool.definition().concurrent).then_some(serial);
+    if from_text && tool.takes_text(&call.arguments) {
+        return Prepared::Ready(ReadyCall { tool, args: None, policy, serial, edited: false });
+    }
     let invalid = Some(ErrorType::InvalidArguments);
     let args = match parse_arguments(tool.name(), &call.arguments, tool.argument_capacity()) {
         Ok(a) => a,
@@ -187,8 +215,7 @@ fn prepare(target: CallTarget, call: &ToolCall) -> Prepared {
     if let Some(msg) = tool.check(&args) {
         return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg), invalid);
     }
-    let serial = (!tool.definition().concurrent).then_some(serial);
-    Prepared::Ready(ReadyCall { tool, args, policy, serial, edited: false })
+    Prepared::Ready(ReadyCall { tool, args: Some(args), policy, serial, edited: false })
 }
 
 /// No hooks, timeouts answered: what a direct call or batch runs with.
@@ -208,7 +235,7 @@ pub(crate) fn execute_one<'a>(
     ctx: &'a RunContext,
 ) -> impl Future<Output = ToolResult> + 'a {
     async move {
-        match prepare(target, call) {
+        match prepare(target, call, true) {
             Prepared::Done(result, error) => {
                 ctx.emit(ToolEvent::CallStart { index: 0, call, tool: None });
                 settled(0, call, result, error, false, ctx, &NO_HOOKS).result
@@ -229,16 +256,16 @@ pub(crate) async fn execute_batch(
     calls: &[ToolCall],
     ctx: &RunContext,
 ) -> Vec<ToolResult> {
-    let items = plan_items(targets, calls);
+    let items = plan_items(targets, calls, true);
     run_items(calls, items, ctx, &NO_HOOKS).await.into_iter().map(|o| o.result).collect()
 }
 
-fn plan_items(targets: Vec<CallTarget>, calls: &[ToolCall]) -> Vec<PlanItem> {
+fn plan_items(targets: Vec<CallTarget>, calls: &[ToolCall], from_text: bool) -> Vec<PlanItem> {
     targets
         .into_iter()
         .zip(calls)
         .map(|(t, c)| PlanItem {
-            prepared: prepare(t, c),
+            prepared: prepare(t, c, from_text),
             authorized: false,
             idempotency_key: None,
             replayed: false,
@@ -276,7 +303,8 @@ impl std::fmt::Debug for PlannedBatch {
 
 impl PlannedBatch {
     pub(crate) fn new(targets: Vec<CallTarget>, calls: &[ToolCall]) -> Self {
-        Self { calls: calls.to_vec(), items: plan_items(targets, calls) }
+        // Parsed now: a runtime that plans looks at the arguments of every call.
+        Self { calls: calls.to_vec(), items: plan_items(targets, calls, false) }
     }
 
     /// Number of calls.
@@ -320,7 +348,7 @@ impl PlannedBatch {
 
     /// The validated arguments, when the call will run.
     pub fn arguments(&self, index: usize) -> Option<&Value> {
-        self.ready(index).map(|r| &r.args)
+        self.ready(index).and_then(|r| r.args.as_ref())
     }
 
     /// Whether the call runs alongside others (`false`: it takes its turn in call order).
@@ -638,28 +666,38 @@ fn run_indexed<'a>(
         // (Nothing big is held in a local across an await below: a local's room in the
         // future is kept from its declaration to the end of its scope.)
         if !run.authorized {
-            let request = AuthRequest {
-                tool: ready.tool.name(),
-                permission: ready.tool.definition().permission,
-                call_id: &call.id,
-                arguments: &ready.args,
+            // Arguments still in their text are decided by name when the authorizer can.
+            let by_name = match ready.args {
+                None => authorize_by_name(ctx, ready.tool.name(), ready.tool.definition().permission),
+                Some(_) => None,
             };
-            // Most calls are decided now (an ALLOW by the rules): no future to wait on.
-            let decided = match authorize(ctx, request) {
-                Decision::Now(decided) => decided,
-                Decision::Later(later) => later.await,
+            let decided = match by_name {
+                Some(decided) => decided,
+                None => {
+                    let (tool, arguments) = ready.with_value(call);
+                    let permission = tool.definition().permission;
+                    let request = AuthRequest { tool: tool.name(), permission, call_id: &call.id, arguments };
+                    // Most calls are decided now (an ALLOW by the rules): no future to wait on.
+                    match authorize(ctx, request) {
+                        Decision::Now(decided) => decided,
+                        Decision::Later(later) => later.await,
+                    }
+                }
             };
             if let Some((outcome, error)) = refusal(decided, &mut ready, call, ctx) {
                 return ended(index, outcome, error, ctx, hooks);
             }
         }
-        let note = ready.edited.then(|| edited_note(&ready.args));
+        let note = match &ready.args {
+            Some(args) if ready.edited => Some(edited_note(args)),
+            _ => None,
+        };
         let (mut outcome, error) = if ready.policy.dedupe_calls {
             // Boxed: the common path (no dedupe) keeps a small future.
             Box::pin(run_deduplicated(&mut ready, call, &run, hooks, ctx)).await
         } else {
             let Invoked { result, timed_out, error } =
-                invoke(&mut ready, &call.id, &run, hooks, ctx.result_dir()).await;
+                invoke(&mut ready, call, &run, hooks, ctx.result_dir()).await;
             (CallOutcome { result, timed_out, ran: true }, error)
         };
         if let Some(note) = note {
@@ -700,11 +738,13 @@ fn refusal(
     ctx: &RunContext,
 ) -> Option<(CallOutcome, Option<ErrorType>)> {
     if let Authorization::AllowEdited { arguments } = decided {
-        let permission = ready.tool.definition().permission;
         decided = match ready.edit(arguments) {
             Err(message) => Authorization::Deny { reason: DenyReason::Rejected, message: message.into() },
             Ok(()) => match ctx.permissions() {
-                Some(manager) => manager.recheck_edited(ready.tool.name(), permission, &ready.args),
+                Some(manager) => {
+                    let (tool, arguments) = ready.with_value(call);
+                    manager.recheck_edited(tool.name(), tool.definition().permission, arguments)
+                }
                 None => Authorization::Allow,
             },
         };
@@ -730,11 +770,12 @@ async fn run_deduplicated(
     hooks: &RunHooks,
     ctx: &RunContext,
 ) -> (CallOutcome, Option<ErrorType>) {
-    let slot = ctx.dedupe_slot(ready.tool.name(), canonical_json(&ready.args));
+    let key = canonical_json(ready.with_value(call).1);
+    let slot = ctx.dedupe_slot(ready.tool.name(), key);
     let mut first_here = false;
     let shared = slot.get_or_init(|| {
         first_here = true;
-        invoke(ready, &call.id, run, hooks, ctx.result_dir())
+        invoke(ready, call, run, hooks, ctx.result_dir())
     });
     let Invoked { mut result, timed_out, error } = shared.await.clone();
     if !first_here {
@@ -742,6 +783,25 @@ async fn run_deduplicated(
     }
     result.call_id.clone_from(&call.id);
     (CallOutcome { result, timed_out, ran: first_here }, error)
+}
+
+/// The authorisation stage by name alone ([`Authorizer::authorize_by_name`]): `None`
+/// when the authorizer needs the arguments. A panic denies the call, as in [`authorize`].
+///
+/// [`Authorizer::authorize_by_name`]: crate::permission::Authorizer::authorize_by_name
+fn authorize_by_name(
+    ctx: &RunContext,
+    tool: &str,
+    permission: Option<PermissionLevel>,
+) -> Option<Authorization> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| ctx.authorizer().authorize_by_name(tool, permission)))
+    {
+        Ok(decided) => decided,
+        Err(payload) => {
+            log_panic(tool, &*payload);
+            Some(Authorization::denied(DenyReason::Rejected))
+        }
+    }
 }
 
 /// The authorisation stage: the context's [`Authorizer`](crate::permission::Authorizer).
@@ -775,7 +835,7 @@ enum Outcome {
 /// attempt number, references): anything else is worked out again where it is needed.
 async fn invoke(
     ready: &mut ReadyCall,
-    call_id: &str,
+    call: &ToolCall,
     run: &Run,
     hooks: &RunHooks,
     result_dir: Option<&ResultDir>,
@@ -793,8 +853,14 @@ async fn invoke(
         let delay = {
             let last = attempt >= max_attempts;
             let name = ready.tool.name();
-            // The last attempt takes the arguments; earlier ones run on a copy.
-            let args = if last { std::mem::take(&mut ready.args) } else { ready.args.clone() };
+            // The last attempt takes the arguments; earlier ones run on a copy. (Arguments
+            // still in their text are decoded from it by each attempt.)
+            let args = match &mut ready.args {
+                None => Arguments::Text(&call.arguments),
+                Some(value) if last => Arguments::Value(std::mem::take(value)),
+                Some(value) => Arguments::Value(value.clone()),
+            };
+            let call_id = &*call.id;
             let mut ctx = ToolContext::new(call_id, name.clone());
             if let Some(key) = &run.key {
                 ctx = ctx.with_idempotency_key(key.clone());
@@ -919,20 +985,40 @@ fn timeout_message(name: &str, seconds: f64) -> String {
 fn run_once<'a>(
     handler: &'a ToolHandler,
     name: &'a str,
-    args: Value,
+    args: Arguments<'_>,
     ctx: ToolContext,
     timeout: Duration,
 ) -> impl Future<Output = Outcome> + 'a {
     let ran = match handler {
         // The call itself runs code of the tool's (decoding, the user's function before
         // its first await): a panic there is caught like one in the future.
-        ToolHandler::Async(h) => match std::panic::catch_unwind(AssertUnwindSafe(|| h.call(args, ctx))) {
+        ToolHandler::Async(h) => match std::panic::catch_unwind(AssertUnwindSafe(|| match args {
+            Arguments::Value(value) => h.call(value, ctx),
+            Arguments::Text(text) => match h.call_json(text, ctx) {
+                Ok(fut) => fut,
+                // It did not decode: the value, for the handler's own error.
+                Err(ctx) => h.call(parse_checked(text), ctx),
+            },
+        })) {
             Ok(fut) => Either::Left(within(timeout, AssertUnwindSafe(fut).catch_unwind())),
             Err(payload) => Either::Right(Either::Left(std::future::ready(Some(Err(payload))))),
         },
         ToolHandler::Blocking(h) => {
             let h = h.clone();
-            Either::Right(Either::Right(within(timeout, run_blocking(move || h.call(args, &ctx)))))
+            let args = match args {
+                Arguments::Value(value) => Ok(value),
+                Arguments::Text(text) => Err(Box::<str>::from(text)),
+            };
+            Either::Right(Either::Right(within(
+                timeout,
+                run_blocking(move || match args {
+                    Ok(value) => h.call(value, &ctx),
+                    Err(text) => match h.call_json(&text, &ctx) {
+                        Some(result) => result,
+                        None => h.call(parse_checked(&text), &ctx),
+                    },
+                }),
+            )))
         }
     };
     ran.map(move |ran| match ran {
@@ -943,6 +1029,13 @@ fn run_once<'a>(
         }
         None => Outcome::TimedOut,
     })
+}
+
+/// The arguments one attempt runs on.
+enum Arguments<'t> {
+    Value(Value),
+    /// The call's text, checked against the tool's flat schema.
+    Text(&'t str),
 }
 
 pin_project_lite::pin_project! {
@@ -1072,9 +1165,11 @@ mod future_sizes {
         let ctx = RunContext::new();
         let size = std::mem::size_of_val(&registry.execute_in(&call, &ctx));
         assert!(size <= 1_100, "ToolRegistry::execute_in's future is {size} bytes");
-        let Prepared::Ready(mut ready) = prepare(registry.read().target("t"), &call) else { unreachable!() };
+        let Prepared::Ready(mut ready) = prepare(registry.read().target("t"), &call, true) else {
+            unreachable!()
+        };
         let run = Run { index: 0, authorized: false, key: None };
-        let size = std::mem::size_of_val(&invoke(&mut ready, "1", &run, &NO_HOOKS, None));
+        let size = std::mem::size_of_val(&invoke(&mut ready, &call, &run, &NO_HOOKS, None));
         assert!(size <= 320, "invoke's future is {size} bytes");
         let size = std::mem::size_of_val(&run_indexed(run, ready, &call, &ctx, &NO_HOOKS));
         assert!(size <= 600, "run_indexed's future is {size} bytes");

@@ -115,11 +115,27 @@ impl Decision<'_> {
 pub trait Authorizer: Send + Sync {
     /// Decides on one call.
     fn authorize<'a>(&'a self, request: AuthRequest<'a>) -> Decision<'a>;
+
+    /// Decides on a call by its tool and permission alone, when the answer cannot depend
+    /// on the arguments and needs no waiting; `None` (the default) otherwise, and
+    /// [`authorize`](Self::authorize) is asked with the arguments.
+    ///
+    /// The engine asks this first for calls whose arguments it checked straight from
+    /// their text (a flat schema), so that deciding them costs no parse into a value. An
+    /// answer here must be the one `authorize` would give.
+    fn authorize_by_name(&self, tool: &str, permission: Option<PermissionLevel>) -> Option<Authorization> {
+        let _ = (tool, permission);
+        None
+    }
 }
 
 impl<A: Authorizer + ?Sized> Authorizer for std::sync::Arc<A> {
     fn authorize<'a>(&'a self, request: AuthRequest<'a>) -> Decision<'a> {
         (**self).authorize(request)
+    }
+
+    fn authorize_by_name(&self, tool: &str, permission: Option<PermissionLevel>) -> Option<Authorization> {
+        (**self).authorize_by_name(tool, permission)
     }
 }
 
@@ -130,11 +146,19 @@ pub struct NoManager;
 
 impl Authorizer for NoManager {
     fn authorize<'a>(&'a self, request: AuthRequest<'a>) -> Decision<'a> {
-        Decision::Now(match request.permission {
-            None | Some(PermissionLevel::Allow) => Authorization::Allow,
-            Some(PermissionLevel::Ask) => Authorization::denied(DenyReason::NoApprover),
-            Some(PermissionLevel::Deny) => Authorization::denied(DenyReason::Denied),
-        })
+        Decision::Now(no_manager(request.permission))
+    }
+
+    fn authorize_by_name(&self, _tool: &str, permission: Option<PermissionLevel>) -> Option<Authorization> {
+        Some(no_manager(permission))
+    }
+}
+
+fn no_manager(permission: Option<PermissionLevel>) -> Authorization {
+    match permission {
+        None | Some(PermissionLevel::Allow) => Authorization::Allow,
+        Some(PermissionLevel::Ask) => Authorization::denied(DenyReason::NoApprover),
+        Some(PermissionLevel::Deny) => Authorization::denied(DenyReason::Denied),
     }
 }
 

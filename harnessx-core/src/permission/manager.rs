@@ -478,4 +478,19 @@ impl Authorizer for PermissionManager {
             decided => Decision::Now(decided),
         }
     }
+
+    /// Without rules on names and arguments, an ALLOW, a DENY, and an ASK the session
+    /// granted are decided by name: [`rules`](Self::rules) without its first step. An ASK
+    /// to put to a person, or any rule, needs the arguments.
+    fn authorize_by_name(&self, tool: &str, permission: Option<PermissionLevel>) -> Option<Authorization> {
+        if self.has_rules() {
+            return None;
+        }
+        match self.effective_level(tool, permission) {
+            PermissionLevel::Allow => Some(Authorization::Allow),
+            PermissionLevel::Deny => Some(Authorization::denied(DenyReason::Denied)),
+            PermissionLevel::Ask if self.has_session_grant(tool) => Some(Authorization::Allow),
+            PermissionLevel::Ask => None,
+        }
+    }
 }

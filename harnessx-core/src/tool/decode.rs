@@ -150,6 +150,98 @@ pub fn decode_args<A: DeserializeOwned>(args: Value, ctx: &ToolContext) -> Resul
     }
 }
 
+/// Refuses the listed requests (see [`TextFields`]).
+macro_rules! refuse_all {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, serde_json::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+    )*};
+}
+
+/// Decodes argument text the engine already found to fit the tool's flat schema into `A`,
+/// as [`decode_args`] decodes its value: the object's entries one by one, in the order
+/// written (the text has no repeated key). `None` when it does not decode, or when `A`
+/// asks for anything but a struct or map: the caller then takes the general path, whose
+/// error text is the one the model reads.
+pub(crate) fn decode_json<A: DeserializeOwned>(text: &str) -> Option<A> {
+    A::deserialize(TextFields(text)).ok()
+}
+
+/// Checked argument text as a deserializer: a struct or map is served by the text's own
+/// object; any other request is refused (to the general path).
+struct TextFields<'t>(&'t str);
+
+impl<'de> de::Deserializer<'de> for TextFields<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        let mut de = serde_json::Deserializer::from_str(self.0);
+        let value = de::Deserializer::deserialize_map(&mut de, visitor)?;
+        de.end()?;
+        Ok(value)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, _visitor: V) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    refuse_all! {
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+        deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
+        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_option
+        deserialize_unit deserialize_seq deserialize_identifier deserialize_ignored_any
+    }
+}
+
 /// The arguments object of one call, taken apart one parameter at a time.
 #[derive(Debug)]
 pub struct Args<'a> {

@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 use crate::tool::call::ToolOutput;
-use crate::tool::decode::decode_args;
+use crate::tool::decode::{decode_args, decode_json};
 use crate::tool::encode::result_output;
 
 /// A boxed, sendable future, as returned by [`AsyncToolHandler::call`].
@@ -69,6 +70,26 @@ impl ToolContext {
 pub trait AsyncToolHandler: Any + Send + Sync {
     /// Runs the tool on validated arguments.
     fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult>;
+
+    /// Whether [`call_json`](Self::call_json) can run the tool (`false`, the default: the
+    /// engine never asks it).
+    fn takes_json(&self) -> bool {
+        false
+    }
+
+    /// Runs the tool on argument text the engine already checked against the tool's input
+    /// schema, decoding it straight from the text. The engine does so only for flat schemas
+    /// (an object of scalar arguments, as `#[tool]` writes for numbers, strings and
+    /// booleans), and saves the parse into a `Value`.
+    ///
+    /// `Err(ctx)` (the default) gives the context back without running anything: the engine
+    /// then parses the text and calls [`call`](Self::call). A handler returns it as well
+    /// when the text does not decode, so that the error the model reads is the one `call`
+    /// gives. The typed constructors ([`ToolHandler::typed_async`]) implement it.
+    fn call_json(&self, args: &str, ctx: ToolContext) -> Result<BoxFuture<HandlerResult>, ToolContext> {
+        let _ = args;
+        Err(ctx)
+    }
 }
 
 /// A blocking (synchronous) handler. It runs on a blocking thread, off the async runtime;
@@ -77,6 +98,20 @@ pub trait AsyncToolHandler: Any + Send + Sync {
 pub trait BlockingToolHandler: Any + Send + Sync {
     /// Runs the tool on validated arguments.
     fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult;
+
+    /// Whether [`call_json`](Self::call_json) can run the tool (see
+    /// [`AsyncToolHandler::takes_json`]).
+    fn takes_json(&self) -> bool {
+        false
+    }
+
+    /// Runs the tool on checked argument text (see [`AsyncToolHandler::call_json`]);
+    /// `None` (the default) without running anything, and the engine calls
+    /// [`call`](Self::call) on the parsed text instead.
+    fn call_json(&self, args: &str, ctx: &ToolContext) -> Option<HandlerResult> {
+        let _ = (args, ctx);
+        None
+    }
 }
 
 /// The code behind a tool. Cloning shares the handler.
@@ -120,6 +155,76 @@ where
     }
 }
 
+/// [`ToolHandler::typed_async`]'s handler: `A` decoded from the value or, for a flat
+/// schema, straight from the text.
+struct TypedAsync<A, F>(F, PhantomData<fn() -> A>);
+
+impl<A, T, E, F, Fut> TypedAsync<A, F>
+where
+    T: Serialize,
+    E: fmt::Display + 'static,
+    F: Fn(A) -> Fut,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+{
+    fn run(&self, args: A) -> BoxFuture<HandlerResult> {
+        let fut = (self.0)(args);
+        Box::pin(async move { result_output(fut.await) })
+    }
+}
+
+impl<A, T, E, F, Fut> AsyncToolHandler for TypedAsync<A, F>
+where
+    A: DeserializeOwned + Send + 'static,
+    T: Serialize,
+    E: fmt::Display + 'static,
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+{
+    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+        match decode_args::<A>(args, &ctx) {
+            Ok(args) => self.run(args),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+
+    fn takes_json(&self) -> bool {
+        true
+    }
+
+    fn call_json(&self, args: &str, ctx: ToolContext) -> Result<BoxFuture<HandlerResult>, ToolContext> {
+        match decode_json::<A>(args) {
+            Some(args) => Ok(self.run(args)),
+            None => Err(ctx),
+        }
+    }
+}
+
+/// [`ToolHandler::typed_blocking`]'s handler (see [`TypedAsync`]).
+struct TypedBlocking<A, F>(F, PhantomData<fn() -> A>);
+
+impl<A, T, E, F> BlockingToolHandler for TypedBlocking<A, F>
+where
+    A: DeserializeOwned + 'static,
+    T: Serialize,
+    E: fmt::Display + 'static,
+    F: Fn(A) -> Result<T, E> + Send + Sync + 'static,
+{
+    fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult {
+        match decode_args::<A>(args, ctx) {
+            Ok(args) => result_output((self.0)(args)),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn takes_json(&self) -> bool {
+        true
+    }
+
+    fn call_json(&self, args: &str, _ctx: &ToolContext) -> Option<HandlerResult> {
+        decode_json::<A>(args).map(|args| result_output((self.0)(args)))
+    }
+}
+
 impl ToolHandler {
     /// An async handler over raw JSON arguments.
     pub fn from_async<F, Fut>(f: F) -> Self
@@ -158,29 +263,18 @@ impl ToolHandler {
         F: Fn(A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
     {
-        Self::from_async(move |args, ctx| {
-            let decoded = decode_args::<A>(args, &ctx).map(&f);
-            async move {
-                match decoded {
-                    Ok(fut) => result_output(fut.await),
-                    Err(e) => Err(e),
-                }
-            }
-        })
+        Self::Async(Arc::new(TypedAsync(f, PhantomData)))
     }
 
     /// A blocking handler whose arguments deserialize into `A` (see [`typed_async`](Self::typed_async)).
     pub fn typed_blocking<A, T, E, F>(f: F) -> Self
     where
-        A: DeserializeOwned,
+        A: DeserializeOwned + 'static,
         T: Serialize,
         E: fmt::Display + 'static,
         F: Fn(A) -> Result<T, E> + Send + Sync + 'static,
     {
-        Self::from_blocking(move |args, ctx| match decode_args::<A>(args, ctx) {
-            Ok(a) => result_output(f(a)),
-            Err(e) => Err(e),
-        })
+        Self::Blocking(Arc::new(TypedBlocking(f, PhantomData)))
     }
 
     /// Whether two handles share one handler (the same `Arc`).
@@ -198,6 +292,14 @@ impl ToolHandler {
         match self {
             Self::Async(h) => &**h as &dyn Any,
             Self::Blocking(h) => &**h as &dyn Any,
+        }
+    }
+
+    /// Whether the handler can take checked argument text ([`AsyncToolHandler::call_json`]).
+    pub(crate) fn takes_json(&self) -> bool {
+        match self {
+            Self::Async(h) => h.takes_json(),
+            Self::Blocking(h) => h.takes_json(),
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::error::RegistryError;
-use crate::schema::CompiledSchema;
+use crate::schema::{CompiledSchema, FlatSchema};
 use crate::tool::definition::ToolDefinition;
 use crate::tool::name::is_valid_tool_name;
 
@@ -19,6 +19,9 @@ pub(crate) struct RegisteredTool {
     /// How many properties the input schema declares (capped): the size the argument
     /// object is parsed into, so it does not grow key by key.
     arguments: usize,
+    /// The input schema's flat form, when it has one and the handler takes checked text
+    /// ([`FlatSchema`]): such calls skip the parse into a value.
+    flat: Option<FlatSchema>,
 }
 
 impl RegisteredTool {
@@ -39,7 +42,8 @@ impl RegisteredTool {
         let name = Arc::from(def.name.as_str());
         let arguments =
             def.input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len().min(32));
-        Ok(Self { def, name, schema, arguments })
+        let flat = if def.handler.takes_json() { FlatSchema::of(&def.input_schema) } else { None };
+        Ok(Self { def, name, schema, arguments, flat })
     }
 
     /// The definition as registered.
@@ -52,12 +56,18 @@ impl RegisteredTool {
         &self.name
     }
 
-    /// `None` when `args` conform to the input schema; otherwise the one-line error.
     /// How many arguments a call usually has (the declared properties, capped).
     pub(crate) fn argument_capacity(&self) -> usize {
         self.arguments
     }
 
+    /// Whether the handler can run on `text` as it is: the schema is flat, the handler
+    /// takes checked text, and the text fits the schema (see [`FlatSchema`]).
+    pub(crate) fn takes_text(&self, text: &str) -> bool {
+        self.flat.as_ref().is_some_and(|flat| flat.accepts(text))
+    }
+
+    /// `None` when `args` conform to the input schema; otherwise the one-line error.
     pub(crate) fn check(&self, args: &Value) -> Option<String> {
         self.schema.check(&self.name, args)
     }

@@ -6,6 +6,7 @@ mod common;
 mod permissions_precedence;
 mod pipeline_arguments;
 mod pipeline_execution;
+mod pipeline_flat;
 mod pipeline_names;
 mod planned_batches;
 mod registry_policy;
