@@ -8,7 +8,7 @@ mod canonical;
 mod flat;
 
 pub use canonical::{canonical_schema, canonical_subschema};
-pub(crate) use flat::FlatSchema;
+pub(crate) use flat::{FlatSchema, locate_values};
 
 use serde_json::Value;
 

@@ -19,8 +19,14 @@ use crate::error::ToolError;
 use crate::tool::decode::{Args, decode_value, missing_argument};
 use crate::tool::handler::{BlockingToolHandler, HandlerResult, ToolContext, ToolHandler};
 
-/// How one parameter is obtained: from the arguments by name, or from the context.
-pub struct Take<T>(fn(&mut Args<'_>, &'static str) -> Result<T, ToolError>);
+/// How one parameter is obtained: from the arguments by name, or from the context; from
+/// the arguments' value, or from the text of its own value in checked argument text
+/// (`None` there when it does not decode: the call then takes the value path, whose error
+/// the model reads).
+pub struct Take<T> {
+    args: fn(&mut Args<'_>, &'static str) -> Result<T, ToolError>,
+    text: fn(Option<&str>, &ToolContext) -> Option<T>,
+}
 
 impl<T> Clone for Take<T> {
     fn clone(&self) -> Self {
@@ -32,12 +38,12 @@ impl<T> Copy for Take<T> {}
 
 /// A parameter that must be present.
 pub const fn required<T: DeserializeOwned>() -> Take<T> {
-    Take(take_required::<T>)
+    Take { args: take_required::<T>, text: text_required::<T> }
 }
 
 /// A parameter with `#[arg(default)]`: `Default::default()` when absent.
 pub const fn or_default<T: DeserializeOwned + Default>() -> Take<T> {
-    Take(take_or_default::<T>)
+    Take { args: take_or_default::<T>, text: text_or_default::<T> }
 }
 
 // One small function per parameter type, plus `decode_value` (the one decoder every
@@ -57,6 +63,20 @@ fn take_or_default<T: DeserializeOwned + Default>(
     match args.take(name) {
         Some(value) => decode_value(args.context(), name, value),
         None => Ok(T::default()),
+    }
+}
+
+fn text_required<T: DeserializeOwned>(value: Option<&str>, _: &ToolContext) -> Option<T> {
+    match value {
+        Some(text) => serde_json::from_str(text).ok(),
+        None => None,
+    }
+}
+
+fn text_or_default<T: DeserializeOwned + Default>(value: Option<&str>, _: &ToolContext) -> Option<T> {
+    match value {
+        Some(text) => serde_json::from_str(text).ok(),
+        None => Some(T::default()),
     }
 }
 
@@ -82,7 +102,7 @@ common_takes!(bool, char, String, i8, i16, i32, i64, isize, u8, u16, u32, u64, u
 
 /// The injected `ToolContext`, by value.
 pub const fn context() -> Take<ToolContext> {
-    Take(|args, _| Ok(args.context().clone()))
+    Take { args: |args, _| Ok(args.context().clone()), text: |_, ctx| Some(ctx.clone()) }
 }
 
 /// How a return value becomes a handler result: [`Plain`] or [`Fallible`].
@@ -134,6 +154,14 @@ impl BlockingToolHandler for Static {
     fn call(&self, args: Value, ctx: &ToolContext) -> HandlerResult {
         self.0.call(args, ctx)
     }
+
+    fn takes_json(&self) -> bool {
+        self.0.takes_json()
+    }
+
+    fn call_json(&self, args: &str, ctx: &ToolContext) -> Option<HandlerResult> {
+        self.0.call_json(args, ctx)
+    }
 }
 
 /// The handler calling `f`, which takes no parameters (the arguments are ignored).
@@ -144,6 +172,14 @@ pub const fn sync0<R: 'static, O: Returns<R>>(f: fn() -> R) -> Shared<fn() -> R,
 impl<R: 'static, O: Returns<R> + 'static> BlockingToolHandler for Shared<fn() -> R, (), O, 0> {
     fn call(&self, _: Value, _: &ToolContext) -> HandlerResult {
         O::convert((self.f)())
+    }
+
+    fn takes_json(&self) -> bool {
+        true
+    }
+
+    fn call_json(&self, _: &str, _: &ToolContext) -> Option<HandlerResult> {
+        Some(O::convert((self.f)()))
     }
 }
 
@@ -170,10 +206,27 @@ macro_rules! sync_handlers {
                     Ok(args) => args,
                     Err(e) => return Err(e),
                 };
-                O::convert((self.f)($(match (self.takes.$i.0)(&mut args, self.names[$i]) {
+                O::convert((self.f)($(match (self.takes.$i.args)(&mut args, self.names[$i]) {
                     Ok(value) => value,
                     Err(e) => return Err(e),
                 }),*))
+            }
+
+            fn takes_json(&self) -> bool {
+                true
+            }
+
+            fn call_json(&self, text: &str, ctx: &ToolContext) -> Option<HandlerResult> {
+                // Each parameter from the text of its own value; `None` before anything
+                // runs when one does not decode.
+                let mut values = [None; $n];
+                if !crate::schema::locate_values(text, self.names, &mut values) {
+                    return None;
+                }
+                Some(O::convert((self.f)($(match (self.takes.$i.text)(values[$i], ctx) {
+                    Some(value) => value,
+                    None => return None,
+                }),*)))
             }
         }
     )*};

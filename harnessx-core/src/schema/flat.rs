@@ -182,6 +182,58 @@ impl FlatSchema {
     }
 }
 
+/// Finds, in argument text a flat schema accepted, the text of each named argument's
+/// value: `values[i]` for `names[i]` (left `None` when absent). `false` when a key has an
+/// escape (it is then matched on the value path).
+pub(crate) fn locate_values<'t>(text: &'t str, names: &[&str], values: &mut [Option<&'t str>]) -> bool {
+    locate(text, names, values).is_some()
+}
+
+fn locate<'t>(text: &'t str, names: &[&str], values: &mut [Option<&'t str>]) -> Option<()> {
+    let mut at = Cursor { text: text.as_bytes(), at: 0 };
+    at.skip_space();
+    at.eat(b'{')?;
+    loop {
+        at.skip_space();
+        match at.peek()? {
+            b'}' => return Some(()),
+            b',' => {
+                at.at += 1;
+                continue;
+            }
+            _ => {}
+        }
+        at.eat(b'"')?;
+        let key = at.plain_string()?;
+        at.skip_space();
+        at.eat(b':')?;
+        at.skip_space();
+        let start = at.at;
+        if at.peek()? == b'"' {
+            // A string: to its closing quote, escapes skipped (the text is valid JSON).
+            at.at += 1;
+            loop {
+                match at.peek()? {
+                    b'"' => break,
+                    b'\\' => at.at += 2,
+                    _ => at.at += 1,
+                }
+            }
+            at.at += 1;
+        } else {
+            // A number or a word.
+            while !matches!(at.peek()?, b',' | b'}' | b' ' | b'\t' | b'\n' | b'\r') {
+                at.at += 1;
+            }
+        }
+        // (Both ends are at ASCII bytes, so on character boundaries.)
+        let value = text.get(start..at.at)?;
+        if let Some(i) = names.iter().position(|name| !name.is_empty() && name.as_bytes() == key) {
+            values[i] = Some(value);
+        }
+    }
+}
+
 /// A position in argument text, for [`FlatSchema::plain`].
 struct Cursor<'t> {
     text: &'t [u8],

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use harnessx_core::__private::{Plain, context, or_default, required, shared, sync5};
 use harnessx_core::{
     ApprovalDecision, PermissionLevel, PermissionManager, RunContext, ToolCall, ToolHandler, ToolOptions,
     ToolRegistry, ToolResult,
@@ -44,22 +45,48 @@ fn show(Args { n, s, f, t }: Args) -> String {
     format!("{n}|{s}|{f:?}|{t}")
 }
 
-/// One registry with the tool `t`, async or blocking, behind a flat schema or not; the
-/// counter counts runs.
-fn registry(flat: bool, blocking: bool) -> (ToolRegistry, Arc<AtomicUsize>) {
+/// What a `#[tool] fn` with these parameters registers (the context last, as `""`).
+fn as_a_tool_fn(n: u8, s: String, f: Option<f64>, t: bool, ctx: harnessx_core::ToolContext) -> String {
+    assert_eq!(ctx.tool_name(), "t");
+    show(Args { n, s, f, t })
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Async,
+    Blocking,
+    /// The shared handler `#[tool]` generates for a sync function.
+    ToolFn,
+}
+
+/// One registry with the tool `t` of that kind, behind a flat schema or not; the counter
+/// counts runs (not kept for `ToolFn`, whose handler is a plain `fn`).
+fn registry(flat: bool, kind: Kind) -> (ToolRegistry, Arc<AtomicUsize>) {
     let runs = Arc::new(AtomicUsize::new(0));
     let counter = runs.clone();
-    let handler = if blocking {
-        ToolHandler::typed_blocking(move |args: Args| {
+    let handler = match kind {
+        Kind::Blocking => ToolHandler::typed_blocking(move |args: Args| {
             counter.fetch_add(1, Ordering::SeqCst);
             Ok::<_, String>(show(args))
-        })
-    } else {
-        ToolHandler::typed_async(move |args: Args| {
+        }),
+        Kind::Async => ToolHandler::typed_async(move |args: Args| {
             counter.fetch_add(1, Ordering::SeqCst);
             let shown = show(args);
             async move { Ok::<_, String>(shown) }
-        })
+        }),
+        Kind::ToolFn => shared(
+            const {
+                &sync5::<_, _, _, _, _, _, Plain>(
+                    &["n", "s", "f", "t", ""],
+                    as_a_tool_fn,
+                    required(),
+                    required(),
+                    or_default(),
+                    required(),
+                    context(),
+                )
+            },
+        ),
     };
     let registry = ToolRegistry::new();
     registry.register_with_schema("t", "A tool.", schema(flat), handler, ToolOptions::new()).unwrap();
@@ -119,16 +146,16 @@ fn same(a: &ToolResult, b: &ToolResult) -> bool {
 
 #[tokio::test]
 async fn a_flat_schema_ends_every_call_as_the_general_path_does() {
-    for blocking in [false, true] {
-        let (flat, flat_runs) = registry(true, blocking);
-        let (general, general_runs) = registry(false, blocking);
+    for kind in [Kind::Async, Kind::Blocking, Kind::ToolFn] {
+        let (flat, flat_runs) = registry(true, kind);
+        let (general, general_runs) = registry(false, kind);
         let texts = texts();
         let mut ran = 0;
         for (i, text) in texts.iter().enumerate() {
             let call = ToolCall::new(format!("c{i}"), "t", text.as_str());
             let a = flat.execute(&call, None).await;
             let b = general.execute(&call, None).await;
-            assert!(same(&a, &b), "blocking {blocking}, {text:?}:\nflat    {a:?}\ngeneral {b:?}");
+            assert!(same(&a, &b), "{kind:?}, {text:?}:\nflat    {a:?}\ngeneral {b:?}");
             ran += usize::from(!a.is_error);
             assert_eq!(flat_runs.load(Ordering::SeqCst), general_runs.load(Ordering::SeqCst), "{text:?}");
         }
@@ -144,7 +171,7 @@ async fn a_flat_schema_ends_every_call_as_the_general_path_does() {
 
 #[tokio::test]
 async fn rules_questions_and_edits_see_the_arguments_of_a_flat_call() {
-    let (registry, runs) = registry(true, false);
+    let (registry, runs) = registry(true, Kind::Async);
     let text = r#"{"n": 7, "s": "secret", "t": true}"#;
 
     // A rule on an argument.
