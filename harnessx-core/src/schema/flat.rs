@@ -504,6 +504,11 @@ mod tests {
         ] {
             assert!(agrees(&schema, text), "{text}");
         }
+        // The common shapes need no second reading.
+        let flat = FlatSchema::of(&schema).unwrap();
+        assert!(flat.plain(br#"{"a": 2, "b": 3}"#).is_some());
+        assert!(flat.plain(br#"{"a":-2,"b":10}"#).is_some());
+        assert!(flat.plain(br#"{"a": 2, "\u0062": 3}"#).is_none());
     }
 
     #[test]
