@@ -49,6 +49,6 @@ pub use tool::annotations::ToolAnnotations;
 pub use tool::call::{ToolCall, ToolOutput, ToolResult};
 pub use tool::definition::{IntoToolDefinition, RetryIfResult, ToolDefinition, ToolOptions};
 pub use tool::handler::{
-    AsyncToolHandler, BlockingToolHandler, BoxFuture, HandlerResult, ToolContext, ToolHandler,
+    AsyncToolHandler, BlockingToolHandler, BoxFuture, CallInfo, HandlerResult, ToolContext, ToolHandler,
 };
 pub use tool::policy::{DEFAULT_TOOL_TIMEOUT_SECONDS, EffectivePolicy, ReplayPolicy, ToolPolicy, ToolRetry};

@@ -33,7 +33,7 @@ use crate::error::ToolError;
 use crate::permission::{AuthRequest, Authorization, Decision, DenyReason, PermissionLevel};
 use crate::schema::{canonical_json, kind_of};
 use crate::tool::call::{ToolCall, ToolOutput, ToolResult};
-use crate::tool::handler::{ToolContext, ToolHandler};
+use crate::tool::handler::{CallInfo, ToolHandler};
 use crate::tool::policy::{EffectivePolicy, ReplayPolicy, duration_from_secs};
 use crate::tool::registered::RegisteredTool;
 
@@ -861,12 +861,9 @@ async fn invoke(
                 Some(value) => Arguments::Value(value.clone()),
             };
             let call_id = &*call.id;
-            let mut ctx = ToolContext::new(call_id, name.clone());
-            if let Some(key) = &run.key {
-                ctx = ctx.with_idempotency_key(key.clone());
-            }
+            let info = CallInfo::new(call_id, name, run.key.as_ref());
             let def = ready.tool.definition();
-            let outcome = run_once(&def.handler, name, args, ctx, timeout_of(ready)).await;
+            let outcome = run_once(&def.handler, name, args, info, timeout_of(ready)).await;
             if last || !retry_wanted(ready, &outcome, hooks) {
                 let mut invoked = conclude(ready, call_id, outcome, attempt);
                 if !invoked.timed_out {
@@ -986,18 +983,18 @@ fn run_once<'a>(
     handler: &'a ToolHandler,
     name: &'a str,
     args: Arguments<'_>,
-    ctx: ToolContext,
+    info: CallInfo<'_>,
     timeout: Duration,
 ) -> impl Future<Output = Outcome> + 'a {
     let ran = match handler {
         // The call itself runs code of the tool's (decoding, the user's function before
         // its first await): a panic there is caught like one in the future.
         ToolHandler::Async(h) => match std::panic::catch_unwind(AssertUnwindSafe(|| match args {
-            Arguments::Value(value) => h.call(value, ctx),
-            Arguments::Text(text) => match h.call_json(text, ctx) {
-                Ok(fut) => fut,
+            Arguments::Value(value) => h.call(value, info.to_context()),
+            Arguments::Text(text) => match h.call_json(text, info) {
+                Some(fut) => fut,
                 // It did not decode: the value, for the handler's own error.
-                Err(ctx) => h.call(parse_checked(text), ctx),
+                None => h.call(parse_checked(text), info.to_context()),
             },
         })) {
             Ok(fut) => Either::Left(within(timeout, AssertUnwindSafe(fut).catch_unwind())),
@@ -1005,6 +1002,7 @@ fn run_once<'a>(
         },
         ToolHandler::Blocking(h) => {
             let h = h.clone();
+            let ctx = info.to_context();
             let args = match args {
                 Arguments::Value(value) => Ok(value),
                 Arguments::Text(text) => Err(Box::<str>::from(text)),

@@ -61,6 +61,42 @@ impl ToolContext {
     }
 }
 
+/// The call a handler runs for, borrowed: what [`ToolContext`] holds, without making one.
+/// Given to [`AsyncToolHandler::call_json`], so that a handler that does not take the
+/// context costs no allocation for it.
+#[derive(Debug, Clone, Copy)]
+pub struct CallInfo<'a> {
+    call_id: &'a str,
+    tool_name: &'a Arc<str>,
+    idempotency_key: Option<&'a Arc<str>>,
+}
+
+impl<'a> CallInfo<'a> {
+    /// The call `call_id` of the tool `tool_name`, with its idempotency key if it has one.
+    pub fn new(call_id: &'a str, tool_name: &'a Arc<str>, idempotency_key: Option<&'a Arc<str>>) -> Self {
+        Self { call_id, tool_name, idempotency_key }
+    }
+
+    /// The call's context, for a handler that takes one.
+    pub fn to_context(&self) -> ToolContext {
+        ToolContext {
+            call_id: Arc::from(self.call_id),
+            tool_name: self.tool_name.clone(),
+            idempotency_key: self.idempotency_key.cloned(),
+        }
+    }
+
+    /// The provider's id of the call.
+    pub fn call_id(&self) -> &'a str {
+        self.call_id
+    }
+
+    /// The registered name of the tool.
+    pub fn tool_name(&self) -> &'a str {
+        self.tool_name
+    }
+}
+
 /// An async handler. Its future runs on the async runtime; it is dropped (cancelled) when
 /// the call times out.
 ///
@@ -82,13 +118,13 @@ pub trait AsyncToolHandler: Any + Send + Sync {
     /// (an object of scalar arguments, as `#[tool]` writes for numbers, strings and
     /// booleans), and saves the parse into a `Value`.
     ///
-    /// `Err(ctx)` (the default) gives the context back without running anything: the engine
-    /// then parses the text and calls [`call`](Self::call). A handler returns it as well
-    /// when the text does not decode, so that the error the model reads is the one `call`
-    /// gives. The typed constructors ([`ToolHandler::typed_async`]) implement it.
-    fn call_json(&self, args: &str, ctx: ToolContext) -> Result<BoxFuture<HandlerResult>, ToolContext> {
-        let _ = args;
-        Err(ctx)
+    /// `None` (the default) runs nothing: the engine then parses the text and calls
+    /// [`call`](Self::call). A handler answers `None` as well when the text does not
+    /// decode, so that the error the model reads is the one `call` gives. The typed
+    /// constructors ([`ToolHandler::typed_async`]) implement it.
+    fn call_json(&self, args: &str, call: CallInfo<'_>) -> Option<BoxFuture<HandlerResult>> {
+        let _ = (args, call);
+        None
     }
 }
 
@@ -191,10 +227,10 @@ where
         true
     }
 
-    fn call_json(&self, args: &str, ctx: ToolContext) -> Result<BoxFuture<HandlerResult>, ToolContext> {
+    fn call_json(&self, args: &str, _call: CallInfo<'_>) -> Option<BoxFuture<HandlerResult>> {
         match decode_json::<A>(args) {
-            Some(args) => Ok(self.run(args)),
-            None => Err(ctx),
+            Some(args) => Some(self.run(args)),
+            None => None,
         }
     }
 }

@@ -213,3 +213,60 @@ async fn rules_questions_and_edits_see_the_arguments_of_a_flat_call() {
     assert!(!registry.execute(&ToolCall::new("c6", "t", text), Some(&manager)).await.is_error);
     assert_eq!(runs.load(Ordering::SeqCst), before + 1);
 }
+
+/// A handler of one's own can take checked text too: `call_json` gets the text and the
+/// call (borrowed), and answers `None` to be called with the value instead.
+#[tokio::test]
+async fn a_handler_of_ones_own_takes_the_text_or_the_value() {
+    use harnessx_core::{AsyncToolHandler, BoxFuture, CallInfo, HandlerResult, ToolContext, ToolOutput};
+
+    #[derive(Default)]
+    struct Echo {
+        texts: AtomicUsize,
+        values: AtomicUsize,
+    }
+
+    impl AsyncToolHandler for Echo {
+        fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+            self.values.fetch_add(1, Ordering::SeqCst);
+            let text = format!("{} {}: {}", ctx.tool_name(), ctx.call_id(), args["s"]);
+            Box::pin(async move { Ok(ToolOutput::text(text)) })
+        }
+
+        fn takes_json(&self) -> bool {
+            true
+        }
+
+        fn call_json(&self, args: &str, call: CallInfo<'_>) -> Option<BoxFuture<HandlerResult>> {
+            let s: String = serde_json::from_str::<Value>(args).ok()?["s"].as_str()?.to_owned();
+            if s == "refuse" {
+                return None;
+            }
+            self.texts.fetch_add(1, Ordering::SeqCst);
+            assert_eq!(call.to_context().call_id(), call.call_id());
+            let text = format!("{} {}: \"{s}\"", call.tool_name(), call.call_id());
+            Some(Box::pin(async move { Ok(ToolOutput::text(text)) }))
+        }
+    }
+
+    let echo = Arc::new(Echo::default());
+    let registry = ToolRegistry::new();
+    let schema = json!({"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]});
+    let handler = ToolHandler::Async(echo.clone());
+    registry.register_with_schema("echo", "Echo.", schema, handler, ToolOptions::new()).unwrap();
+    let run = |id: &str, args: &str| ToolCall::new(id, "echo", args);
+    assert_eq!(registry.execute(&run("c1", r#"{"s": "hi"}"#), None).await.content, r#"echo c1: "hi""#);
+    // An escaped key is checked by serde_json's reading, and still passed as text.
+    assert_eq!(registry.execute(&run("c2", r#"{"\u0073": "hi"}"#), None).await.content, r#"echo c2: "hi""#);
+    // A repeated key is left to the general path: the value.
+    assert_eq!(
+        registry.execute(&run("c4", r#"{"s": "a", "s": "b"}"#), None).await.content,
+        r#"echo c4: "b""#
+    );
+    // Refused by `call_json`: called with the value.
+    assert_eq!(
+        registry.execute(&run("c3", r#"{"s": "refuse"}"#), None).await.content,
+        r#"echo c3: "refuse""#
+    );
+    assert_eq!((echo.texts.load(Ordering::SeqCst), echo.values.load(Ordering::SeqCst)), (2, 2));
+}
