@@ -8,7 +8,7 @@ mod canonical;
 mod flat;
 
 pub use canonical::{canonical_schema, canonical_subschema};
-pub(crate) use flat::{FlatSchema, locate_values};
+pub(crate) use flat::{FlatSchema, decode_plain, decode_plain_value, locate_values};
 
 use serde_json::Value;
 

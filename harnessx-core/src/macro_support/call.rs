@@ -68,15 +68,23 @@ fn take_or_default<T: DeserializeOwned + Default>(
 
 fn text_required<T: DeserializeOwned>(value: Option<&str>, _: &ToolContext) -> Option<T> {
     match value {
-        Some(text) => serde_json::from_str(text).ok(),
+        Some(text) => decode_text(text),
         None => None,
     }
 }
 
 fn text_or_default<T: DeserializeOwned + Default>(value: Option<&str>, _: &ToolContext) -> Option<T> {
     match value {
-        Some(text) => serde_json::from_str(text).ok(),
+        Some(text) => decode_text(text),
         None => Some(T::default()),
+    }
+}
+
+/// One argument's value from its text: a plain scalar directly, anything else by serde_json.
+fn decode_text<T: DeserializeOwned>(text: &str) -> Option<T> {
+    match crate::schema::decode_plain_value(text) {
+        Some(value) => Some(value),
+        None => serde_json::from_str(text).ok(),
     }
 }
 

@@ -17,8 +17,17 @@
 
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer as _, MapAccess, Visitor};
+use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer as _, MapAccess, Visitor};
 use serde_json::Value;
+
+/// Refuses the listed requests of a [`PlainObject`] (left to serde_json).
+macro_rules! refuse {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, No> {
+            Err(No)
+        }
+    )*};
+}
 
 /// A JSON type a flat property may take.
 const INTEGER: u8 = 1;
@@ -234,6 +243,227 @@ fn locate<'t>(text: &'t str, names: &[&str], values: &mut [Option<&'t str>]) -> 
     }
 }
 
+/// Decodes `A` from argument text of the plain shape [`FlatSchema::plain`] reads (keys and
+/// strings without escapes, integers of at most 18 digits, `true`, `false`, `null`), as
+/// serde_json would decode it from the text: the same visits in the same order. `None` for
+/// anything else (a float, an escape, a request only serde_json serves the same way), and
+/// the caller asks serde_json.
+pub(crate) fn decode_plain<A: DeserializeOwned>(text: &str) -> Option<A> {
+    let mut object = PlainObject { text, at: Cursor { text: text.as_bytes(), at: 0 }, first: true };
+    let value = A::deserialize(&mut object).ok()?;
+    object.at.skip_space();
+    (object.at.at == text.len()).then_some(value)
+}
+
+/// One plain value (see [`decode_plain`]).
+pub(crate) fn decode_plain_value<T: DeserializeOwned>(text: &str) -> Option<T> {
+    let mut at = Cursor { text: text.as_bytes(), at: 0 };
+    let value = plain_scalar(text, &mut at)?;
+    at.skip_space();
+    if at.at != text.len() {
+        return None;
+    }
+    T::deserialize(value).ok()
+}
+
+/// The value at `at`: a plain scalar, or `None`.
+fn plain_scalar<'t>(text: &'t str, at: &mut Cursor<'t>) -> Option<PlainScalar<'t>> {
+    at.skip_space();
+    Some(match at.peek()? {
+        b'"' => {
+            at.at += 1;
+            let start = at.at;
+            at.plain_string()?;
+            PlainScalar::Str(text.get(start..at.at - 1)?)
+        }
+        b't' => at.word(b"true", BOOLEAN).map(|_| PlainScalar::Bool(true))?,
+        b'f' => at.word(b"false", BOOLEAN).map(|_| PlainScalar::Bool(false))?,
+        b'n' => at.word(b"null", NULL).map(|_| PlainScalar::Null)?,
+        _ => PlainScalar::Int(at.plain_integer()?),
+    })
+}
+
+/// The object being decoded by [`decode_plain`].
+struct PlainObject<'t> {
+    text: &'t str,
+    at: Cursor<'t>,
+    first: bool,
+}
+
+impl<'de> de::Deserializer<'de> for &mut PlainObject<'de> {
+    type Error = No;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, No> {
+        self.at.skip_space();
+        self.at.eat(b'{').ok_or(No)?;
+        visitor.visit_map(self)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, No> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, No> {
+        self.deserialize_any(visitor)
+    }
+
+    // Anything but a map or struct of the whole object is left to serde_json.
+    refuse! {
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+        deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
+        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_option
+        deserialize_unit deserialize_seq deserialize_identifier deserialize_ignored_any
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, No> {
+        Err(No)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, No> {
+        Err(No)
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, No> {
+        Err(No)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: usize,
+        _: V,
+    ) -> Result<V::Value, No> {
+        Err(No)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, No> {
+        Err(No)
+    }
+}
+
+impl<'de> MapAccess<'de> for PlainObject<'de> {
+    type Error = No;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, No> {
+        let at = &mut self.at;
+        at.skip_space();
+        if at.peek() == Some(b'}') {
+            at.at += 1;
+            return Ok(None);
+        }
+        if !std::mem::take(&mut self.first) {
+            at.eat(b',').ok_or(No)?;
+            at.skip_space();
+        }
+        at.eat(b'"').ok_or(No)?;
+        let start = at.at;
+        at.plain_string().ok_or(No)?;
+        let key = self.text.get(start..at.at - 1).ok_or(No)?;
+        at.skip_space();
+        at.eat(b':').ok_or(No)?;
+        seed.deserialize(de::value::BorrowedStrDeserializer::new(key)).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, No> {
+        let value = plain_scalar(self.text, &mut self.at).ok_or(No)?;
+        seed.deserialize(value)
+    }
+}
+
+/// One plain scalar, served as serde_json serves the same text: a non-negative integer
+/// as `u64`, a negative one as `i64`, a string borrowed.
+#[derive(Clone, Copy)]
+enum PlainScalar<'t> {
+    Str(&'t str),
+    Int(i64),
+    Bool(bool),
+    Null,
+}
+
+/// The name serde_json gives `RawValue`, which it serves from the text itself.
+const RAW_VALUE: &str = "$serde_json::private::RawValue";
+
+impl<'de> de::Deserializer<'de> for PlainScalar<'de> {
+    type Error = No;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, No> {
+        match self {
+            PlainScalar::Str(s) => visitor.visit_borrowed_str(s),
+            PlainScalar::Int(n) if n >= 0 => visitor.visit_u64(n.unsigned_abs()),
+            PlainScalar::Int(n) => visitor.visit_i64(n),
+            PlainScalar::Bool(b) => visitor.visit_bool(b),
+            PlainScalar::Null => visitor.visit_unit(),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, No> {
+        match self {
+            PlainScalar::Null => visitor.visit_none(),
+            other => visitor.visit_some(other),
+        }
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, No> {
+        match self {
+            PlainScalar::Null => visitor.visit_unit(),
+            _ => Err(No),
+        }
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, No> {
+        self.deserialize_unit(visitor)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, No> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, No> {
+        if name == RAW_VALUE { Err(No) } else { visitor.visit_newtype_struct(self) }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, No> {
+        match self {
+            PlainScalar::Str(s) => visitor.visit_enum(de::value::BorrowedStrDeserializer::new(s)),
+            _ => Err(No),
+        }
+    }
+
+    // Bytes are served by serde_json in a way of its own: left to it.
+    fn deserialize_bytes<V: Visitor<'de>>(self, _: V) -> Result<V::Value, No> {
+        Err(No)
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, _: V) -> Result<V::Value, No> {
+        Err(No)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        seq map struct tuple tuple_struct identifier
+    }
+}
+
 /// A position in argument text, for [`FlatSchema::plain`].
 struct Cursor<'t> {
     text: &'t [u8],
@@ -275,7 +505,7 @@ impl<'t> Cursor<'t> {
     }
 
     /// An integer as JSON writes it (`-?(0|[1-9][0-9]*)`), of at most 18 digits, not
-    /// followed by a fraction or exponent.
+    /// followed by a fraction or exponent, and not `-0` (a float to serde_json).
     fn plain_integer(&mut self) -> Option<i64> {
         let negative = self.peek() == Some(b'-');
         if negative {
@@ -291,7 +521,12 @@ impl<'t> Cursor<'t> {
             return None;
         }
         let n = self.text[start..self.at].iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
-        Some(if negative { -n } else { n })
+        match (negative, n) {
+            // serde_json reads `-0` as the float -0.0.
+            (true, 0) => None,
+            (true, n) => Some(-n),
+            (false, n) => Some(n),
+        }
     }
 }
 
@@ -585,6 +820,106 @@ mod tests {
             }
         }
         assert!(cases > 3_000, "{cases}");
+    }
+
+    /// Whatever the plain decoder decodes, serde_json decodes from the same text to the
+    /// same value, for many kinds of fields and many texts.
+    #[test]
+    fn the_plain_decoder_decodes_as_serde_json_does() {
+        use std::collections::{BTreeMap, HashMap};
+
+        use serde::Deserialize;
+
+        #[derive(Debug, PartialEq, Deserialize)]
+        enum Unit {
+            Red,
+            #[serde(rename = "blue")]
+            Blue,
+        }
+
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Meters(f64);
+
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Inner {
+            #[serde(default)]
+            u: Option<u64>,
+        }
+
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Wide {
+            a: u8,
+            b: i8,
+            #[serde(default)]
+            c: f32,
+            #[serde(rename = "d-d", default)]
+            d: Option<i64>,
+            #[serde(default)]
+            e: String,
+            #[serde(default)]
+            f: Option<char>,
+            #[serde(default)]
+            g: Option<Unit>,
+            #[serde(default)]
+            h: Option<Meters>,
+            #[serde(default)]
+            i: bool,
+            #[serde(default)]
+            j: Value,
+            #[serde(default)]
+            k: (),
+            #[serde(flatten)]
+            rest: Inner,
+        }
+
+        #[derive(Debug, PartialEq, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Strict {
+            a: i64,
+        }
+
+        fn same<T: DeserializeOwned + PartialEq + std::fmt::Debug>(text: &str) -> bool {
+            let Some(plain) = decode_plain::<T>(text) else { return false };
+            let json = serde_json::from_str::<T>(text);
+            assert_eq!(json.as_ref().ok(), Some(&plain), "{text}");
+            true
+        }
+
+        let bases = [
+            r#"{"a": 7, "b": -3, "c": 2, "d-d": null, "e": "hé", "f": "x", "g": "Red", "h": 4, "i": true, "j": null, "k": null, "u": 9}"#,
+            r#"{"a":255,"b":-128,"d-d":-9007199254740993,"g":"blue","j":"s","u":null}"#,
+            r#"{ "a" : 0 , "b" : 0 , "e" : "" , "f" : "ab" , "g" : "Green" , "k" : 1 }"#,
+        ];
+        let mut decoded = 0;
+        for base in bases {
+            let bytes = base.as_bytes();
+            for i in 0..=bytes.len() {
+                let mut variants = vec![];
+                if i < bytes.len() {
+                    variants.push([&bytes[..i], &bytes[i + 1..]].concat());
+                }
+                for &c in b"{}\",:-.e09tn \\" {
+                    variants.push([&bytes[..i], &[c][..], &bytes[i..]].concat());
+                }
+                for v in variants.into_iter().filter_map(|v| String::from_utf8(v).ok()) {
+                    decoded += usize::from(same::<Wide>(&v));
+                    same::<Strict>(&v);
+                    same::<HashMap<String, Value>>(&v);
+                    same::<BTreeMap<String, Option<i64>>>(&v);
+                    same::<Value>(&v);
+                }
+            }
+        }
+        assert!(decoded > 100, "{decoded}");
+        for text in [r#"{"a": 1}"#, r#"{"a": -1}"#, "{}", r#"{"a": 1, "b": 2}"#] {
+            same::<Strict>(text);
+            same::<HashMap<String, i64>>(text);
+        }
+        assert_eq!(decode_plain_value::<Option<u8>>(" 7 "), Some(Some(7)));
+        assert_eq!(decode_plain_value::<Option<u8>>("null"), Some(None));
+        assert_eq!(decode_plain_value::<u8>("300"), None);
+        assert_eq!(decode_plain_value::<f64>("1.5"), None);
+        assert_eq!(decode_plain_value::<String>(r#""a\nb""#), None);
     }
 
     #[test]

@@ -165,7 +165,11 @@ macro_rules! refuse_all {
 /// asks for anything but a struct or map: the caller then takes the general path, whose
 /// error text is the one the model reads.
 pub(crate) fn decode_json<A: DeserializeOwned>(text: &str) -> Option<A> {
-    A::deserialize(TextFields(text)).ok()
+    // The plain shapes without serde_json's machinery; serde_json for the others.
+    match crate::schema::decode_plain(text) {
+        Some(value) => Some(value),
+        None => A::deserialize(TextFields(text)).ok(),
+    }
 }
 
 /// Checked argument text as a deserializer: a struct or map is served by the text's own
