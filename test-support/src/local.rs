@@ -4,7 +4,9 @@
 //! like, what of the tool results reaches the model, and whether token usage comes back.
 //! Each stands in front of a stand-in model that calls a tool (the forced one, else the
 //! first offered) until it has called one in the conversation, then answers with the text
-//! of the last tool result in its prompt, or says that it saw none.
+//! of the last tool result in its prompt (on a server whose template drops `tool`
+//! messages, the last user message after the call, where a client may have put the
+//! results), or says that it saw none.
 //!
 //! The behaviour of each, and where it was read (the rows of `docs/models.md`):
 //!
@@ -18,9 +20,11 @@
 //!   message). A stream with `required`, or with `auto` when the model calls a tool,
 //!   answers 200 with SSE headers and then an empty body (the handler raises after the
 //!   headers are sent); named streams work, and so does `auto` when the model answers in
-//!   words (with nothing, as below). No usage in streams. The template has no branch for the `tool` role: a tool message
-//!   renders as `<|im_start|>tool` and nothing more, so no tool result ever reaches the
-//!   model. Under `auto` the model picks `functions.NAME:` or `message:`, and the text
+//!   words (with nothing, as below). No usage in streams. A call's id is
+//!   `call__{i}_{name}_{completion id}`, the completion id `cmpl-` and a UUID
+//!   ([`LLAMA_CPP_PYTHON_COMPLETION_ID`]). The template has no branch for the `tool` role:
+//!   a tool message renders as `<|im_start|>tool` and nothing more, so no tool result
+//!   reaches the model unless it comes as a user message. Under `auto` the model picks `functions.NAME:` or `message:`, and the text
 //!   after `message:` is sampled under the grammar meant for the next call's name
 //!   (`functions.NAME:` or `<|im_end|>`, the stop string): an answer in words comes back
 //!   as `{"content": "", "role": "assistant"}`, finish reason `stop`. Only without
@@ -49,6 +53,15 @@ use crate::sse;
 
 /// The arguments the stand-in model calls a tool with.
 pub const ARGUMENTS: &str = r#"{"path": "note.txt"}"#;
+
+/// The completion id in the ids of [`Local::LlamaCppPython`]'s calls (the real server's is
+/// `f"cmpl-{uuid.uuid4()}"`, new with each completion).
+pub const LLAMA_CPP_PYTHON_COMPLETION_ID: &str = "cmpl-5b0c4bd9-7f7e-4c35-9b7b-0e2a1f9d8c61";
+
+/// The id [`Local::LlamaCppPython`] gives its call to `name`, the first of its answer.
+pub fn llama_cpp_python_call_id(name: &str) -> String {
+    format!("call__0_{name}_{LLAMA_CPP_PYTHON_COMPLETION_ID}")
+}
 
 /// One of the servers imitated. See the [module docs](self).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +145,8 @@ fn include_usage(body: &Value) -> bool {
 enum Results {
     /// Each `tool` message, as its chat template renders it.
     Shown,
-    /// Nothing: the template has no branch for the `tool` role.
+    /// Nothing: the template has no branch for the `tool` role. A user message after the
+    /// call is rendered, so a result sent as one is seen.
     Dropped,
 }
 
@@ -147,7 +161,12 @@ fn turn(body: &Value, choice: &Choice, results: Results) -> Turn {
     });
     let shown = match results {
         Results::Shown => messages(body).iter().rev().find(|m| m["role"] == "tool"),
-        Results::Dropped => None,
+        Results::Dropped => {
+            let after_call = messages(body).iter().position(|m| {
+                m["role"] == "assistant" && m["tool_calls"].as_array().is_some_and(|c| !c.is_empty())
+            });
+            after_call.and_then(|at| messages(body)[at..].iter().rev().find(|m| m["role"] == "user"))
+        }
     };
     let text = match (shown, called) {
         (Some(m), _) => format!("The note says: {}", m["content"].as_str().unwrap_or_default()),
@@ -217,7 +236,11 @@ fn stream(mut events: Vec<Value>, usage: bool) -> Reply {
 
 /// A text answer streamed in two pieces.
 fn text_chunks(text: &str) -> Vec<Value> {
-    let (a, b) = text.split_at(text.len() / 2);
+    let mut half = text.len() / 2;
+    while !text.is_char_boundary(half) {
+        half -= 1;
+    }
+    let (a, b) = text.split_at(half);
     vec![
         chunk(json!({"role": "assistant", "content": ""}), None),
         chunk(json!({"content": a}), None),
@@ -287,7 +310,7 @@ fn llama_cpp_python(body: &Value) -> Reply {
             }
             (Turn::Text(text), true) => stream(text_chunks(&text), false),
             (Turn::Call(name), false) => {
-                let id = format!("call__0_{name}_cmpl-1");
+                let id = llama_cpp_python_call_id(&name);
                 let function = json!({"name": name, "arguments": ARGUMENTS});
                 completion(
                     json!({"role": "assistant", "content": null, "function_call": function,
@@ -297,7 +320,7 @@ fn llama_cpp_python(body: &Value) -> Reply {
                 )
             }
             (Turn::Call(name), true) => {
-                let id = format!("call__0_{name}_cmpl-1");
+                let id = llama_cpp_python_call_id(&name);
                 let mut events = vec![chunk(
                     json!({"role": "assistant", "content": null, "function_call": null, "tool_calls": null}),
                     None,
@@ -602,5 +625,41 @@ mod tests {
                 "{server:?}"
             );
         }
+        // The result as a user message after the call is rendered, so it is seen; one
+        // before the call is not a result.
+        let mut as_user = after_call("none");
+        as_user.body["messages"][2] = json!({"role": "user", "content": "[read_file result, call c]\nplum"});
+        assert_eq!(
+            message(Local::LlamaCppPython.answer(&as_user)).0["content"],
+            "The note says: [read_file result, call c]\nplum"
+        );
+        as_user.body["messages"].as_array_mut().unwrap().swap(1, 2);
+        assert_eq!(
+            message(Local::LlamaCppPython.answer(&as_user)).0["content"],
+            "I called read_file and saw no result."
+        );
+    }
+
+    /// Its calls' ids are `call__0_NAME_cmpl-UUID`, streamed and not; a text streamed
+    /// in two halves is cut between characters.
+    #[test]
+    fn llama_cpp_python_names_its_calls_by_index_name_and_completion() {
+        let body = json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools(),
+            "tool_choice": {"type": "function", "function": {"name": "read_file"}}});
+        let id = "call__0_read_file_cmpl-5b0c4bd9-7f7e-4c35-9b7b-0e2a1f9d8c61";
+        assert_eq!(llama_cpp_python_call_id("read_file"), id);
+        let reply: Value =
+            serde_json::from_slice(&Local::LlamaCppPython.answer(&post(body.clone())).body).unwrap();
+        assert_eq!(reply["choices"][0]["message"]["tool_calls"][0]["id"], id);
+        let mut streamed = body;
+        streamed["stream"] = json!(true);
+        let text = String::from_utf8(Local::LlamaCppPython.answer(&post(streamed)).body).unwrap();
+        assert!(text.contains(&format!("\"id\":\"{id}\"")), "{text}");
+        let chunks = text_chunks("éé");
+        assert_eq!(
+            (&chunks[1]["choices"][0]["delta"]["content"], &chunks[2]["choices"][0]["delta"]["content"]),
+            (&json!("é"), &json!("é"))
+        );
+        assert_eq!(text_chunks("aéb")[1]["choices"][0]["delta"]["content"], "a");
     }
 }

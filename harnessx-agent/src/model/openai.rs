@@ -21,7 +21,7 @@ use harnessx_core::ToolSpec;
 mod compatible;
 pub mod responses;
 
-use compatible::{Host, Learned};
+use compatible::{Host, Learned, ToolResults};
 pub use responses::OpenAiResponsesModel;
 
 /// The default base URL.
@@ -42,9 +42,11 @@ const PROVIDER: Provider = Provider { name: "OpenAI-compatible server", key_env:
 /// `"tool_choice": "auto"` spelled out), and what the server turns out not to take is
 /// worked around for the rest of the model's life: a refused `"required"` is retried
 /// with the one tool named, a stream that comes back empty is asked for again without
-/// streaming, and an answer to `"auto"` with neither text nor tool calls is asked for
-/// again with `"none"` (see `docs/models.md`). Each such finding is said once, through
-/// [`on_warning`](Self::on_warning) and `tracing`.
+/// streaming, an answer to `"auto"` with neither text nor tool calls is asked for
+/// again with `"none"`, and a server whose call ids show a prompt template without the
+/// `tool` role (llama-cpp-python's function-calling chat formats) gets each turn's tool
+/// results as one `user` message (see `docs/models.md`). Each such finding is said once,
+/// through [`on_warning`](Self::on_warning) and `tracing`.
 ///
 /// ```no_run
 /// use harnessx_agent::model::{Model, ModelRequest, Message, OpenAiModel};
@@ -126,7 +128,8 @@ impl OpenAiModel {
     /// Where the one-line notices go when a server is found not to take something and
     /// the model works around it for the rest of its life (an empty stream asked again
     /// without streaming, a refused `"required"` replaced by the tool's name, an answer
-    /// of nothing to `"auto"` asked again with `"none"`). They go to
+    /// of nothing to `"auto"` asked again with `"none"`, tool results sent as user
+    /// messages to a template that drops `tool` ones). They go to
     /// `tracing` at WARN level in any case; the `harnessx` command prints them on stderr.
     pub fn on_warning(mut self, notice: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.on_warning = Some(Arc::new(notice));
@@ -200,17 +203,23 @@ impl OpenAiModel {
     }
 
     /// The JSON body sent for `request`, streamed or not (before any detour the server
-    /// was found to need).
+    /// was found to need: tool results are `tool` messages here).
     pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
-        self.body(request, &request.tool_choice, stream)
+        self.body(request, &request.tool_choice, stream, ToolResults::AsToolMessages)
     }
 
-    fn body(&self, request: &ModelRequest, tool_choice: &ToolChoice, stream: bool) -> Value {
+    fn body(
+        &self,
+        request: &ModelRequest,
+        tool_choice: &ToolChoice,
+        stream: bool,
+        results: ToolResults,
+    ) -> Value {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
             messages.push(json!({"role": "system", "content": system}));
         }
-        messages.extend(request.messages.iter().map(|m| wire_message(m, self.host)));
+        messages.extend(wire_messages(&request.messages, self.host, results));
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
         body.insert("messages".into(), Value::Array(messages));
@@ -329,6 +338,23 @@ impl Model for OpenAiModel {
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(collect_response(self.respond(request, false)))
     }
+}
+
+/// The conversation in the Chat Completions format: each message as [`wire_message`]
+/// writes it, except that with [`ToolResults::AsUserText`] each run of tool results (one
+/// turn's) becomes one `user` message.
+fn wire_messages(messages: &[Message], host: Host, results: ToolResults) -> Vec<Value> {
+    let is_result = |m: &Message| matches!(m, Message::Tool { .. });
+    let mut wire = Vec::with_capacity(messages.len());
+    for turn in messages.chunk_by(|a, b| is_result(a) && is_result(b)) {
+        match turn {
+            [first, ..] if results == ToolResults::AsUserText && is_result(first) => {
+                wire.push(compatible::results_as_user(turn));
+            }
+            _ => wire.extend(turn.iter().map(|m| wire_message(m, host))),
+        }
+    }
+    wire
 }
 
 /// A message in the Chat Completions format. Arguments that are not a JSON object

@@ -260,9 +260,9 @@ async fn run_local(agent: &Agent) -> Result<(String, u32, Usage), String> {
 /// Each server, streamed and not, under auto, required and a named tool: the call runs,
 /// its result goes back (beside `"content": ""` and `"tool_choice": "auto"`), and the
 /// answer ends the run. On llama-cpp-python the detours (an empty stream, a refused
-/// `required`, an answer of nothing to `auto`) are taken on the way, and the answer comes
-/// under `none` from a model that never saw the result (its template drops `tool`
-/// messages); on servers that ignore a choice (Ollama all of them, llama-server a named
+/// `required`, an answer of nothing to `auto`) are taken on the way, its call's id shows
+/// that its template drops `tool` messages, so the result goes back as a user message,
+/// and the answer comes under `none` from a model that saw it; on servers that ignore a choice (Ollama all of them, llama-server a named
 /// one) the model chooses, and calls. Usage comes back where the server sends it.
 #[tokio::test]
 async fn a_tool_round_trip_completes_on_every_local_server() {
@@ -275,21 +275,25 @@ async fn a_tool_round_trip_completes_on_every_local_server() {
                 let agent = local_agent(&server, choice.clone(), stream);
                 let (output, turns, usage) =
                     run_local(&agent).await.unwrap_or_else(|e| panic!("{case}: {e}"));
-                let answer = match server_kind {
-                    Local::LlamaCppPython => "I called read_file and saw no result.",
-                    _ => "The note says: The secret word is plum.",
-                };
-                assert_eq!((output.as_str(), turns), (answer, 2), "{case}");
                 let bodies = server.bodies();
                 let last = bodies.last().unwrap();
                 let messages = last["messages"].as_array().unwrap();
                 assert_eq!(messages[1]["role"], "assistant", "{case}");
                 assert_eq!(messages[1]["content"], "", "{case}");
-                assert_eq!(
-                    messages[2],
-                    json!({"role": "tool", "tool_call_id": messages[1]["tool_calls"][0]["id"], "content": SECRET}),
-                    "{case}"
-                );
+                let id = messages[1]["tool_calls"][0]["id"].as_str().unwrap();
+                let (answer, result) = match server_kind {
+                    Local::LlamaCppPython => {
+                        let text = format!("[read_file result, call {id}]\n{SECRET}");
+                        (format!("The note says: {text}"), json!({"role": "user", "content": text}))
+                    }
+                    _ => (
+                        format!("The note says: {SECRET}"),
+                        json!({"role": "tool", "tool_call_id": id, "content": SECRET}),
+                    ),
+                };
+                assert_eq!((output.as_str(), turns), (answer.as_str(), 2), "{case}");
+                assert_eq!(messages[2], result, "{case}");
+                assert_eq!(messages.len(), 3, "{case}");
                 let choices: Vec<&Value> = bodies.iter().map(|b| &b["tool_choice"]).collect();
                 match server_kind {
                     // `auto` answered nothing: asked again with `none`.

@@ -542,7 +542,7 @@ async fn deeply_nested_answers_and_arguments_end_in_an_error_or_the_answer() {
 use std::sync::{Arc, Mutex};
 
 use harnessx_agent::ToolChoice;
-use harnessx_test_support::local::Local;
+use harnessx_test_support::local::{Local, llama_cpp_python_call_id};
 
 fn read_file() -> ToolSpec {
     ToolSpec {
@@ -750,13 +750,15 @@ async fn a_refused_required_is_retried_with_the_one_tool_named_once_per_model() 
     assert_eq!(bodies[0]["tool_choice"], "required");
     assert_eq!(bodies[1]["tool_choice"], json!({"type": "function", "function": {"name": "read_file"}}));
     let warned = warnings.lock().unwrap().clone();
-    assert_eq!(warned.len(), 1, "{warned:?}");
+    // The second: its call's id shows its template drops `tool` messages.
+    assert_eq!(warned.len(), 2, "{warned:?}");
     assert!(
         warned[0].contains("does not support tool_choice \"required\" (the model provider answered HTTP 500: {\"error\":{\"message\":\"\",\"type\":\"internal_server_error\"")
             && warned[0].contains("naming the tool read_file in its place"),
         "{}",
         warned[0]
     );
+    assert!(warned[1].contains("leaves tool results out"), "{}", warned[1]);
 
     model.complete(&request).await.unwrap();
     let bodies = server.bodies();
@@ -765,7 +767,7 @@ async fn a_refused_required_is_retried_with_the_one_tool_named_once_per_model() 
     // A clone is the same server: it knows too. A new base URL starts over.
     model.clone().complete(&request).await.unwrap();
     assert_eq!(server.bodies().len(), 4);
-    assert_eq!(warnings.lock().unwrap().len(), 1);
+    assert_eq!(warnings.lock().unwrap().len(), 2);
 }
 
 /// With several tools there is no one to name: a one-line error that says so and what
@@ -808,7 +810,8 @@ async fn a_refused_required_among_several_tools_is_a_one_line_error_or_the_fallb
         server.bodies()[1]["tool_choice"],
         json!({"type": "function", "function": {"name": "read_file"}})
     );
-    assert_eq!(warnings.lock().unwrap().len(), 1);
+    // The refused `required`, and the call's id.
+    assert_eq!(warnings.lock().unwrap().len(), 2);
     // A fallback that is not offered is no stand-in.
     let server = Local::LlamaCppPython.start();
     let model = local_model(&server).0.required_fallback("grep");
@@ -830,7 +833,8 @@ async fn an_empty_stream_is_asked_again_without_streaming_once_per_model() {
     let bodies = server.bodies();
     assert_eq!((bodies.len(), &bodies[0]["stream"], bodies[1].get("stream")), (2, &json!(true), None));
     let warned = warnings.lock().unwrap().clone();
-    assert_eq!(warned.len(), 1);
+    // The second: its call's id shows its template drops `tool` messages.
+    assert_eq!(warned.len(), 2);
     assert!(
         warned[0]
             .contains("answered a streamed request with tools with an empty stream (HTTP 200, no events)"),
@@ -840,7 +844,10 @@ async fn an_empty_stream_is_asked_again_without_streaming_once_per_model() {
 
     // After the call its `auto` answers nothing, and `none` is asked for the words.
     let (_, outcome) = collect(model.stream(&after_a_call(ToolChoice::Auto))).await;
-    assert_eq!(outcome.unwrap().content, "I called read_file and saw no result.");
+    assert_eq!(
+        outcome.unwrap().content,
+        "The note says: [read_file result, call call_1]\nThe secret word is plum."
+    );
     let bodies = server.bodies();
     let sent: Vec<(Option<&Value>, &Value)> =
         bodies[2..].iter().map(|b| (b.get("stream"), &b["tool_choice"])).collect();
@@ -849,7 +856,7 @@ async fn an_empty_stream_is_asked_again_without_streaming_once_per_model() {
     let (_, outcome) = collect(model.stream(&hello())).await;
     outcome.unwrap();
     assert_eq!(server.bodies()[4]["stream"], true, "without tools it streams");
-    assert_eq!(warnings.lock().unwrap().len(), 2);
+    assert_eq!(warnings.lock().unwrap().len(), 3);
 }
 
 /// Regression (issue 32, seen live): llama-cpp-python answers `auto` in words with
@@ -978,11 +985,12 @@ async fn a_streamed_required_takes_three_sends_once_then_one() {
         sent,
         [(json!(true), json!("required")), (Value::Null, json!("required")), (Value::Null, named.clone())]
     );
-    assert_eq!(warnings.lock().unwrap().len(), 2);
+    // The empty stream, the refused `required`, and the call's id.
+    assert_eq!(warnings.lock().unwrap().len(), 3);
     collect(model.stream(&request)).await.1.unwrap();
     assert_eq!(server.bodies().len(), 4);
     assert_eq!((server.bodies()[3].get("stream"), &server.bodies()[3]["tool_choice"]), (None, &named));
-    assert_eq!(warnings.lock().unwrap().len(), 2);
+    assert_eq!(warnings.lock().unwrap().len(), 3);
 }
 
 /// A server that answers with an empty stream even when asked not to stream: the error a
@@ -1000,6 +1008,155 @@ async fn a_server_that_is_always_empty_is_a_transport_error_after_two_sends() {
     assert!(e.is_retryable());
     assert_eq!(server.bodies().len(), 2);
     assert_eq!(warnings.lock().unwrap().len(), 1);
+}
+
+/// One answer of `model` to `request`, streamed or not.
+async fn ask(model: &OpenAiModel, request: &ModelRequest, stream: bool) -> Result<ModelResponse, ModelError> {
+    if stream {
+        let (events, outcome) = collect(model.stream(request)).await;
+        if let Ok(response) = &outcome {
+            assert_events_match(&events, response);
+        }
+        outcome
+    } else {
+        model.complete(request).await
+    }
+}
+
+/// The line said when a server's call ids show that its template drops `tool` messages.
+fn results_left_out(server: &Server) -> String {
+    format!(
+        "the server at {}/v1 names its tool calls as llama-cpp-python's function-calling chat formats do (call__N_NAME_cmpl-UUID), whose prompt template leaves tool results out; sending each turn's tool results as one user message from now on (llama.cpp's llama-server --jinja takes tool messages as they are)",
+        server.url
+    )
+}
+
+/// Regression (issue 32, live): llama-cpp-python's `chatml-function-calling` template has
+/// no branch for the `tool` role, so its model never saw a tool's result and a run never
+/// got an answer about it. Once the server answers with a call id of its handlers' shape
+/// (`call__0_read_file_cmpl-UUID`), each turn's results go as one user message, each under
+/// a line naming its tool and call; the assistant messages keep their calls. Before that
+/// answer nothing changes; said once; a clone knows, a new base URL starts over.
+#[tokio::test]
+async fn a_llama_cpp_python_call_id_sends_each_turns_results_as_one_user_message() {
+    for stream in [false, true] {
+        let server = Local::LlamaCppPython.start();
+        let (model, warnings) = local_model(&server);
+        // Not yet learned: the `tool` message goes, and the model does not see it.
+        let response = ask(&model, &after_a_call(ToolChoice::None), stream).await.unwrap();
+        assert_eq!(response.content, "I called read_file and saw no result.", "stream={stream}");
+        assert_eq!(server.bodies()[0]["messages"][2]["role"], "tool");
+        assert!(warnings.lock().unwrap().is_empty());
+
+        let named = ToolChoice::Tool("read_file".into());
+        let response = ask(&model, &first_turn(named.clone(), vec![read_file()]), stream).await.unwrap();
+        assert_eq!(response.tool_calls[0].id, llama_cpp_python_call_id("read_file"));
+        assert_eq!(*warnings.lock().unwrap(), [results_left_out(&server)], "stream={stream}");
+
+        // Two turns: one result, then two (one of them an error), each turn's as one message.
+        let mut request = after_a_call(ToolChoice::None);
+        let result = |id: &str, content: &str, is_error: bool| Message::Tool {
+            call_id: id.into(),
+            name: "read_file".into(),
+            content: content.into(),
+            is_error,
+        };
+        request.messages.extend([
+            Message::assistant(
+                "Reading both.",
+                vec![
+                    ToolCall::new("call_2", "read_file", r#"{"path": "a.txt"}"#),
+                    ToolCall::new("call_3", "read_file", r#"{"path": "b.txt"}"#),
+                ],
+            ),
+            result("call_2", "alpha", false),
+            result("call_3", "no such file: b.txt", true),
+        ]);
+        request.system = Some("Be brief.".into());
+        let response = ask(&model, &request, stream).await.unwrap();
+        let last_turn =
+            "[read_file result, call call_2]\nalpha\n\n[read_file error, call call_3]\nno such file: b.txt";
+        assert_eq!(response.content, format!("The note says: {last_turn}"), "stream={stream}");
+        let bodies = server.bodies();
+        let sent = bodies.last().unwrap();
+        // What was sent is the body before any detour (`request_body`) but for the results.
+        let mut want = model.request_body(&request, stream);
+        let messages = want["messages"].as_array_mut().unwrap();
+        messages.splice(
+            3..4,
+            [json!({"role": "user", "content": "[read_file result, call call_1]\nThe secret word is plum."})],
+        );
+        messages.splice(5..7, [json!({"role": "user", "content": last_turn})]);
+        assert_eq!(sent, &want, "stream={stream}");
+        assert_eq!(sent["messages"][2]["tool_calls"][0]["id"], "call_1");
+        assert_eq!(sent["messages"][4]["tool_calls"].as_array().unwrap().len(), 2);
+
+        // More such ids: nothing said again. A clone knows; a new base URL starts over.
+        ask(&model, &first_turn(named, vec![read_file()]), stream).await.unwrap();
+        ask(&model.clone(), &after_a_call(ToolChoice::None), stream).await.unwrap();
+        assert_eq!(server.bodies().last().unwrap()["messages"][2]["role"], "user");
+        let fresh = model.clone().base_url(format!("{}/v1", server.url));
+        ask(&fresh, &after_a_call(ToolChoice::None), stream).await.unwrap();
+        assert_eq!(server.bodies().last().unwrap()["messages"][2]["role"], "tool");
+        assert_eq!(warnings.lock().unwrap().len(), 1);
+    }
+}
+
+/// Only the whole shape of llama-cpp-python's call ids changes how results go: other
+/// servers' ids, and ids that nearly match (no index, another call's name, no UUID, a
+/// huge one), keep the `tool` messages and say nothing, streamed or not.
+#[tokio::test]
+async fn other_call_ids_keep_the_tool_messages() {
+    const UUID: &str = "5b0c4bd9-7f7e-4c35-9b7b-0e2a1f9d8c61";
+    let ids = [
+        ("call_abc".to_owned(), "tool"),
+        ("Xq3mGJ0rHhmCdTa2cB3Xo0LN0ZYBg6fL".to_owned(), "tool"),
+        (format!("call__x_read_file_cmpl-{UUID}"), "tool"),
+        ("call__x_read_file_cmpl-".to_owned(), "tool"),
+        (format!("call__0_list_directory_cmpl-{UUID}"), "tool"),
+        ("call__0_read_file_cmpl-1".to_owned(), "tool"),
+        (format!("call__0_read_file_cmpl-{}", "a".repeat(200_000)), "tool"),
+        (format!("call__0_read_file_cmpl-{UUID}"), "user"),
+    ];
+    for stream in [false, true] {
+        for (id, role) in &ids {
+            let call =
+                json!({"id": id, "type": "function", "function": {"name": "read_file", "arguments": "{}"}});
+            let first = if stream {
+                sse_reply(&[
+                    json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0}]}}]}),
+                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": "tool_calls"}]}),
+                ])
+            } else {
+                Reply::json(
+                    200,
+                    json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [call]}, "finish_reason": "tool_calls"}]})
+                        .to_string(),
+                )
+            };
+            let words = if stream {
+                sse_reply(&[
+                    json!({"choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]}),
+                ])
+            } else {
+                Reply::json(200, json!({"choices": [{"index": 0, "message": {"content": "Done."}, "finish_reason": "stop"}]}).to_string())
+            };
+            let server = Server::start(vec![first, words]);
+            let (model, warnings) = local_model(&server);
+            let case = format!("stream={stream} {}", &id[..id.len().min(60)]);
+            let response =
+                ask(&model, &first_turn(ToolChoice::Auto, vec![read_file()]), stream).await.unwrap();
+            assert_eq!(&response.tool_calls[0].id, id, "{case}");
+            let mut request = after_a_call(ToolChoice::Auto);
+            request.messages[1] = Message::assistant("", response.tool_calls.clone());
+            let Message::Tool { call_id, .. } = &mut request.messages[2] else { unreachable!() };
+            call_id.clone_from(id);
+            assert_eq!(ask(&model, &request, stream).await.unwrap().content, "Done.", "{case}");
+            let sent = &server.bodies()[1]["messages"][2];
+            assert_eq!(sent["role"], *role, "{case}");
+            assert_eq!(warnings.lock().unwrap().len(), usize::from(*role == "user"), "{case}");
+        }
+    }
 }
 
 /// Posts `body` to a loopback server as is: (status, content type, body text).
@@ -1100,7 +1257,11 @@ async fn the_local_server_imitations_answer_as_documented() {
     );
     let (status, _, text) = post_raw(&server, first(Some(named("list_directory")), false)).await;
     assert!(
-        status == 200 && text.contains("\"tool_calls\":[{\"id\":\"call__0_list_directory_cmpl-1\""),
+        status == 200
+            && text.contains(&format!(
+                "\"tool_calls\":[{{\"id\":\"{}\"",
+                llama_cpp_python_call_id("list_directory")
+            )),
         "{text}"
     );
 

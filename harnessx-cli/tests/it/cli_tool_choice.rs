@@ -3,14 +3,15 @@
 //! unknown tools are one-line usage errors; `--help` shows the flags. Against an
 //! imitation of llama-cpp-python (which refuses `required` and cannot stream with
 //! tools): the one tool the flags loaded is named instead, the empty stream is asked
-//! again unstreamed, each said once on stderr, and the run answers; with two tools, a
-//! one-line error that says what to do.
+//! again unstreamed, its call ids show that its template drops `tool` messages so the
+//! results go as user messages, each said once on stderr, and the run answers with what
+//! the tool read; with two tools, a one-line error that says what to do.
 
 use std::path::Path;
 use std::process::Output;
 
 use harnessx_test_support::bin::{Binary, json_lines, stderr, stdout};
-use harnessx_test_support::local::Local;
+use harnessx_test_support::local::{Local, llama_cpp_python_call_id};
 use harnessx_test_support::server::{Reply, Server};
 use harnessx_test_support::sse::openai as sse;
 use serde_json::{Value, json};
@@ -129,10 +130,11 @@ fn run_help_shows_the_flags() {
 /// Regression (issue 32): the README's advice for small local models, on
 /// llama-cpp-python. `required` is refused (HTTP 500), so `read_file`, the one tool the
 /// flags loaded (the planning tools come beside it), is named instead; a stream with
-/// tools comes back empty, so it is asked again unstreamed; after the call, `auto`
-/// answers nothing, so it is asked again with `none`. Each is said once on stderr, and
-/// the run reads the note and answers, streamed and not (from a model that never saw
-/// the note: that server's template drops `tool` messages).
+/// tools comes back empty, so it is asked again unstreamed; its call's id
+/// (`call__0_read_file_cmpl-UUID`) shows that its template drops `tool` messages, so the
+/// result goes back as a user message; after the call, `auto` answers nothing, so it is
+/// asked again with `none`. Each is said once on stderr, and the run reads the note and
+/// answers with the secret in it, streamed and not.
 #[test]
 fn required_on_llama_cpp_python_names_the_one_tool_and_the_run_answers() {
     for stream in [true, false] {
@@ -157,7 +159,9 @@ fn required_on_llama_cpp_python_names_the_one_tool_and_the_run_answers() {
         }
         let out = run(dir.path(), &args);
         assert!(out.status.success(), "stream={stream}: {}", stderr(&out));
-        assert_eq!(stdout(&out), "I called read_file and saw no result.\n");
+        let id = llama_cpp_python_call_id("read_file");
+        let result = format!("[read_file result, call {id}]\n     1\tThe secret word is plum.\n");
+        assert_eq!(stdout(&out), format!("The note says: {result}\n"), "stream={stream}");
         let err = stderr(&out);
         let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("harnessx: warning: ")).collect();
         let empty = format!(
@@ -166,15 +170,19 @@ fn required_on_llama_cpp_python_names_the_one_tool_and_the_run_answers() {
         let refused = format!(
             "harnessx: warning: the server at {base} does not support tool_choice \"required\" (the model provider answered HTTP 500: {{\"error\":{{\"message\":\"\",\"type\":\"internal_server_error\",\"param\":null,\"code\":null}}}}); naming the tool read_file in its place from now on"
         );
+        let left_out = format!(
+            "harnessx: warning: the server at {base} names its tool calls as llama-cpp-python's function-calling chat formats do (call__N_NAME_cmpl-UUID), whose prompt template leaves tool results out; sending each turn's tool results as one user message from now on (llama.cpp's llama-server --jinja takes tool messages as they are)"
+        );
         let nothing = format!(
             "harnessx: warning: the server at {base} answered a request with tool_choice \"auto\" with neither text nor tool calls; asking again with tool_choice \"none\" for the text, each time it does"
         );
+        let said = [refused.as_str(), left_out.as_str(), nothing.as_str()];
         if stream {
-            assert_eq!(warnings.len(), 3, "{err}");
+            assert_eq!(warnings.len(), 4, "{err}");
             assert!(warnings[0].starts_with(&empty), "{err}");
-            assert_eq!(warnings[1..], [refused.as_str(), nothing.as_str()], "{err}");
+            assert_eq!(warnings[1..], said, "{err}");
         } else {
-            assert_eq!(warnings, [refused.as_str(), nothing.as_str()], "{err}");
+            assert_eq!(warnings, said, "{err}");
         }
         let bodies = server.bodies();
         let tools: Vec<&str> = bodies[0]["tools"]
@@ -198,6 +206,12 @@ fn required_on_llama_cpp_python_names_the_one_tool_and_the_run_answers() {
             1,
             "{last}"
         );
+        // The conversation: system, the task, the call, its result as the user's words.
+        let messages = last["messages"].as_array().unwrap();
+        let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["system", "user", "assistant", "user"], "{last}");
+        assert_eq!(messages[2]["tool_calls"][0]["id"], id.as_str());
+        assert_eq!(messages[3]["content"], result.as_str());
     }
 }
 

@@ -11,14 +11,24 @@
 //! model first picks between `functions.NAME:` and `message:`, and the text after
 //! `message:` is sampled under the grammar meant for the next call's name (`functions.NAME:`
 //! or `<|im_end|>`, its stop string), so its answer is empty or a call's name, never text.
+//!
+//! One finding changes the conversation itself: a server that names its tool calls as
+//! llama-cpp-python's function-calling handlers do ([`llama_cpp_python_call_id`]) renders
+//! its prompt with a template that has no branch for the `tool` role, so a `tool` message
+//! reaches its model as an empty `<|im_start|>tool` block. From the first such answer on,
+//! each turn's tool results go as one `user` message ([`results_as_user`]), the one role
+//! that template renders with its content.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::stream::{self, BoxStream, StreamExt};
+use serde_json::{Value, json};
 
 use super::{OpenAiDecoder, OpenAiModel, PROVIDER};
 use crate::model::http::{self, Failure};
-use crate::model::{FinishReason, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, Usage};
+use crate::model::{
+    FinishReason, Message, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, Usage,
+};
 
 /// Whose API a base URL points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,12 +60,84 @@ pub(super) struct Learned {
     /// An answer to `"auto"` had neither text nor tool calls (said once; every such
     /// answer is asked again, as `"auto"` may call a tool next time).
     auto_answered_nothing: AtomicBool,
+    /// It named a tool call as llama-cpp-python's function-calling handlers do, whose
+    /// template leaves `tool` messages out of the prompt.
+    tool_messages_left_out: AtomicBool,
 }
 
 impl Learned {
     pub(super) fn empty_stream(&self, tools: bool) -> &AtomicBool {
         if tools { &self.empty_stream_with_tools } else { &self.empty_stream_without_tools }
     }
+
+    /// How tool results are to go to this server.
+    pub(super) fn tool_results(&self) -> ToolResults {
+        if self.tool_messages_left_out.load(Ordering::Relaxed) {
+            ToolResults::AsUserText
+        } else {
+            ToolResults::AsToolMessages
+        }
+    }
+}
+
+/// How the results of a turn's tool calls go on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ToolResults {
+    /// One `tool` message per result, as the API documents (every server, unless found
+    /// otherwise).
+    AsToolMessages,
+    /// The results of one turn together in one `user` message ([`results_as_user`]).
+    AsUserText,
+}
+
+/// Whether `id` is the id llama-cpp-python gives a call to `name` in its function-calling
+/// handlers (`chatml-function-calling`, and a named tool choice under the other chat
+/// formats; `llama_chat_format.py`): `"call_" + f"_{i}_" + name + "_" + completion_id`,
+/// where the completion id is `f"cmpl-{uuid.uuid4()}"`. So `call__0_read_file_cmpl-`
+/// followed by a UUID in its 36-character form, and nothing else: an index that is not
+/// digits, another name, or anything beside the UUID is some other server's id. The
+/// templates of those handlers have no branch for the `tool` role.
+pub(super) fn llama_cpp_python_call_id(id: &str, name: &str) -> bool {
+    /// More digits than any answer has calls: not an index.
+    const MAX_INDEX_DIGITS: usize = 6;
+    let Some(rest) = id.strip_prefix("call__") else { return false };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if name.is_empty() || !(1..=MAX_INDEX_DIGITS).contains(&digits) {
+        return false;
+    }
+    // ASCII digits: `digits` is a character boundary.
+    rest[digits..]
+        .strip_prefix('_')
+        .and_then(|rest| rest.strip_prefix(name))
+        .and_then(|rest| rest.strip_prefix("_cmpl-"))
+        .is_some_and(is_uuid)
+}
+
+/// Whether `text` is a UUID as Python's `str(uuid)` writes it: 8-4-4-4-12 hex digits.
+fn is_uuid(text: &str) -> bool {
+    text.len() == 36
+        && text.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}
+
+/// The `tool` messages of one turn (`results`) as the one `user` message that stands in
+/// for them: each result under a line naming its tool and call, `[read_file result, call
+/// ID]` (`error` for a failed call), the results a blank line apart. Anything in
+/// `results` that is not a tool result is not there: the caller passes a run of them.
+pub(super) fn results_as_user(results: &[Message]) -> Value {
+    let parts: Vec<String> = results
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { call_id, name, content, is_error } => {
+                let outcome = if *is_error { "error" } else { "result" };
+                Some(format!("[{name} {outcome}, call {call_id}]\n{content}"))
+            }
+            _ => None,
+        })
+        .collect();
+    json!({"role": "user", "content": parts.join("\n\n")})
 }
 
 /// Whether `error` is a server refusing `"required"`: a request that asked for it (with
@@ -88,6 +170,18 @@ impl OpenAiModel {
         tracing::warn!(model = %self.model, base_url = %self.base_url, "{line}");
         if let Some(notice) = &self.on_warning {
             notice(line);
+        }
+    }
+
+    /// Learns from the calls of an answer whether this server leaves `tool` messages out of
+    /// its prompt (see [`llama_cpp_python_call_id`]); says so the first time.
+    fn learn_from_calls(&self, response: &ModelResponse) {
+        let named_so = response.tool_calls.iter().any(|c| llama_cpp_python_call_id(&c.id, &c.name));
+        if named_so && !self.learned.tool_messages_left_out.swap(true, Ordering::Relaxed) {
+            self.warn(&format!(
+                "the server at {} names its tool calls as llama-cpp-python's function-calling chat formats do (call__N_NAME_cmpl-UUID), whose prompt template leaves tool results out; sending each turn's tool results as one user message from now on (llama.cpp's llama-server --jinja takes tool messages as they are)",
+                self.base_url
+            ));
         }
     }
 
@@ -125,12 +219,13 @@ impl OpenAiModel {
     /// then, if it is refused in a way the server was not yet known for, once more as it
     /// will take it (at most three sends: a stream, without streaming, then with the
     /// tool named or with `"none"`). Only the first answer item decides, so nothing is
-    /// shown twice; an answer that says nothing has no item before its end.
+    /// shown twice; an answer that says nothing has no item before its end. The calls of
+    /// the answer kept are learned from for the requests after it.
     pub(super) async fn negotiate(
         &self,
         request: &ModelRequest,
         streaming: bool,
-    ) -> BoxStream<'static, Result<ModelEvent, ModelError>> {
+    ) -> BoxStream<'_, Result<ModelEvent, ModelError>> {
         let tools = !request.tools.is_empty();
         let mut choice = match self.choice_for(request) {
             Ok(choice) => choice,
@@ -140,7 +235,7 @@ impl OpenAiModel {
         // The tokens of answers that were asked again, counted into the one kept.
         let mut spent = Usage::default();
         loop {
-            let body = self.body(request, &choice, streaming);
+            let body = self.body(request, &choice, streaming, self.learned.tool_results());
             let mut answer =
                 http::drive_events(self.http_request(&body), PROVIDER, OpenAiDecoder::default(), streaming);
             let first = answer.next().await;
@@ -187,6 +282,7 @@ impl OpenAiModel {
                         .chain(answer)
                         .map(move |item| match item {
                             Ok(ModelEvent::Done(mut response)) => {
+                                self.learn_from_calls(&response);
                                 response.usage += spent;
                                 Ok(ModelEvent::Done(response))
                             }
@@ -196,5 +292,73 @@ impl OpenAiModel {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UUID: &str = "0f8e2a4c-93b1-4d7e-a5c6-1b2d3e4f5a6b";
+
+    #[test]
+    fn llama_cpp_python_call_ids_are_known_by_their_whole_shape() {
+        let id = |index: &str, name: &str, uuid: &str| format!("call__{index}_{name}_cmpl-{uuid}");
+        for (index, name) in
+            [("0", "read_file"), ("12", "read_file"), ("3", "x"), ("0", "a_b_c"), ("0", "näme")]
+        {
+            assert!(llama_cpp_python_call_id(&id(index, name, UUID), name), "{index} {name}");
+        }
+        assert!(llama_cpp_python_call_id(&id("0", "f", &UUID.to_ascii_uppercase()), "f"));
+        let near = [
+            // Not an index, no index, too long an index.
+            ("call__x_read_file_cmpl-".to_owned() + UUID, "read_file"),
+            ("call___read_file_cmpl-".to_owned() + UUID, "read_file"),
+            (id("1234567", "read_file", UUID), "read_file"),
+            // Another call's name, a longer or shorter one, none.
+            (id("0", "read_file", UUID), "write_file"),
+            (id("0", "read_file", UUID), "read"),
+            (id("0", "read", UUID), "read_file"),
+            (id("0", "", UUID), ""),
+            // Nothing, or something else, after `cmpl-`.
+            ("call__0_read_file_cmpl-".to_owned(), "read_file"),
+            (id("0", "read_file", "1"), "read_file"),
+            (id("0", "read_file", &format!("{UUID}0")), "read_file"),
+            (id("0", "read_file", &UUID.replace('-', "_")), "read_file"),
+            (id("0", "read_file", &UUID.replace('a', "g")), "read_file"),
+            (id("0", "read_file", &UUID.replacen('0', "é", 1)), "read_file"),
+            // Other servers' ids, and llama-cpp-python's other handlers'.
+            ("call_abc".to_owned(), "read_file"),
+            ("call_0_read_file_cmpl-".to_owned() + UUID, "read_file"),
+            ("Xq3mGJ0rHhmCdTa2cB3Xo0LN0ZYBg6fL".to_owned(), "read_file"),
+            ("chatcmpl-tool-4f1c0c3e9b2a4d5e8f6a7b8c9d0e1f2a".to_owned(), "read_file"),
+            (String::new(), ""),
+            ("call__".to_owned(), "read_file"),
+            ("call__0".to_owned(), "read_file"),
+            // Huge: a name that matches, then a megabyte; a megabyte of digits.
+            (id("0", "read_file", &"a".repeat(1 << 20)), "read_file"),
+            (id(&"9".repeat(1 << 20), "read_file", UUID), "read_file"),
+        ];
+        for (id, name) in near {
+            assert!(!llama_cpp_python_call_id(&id, name), "{} {name}", http::truncate(&id, 80));
+        }
+    }
+
+    #[test]
+    fn one_turns_results_are_one_user_message_each_under_its_header() {
+        let result = |id: &str, content: &str, is_error: bool| Message::Tool {
+            call_id: id.into(),
+            name: "read_file".into(),
+            content: content.into(),
+            is_error,
+        };
+        assert_eq!(
+            results_as_user(&[result("c1", "plum\n", false), result("c2", "no such file", true)]),
+            json!({"role": "user", "content": "[read_file result, call c1]\nplum\n\n\n[read_file error, call c2]\nno such file"})
+        );
+        assert_eq!(
+            results_as_user(&[result("c1", "", false)]),
+            json!({"role": "user", "content": "[read_file result, call c1]\n"})
+        );
     }
 }
