@@ -20,14 +20,7 @@ use std::fmt;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer as _, MapAccess, Visitor};
 use serde_json::Value;
 
-/// Refuses the listed requests of a [`PlainObject`] (left to serde_json).
-macro_rules! refuse {
-    ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, No> {
-            Err(No)
-        }
-    )*};
-}
+use crate::tool::decode::only_maps;
 
 /// A JSON type a flat property may take.
 const INTEGER: u8 = 1;
@@ -299,57 +292,8 @@ impl<'de> de::Deserializer<'de> for &mut PlainObject<'de> {
         visitor.visit_map(self)
     }
 
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, No> {
-        self.deserialize_any(visitor)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, No> {
-        self.deserialize_any(visitor)
-    }
-
     // Anything but a map or struct of the whole object is left to serde_json.
-    refuse! {
-        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
-        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
-        deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
-        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_option
-        deserialize_unit deserialize_seq deserialize_identifier deserialize_ignored_any
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, No> {
-        Err(No)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, No> {
-        Err(No)
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, No> {
-        Err(No)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: usize,
-        _: V,
-    ) -> Result<V::Value, No> {
-        Err(No)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, No> {
-        Err(No)
-    }
+    only_maps!(No);
 }
 
 impl<'de> MapAccess<'de> for PlainObject<'de> {

@@ -150,14 +150,73 @@ pub fn decode_args<A: DeserializeOwned>(args: Value, ctx: &ToolContext) -> Resul
     }
 }
 
-/// Refuses the listed requests (see [`TextFields`]).
-macro_rules! refuse_all {
-    ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, serde_json::Error> {
-            Err(de::Error::custom("not a struct"))
+/// The rest of a `Deserializer` that serves a map or a struct (its `deserialize_any`) and
+/// refuses every other request with `$no` (for the text paths: a refusal sends the call
+/// to the general path). Used by [`TextFields`] and the flat schema's plain decoder.
+macro_rules! only_maps {
+    ($no:expr) => {
+        fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+            self.deserialize_any(visitor)
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.deserialize_any(visitor)
+        }
+
+        fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, Self::Error> {
+            Err($no)
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            Err($no)
+        }
+
+        fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Self::Error> {
+            Err($no)
+        }
+
+        fn deserialize_tuple_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            _: usize,
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            Err($no)
+        }
+
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            _: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            Err($no)
+        }
+
+        $crate::tool::decode::only_maps!(@refuse $no;
+            deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+            deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+            deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
+            deserialize_string deserialize_bytes deserialize_byte_buf deserialize_option
+            deserialize_unit deserialize_seq deserialize_identifier deserialize_ignored_any
+        );
+    };
+    (@refuse $no:expr; $($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err($no)
         }
     )*};
 }
+pub(crate) use only_maps;
 
 /// Decodes argument text the engine already found to fit the tool's flat schema into `A`,
 /// as [`decode_args`] decodes its value: the object's entries one by one, in the order
@@ -186,64 +245,7 @@ impl<'de> de::Deserializer<'de> for TextFields<'de> {
         Ok(value)
     }
 
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-        self.deserialize_any(visitor)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.deserialize_any(visitor)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        Err(de::Error::custom("not a struct"))
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _variants: &'static [&'static str],
-        _visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        Err(de::Error::custom("not a struct"))
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        Err(de::Error::custom("not a struct"))
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, _visitor: V) -> Result<V::Value, Self::Error> {
-        Err(de::Error::custom("not a struct"))
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _len: usize,
-        _visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        Err(de::Error::custom("not a struct"))
-    }
-
-    refuse_all! {
-        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
-        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
-        deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
-        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_option
-        deserialize_unit deserialize_seq deserialize_identifier deserialize_ignored_any
-    }
+    only_maps!(<serde_json::Error as de::Error>::custom("not a struct"));
 }
 
 /// The arguments object of one call, taken apart one parameter at a time.
