@@ -104,14 +104,14 @@ impl FlatSchema {
     /// Whether `text` is a JSON object the schema accepts, checked without building a
     /// value. `false` also for anything it is not sure of (see the module docs).
     pub(crate) fn accepts(&self, text: &str) -> bool {
-        self.plain(text.as_bytes()).is_some() || self.read(text)
+        self.plain(text).is_some() || self.read(text)
     }
 
     /// The common case in one pass over the bytes: keys and strings without escapes,
     /// integers of at most 18 digits, `true`, `false`, `null`. `Some` when the text is
     /// such an object and the schema accepts it; `None` for anything else, which
     /// [`read`](Self::read) then decides.
-    fn plain(&self, text: &[u8]) -> Option<()> {
+    fn plain(&self, text: &str) -> Option<()> {
         let mut at = Cursor { text, at: 0 };
         at.skip_space();
         at.eat(b'{')?;
@@ -122,8 +122,7 @@ impl FlatSchema {
         } else {
             loop {
                 at.eat(b'"')?;
-                let key = at.plain_string()?;
-                let index = self.properties.iter().position(|p| same_bytes(p.name.as_bytes(), key))?;
+                let index = self.index_of(at.plain_string()?)?;
                 let bit = 1u64 << index;
                 if seen & bit != 0 {
                     return None;
@@ -131,26 +130,14 @@ impl FlatSchema {
                 seen |= bit;
                 at.skip_space();
                 at.eat(b':')?;
-                at.skip_space();
-                let property = &self.properties[index];
-                let kind = match at.peek()? {
-                    b'"' => {
-                        at.at += 1;
-                        at.plain_string()?;
-                        STRING
-                    }
-                    b't' => at.word(b"true", BOOLEAN)?,
-                    b'f' => at.word(b"false", BOOLEAN)?,
-                    b'n' => at.word(b"null", NULL)?,
-                    _ => {
-                        let n = at.plain_integer()?;
-                        Scalar(property).integer::<No>(n.into()).ok()?;
-                        INTEGER
-                    }
-                };
-                if kind != INTEGER && property.kinds & kind == 0 {
-                    return None;
+                let scalar = Scalar(&self.properties[index]);
+                match plain_scalar(&mut at)? {
+                    PlainScalar::Int(n) => scalar.integer::<No>(n.into()),
+                    PlainScalar::Str(_) => scalar.kind(STRING),
+                    PlainScalar::Bool(_) => scalar.kind(BOOLEAN),
+                    PlainScalar::Null => scalar.kind(NULL),
                 }
+                .ok()?;
                 at.skip_space();
                 match at.peek()? {
                     b',' => {
@@ -192,7 +179,7 @@ pub(crate) fn locate_values<'t>(text: &'t str, names: &[&str], values: &mut [Opt
 }
 
 fn locate<'t>(text: &'t str, names: &[&str], values: &mut [Option<&'t str>]) -> Option<()> {
-    let mut at = Cursor { text: text.as_bytes(), at: 0 };
+    let mut at = Cursor { text, at: 0 };
     at.skip_space();
     at.eat(b'{')?;
     loop {
@@ -230,7 +217,9 @@ fn locate<'t>(text: &'t str, names: &[&str], values: &mut [Option<&'t str>]) -> 
         }
         // (Both ends are at ASCII bytes, so on character boundaries.)
         let value = text.get(start..at.at)?;
-        if let Some(i) = names.iter().position(|name| !name.is_empty() && name.as_bytes() == key) {
+        if let Some(i) =
+            names.iter().position(|name| !name.is_empty() && same_bytes(name.as_bytes(), key.as_bytes()))
+        {
             values[i] = Some(value);
         }
     }
@@ -242,7 +231,7 @@ fn locate<'t>(text: &'t str, names: &[&str], values: &mut [Option<&'t str>]) -> 
 /// anything else (a float, an escape, a request only serde_json serves the same way), and
 /// the caller asks serde_json.
 pub(crate) fn decode_plain<A: DeserializeOwned>(text: &str) -> Option<A> {
-    let mut object = PlainObject { text, at: Cursor { text: text.as_bytes(), at: 0 }, first: true };
+    let mut object = PlainObject { at: Cursor { text, at: 0 }, first: true };
     let value = A::deserialize(&mut object).ok()?;
     object.at.skip_space();
     (object.at.at == text.len()).then_some(value)
@@ -250,8 +239,8 @@ pub(crate) fn decode_plain<A: DeserializeOwned>(text: &str) -> Option<A> {
 
 /// One plain value (see [`decode_plain`]).
 pub(crate) fn decode_plain_value<T: DeserializeOwned>(text: &str) -> Option<T> {
-    let mut at = Cursor { text: text.as_bytes(), at: 0 };
-    let value = plain_scalar(text, &mut at)?;
+    let mut at = Cursor { text, at: 0 };
+    let value = plain_scalar(&mut at)?;
     at.skip_space();
     if at.at != text.len() {
         return None;
@@ -260,25 +249,22 @@ pub(crate) fn decode_plain_value<T: DeserializeOwned>(text: &str) -> Option<T> {
 }
 
 /// The value at `at`: a plain scalar, or `None`.
-fn plain_scalar<'t>(text: &'t str, at: &mut Cursor<'t>) -> Option<PlainScalar<'t>> {
+fn plain_scalar<'t>(at: &mut Cursor<'t>) -> Option<PlainScalar<'t>> {
     at.skip_space();
     Some(match at.peek()? {
         b'"' => {
             at.at += 1;
-            let start = at.at;
-            at.plain_string()?;
-            PlainScalar::Str(text.get(start..at.at - 1)?)
+            PlainScalar::Str(at.plain_string()?)
         }
-        b't' => at.word(b"true", BOOLEAN).map(|_| PlainScalar::Bool(true))?,
-        b'f' => at.word(b"false", BOOLEAN).map(|_| PlainScalar::Bool(false))?,
-        b'n' => at.word(b"null", NULL).map(|_| PlainScalar::Null)?,
+        b't' => at.word("true").map(|()| PlainScalar::Bool(true))?,
+        b'f' => at.word("false").map(|()| PlainScalar::Bool(false))?,
+        b'n' => at.word("null").map(|()| PlainScalar::Null)?,
         _ => PlainScalar::Int(at.plain_integer()?),
     })
 }
 
 /// The object being decoded by [`decode_plain`].
 struct PlainObject<'t> {
-    text: &'t str,
     at: Cursor<'t>,
     first: bool,
 }
@@ -311,16 +297,14 @@ impl<'de> MapAccess<'de> for PlainObject<'de> {
             at.skip_space();
         }
         at.eat(b'"').ok_or(No)?;
-        let start = at.at;
-        at.plain_string().ok_or(No)?;
-        let key = self.text.get(start..at.at - 1).ok_or(No)?;
+        let key = at.plain_string().ok_or(No)?;
         at.skip_space();
         at.eat(b':').ok_or(No)?;
         seed.deserialize(de::value::BorrowedStrDeserializer::new(key)).map(Some)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, No> {
-        let value = plain_scalar(self.text, &mut self.at).ok_or(No)?;
+        let value = plain_scalar(&mut self.at).ok_or(No)?;
         seed.deserialize(value)
     }
 }
@@ -416,13 +400,17 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 
 /// A position in argument text, for [`FlatSchema::plain`].
 struct Cursor<'t> {
-    text: &'t [u8],
+    text: &'t str,
     at: usize,
 }
 
 impl<'t> Cursor<'t> {
+    fn bytes(&self) -> &'t [u8] {
+        self.text.as_bytes()
+    }
+
     fn peek(&self) -> Option<u8> {
-        self.text.get(self.at).copied()
+        self.bytes().get(self.at).copied()
     }
 
     fn eat(&mut self, byte: u8) -> Option<()> {
@@ -438,13 +426,14 @@ impl<'t> Cursor<'t> {
 
     /// The rest of a string whose opening quote was read, when it has no escape and no
     /// control character (a raw one is not JSON); the position is after its closing quote.
-    fn plain_string(&mut self) -> Option<&'t [u8]> {
+    fn plain_string(&mut self) -> Option<&'t str> {
         let start = self.at;
         let mut end = start;
         // (An index loop: a short string costs a few instructions a byte.)
-        while let Some(&b) = self.text.get(end) {
+        while let Some(&b) = self.bytes().get(end) {
             if b == b'"' {
                 self.at = end + 1;
+                // (Both ends are at ASCII bytes, so on character boundaries.)
                 return self.text.get(start..end);
             }
             if b == b'\\' || b < 0x20 {
@@ -455,12 +444,9 @@ impl<'t> Cursor<'t> {
         None
     }
 
-    /// `literal` (`true`, `false`, `null`), as the kind it is.
-    fn word(&mut self, literal: &[u8], kind: u8) -> Option<u8> {
-        self.text[self.at..].starts_with(literal).then(|| {
-            self.at += literal.len();
-            kind
-        })
+    /// `literal` (`true`, `false`, `null`), read.
+    fn word(&mut self, literal: &str) -> Option<()> {
+        self.bytes()[self.at..].starts_with(literal.as_bytes()).then(|| self.at += literal.len())
     }
 
     /// An integer as JSON writes it (`-?(0|[1-9][0-9]*)`), of at most 18 digits, not
@@ -471,15 +457,15 @@ impl<'t> Cursor<'t> {
             self.at += 1;
         }
         let start = self.at;
-        let digits = self.text[start..].iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits == 0 || digits > 18 || (digits > 1 && self.text[start] == b'0') {
+        let digits = self.bytes()[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || digits > 18 || (digits > 1 && self.bytes()[start] == b'0') {
             return None;
         }
         self.at += digits;
         if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        let n = self.text[start..self.at].iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+        let n = self.bytes()[start..self.at].iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
         match (negative, n) {
             // serde_json reads `-0` as the float -0.0.
             (true, 0) => None,
@@ -676,7 +662,7 @@ mod tests {
     fn agrees(schema: &Value, text: &str) -> bool {
         let flat = FlatSchema::of(schema).expect("a flat schema");
         let accepted = flat.accepts(text);
-        if flat.plain(text.as_bytes()).is_some() {
+        if flat.plain(text).is_some() {
             assert!(flat.read(text), "{text} accepted by the quick pass, not by serde_json");
         }
         if accepted {
@@ -700,9 +686,9 @@ mod tests {
         }
         // The common shapes need no second reading.
         let flat = FlatSchema::of(&schema).unwrap();
-        assert!(flat.plain(br#"{"a": 2, "b": 3}"#).is_some());
-        assert!(flat.plain(br#"{"a":-2,"b":10}"#).is_some());
-        assert!(flat.plain(br#"{"a": 2, "\u0062": 3}"#).is_none());
+        assert!(flat.plain(r#"{"a": 2, "b": 3}"#).is_some());
+        assert!(flat.plain(r#"{"a":-2,"b":10}"#).is_some());
+        assert!(flat.plain(r#"{"a": 2, "\u0062": 3}"#).is_none());
     }
 
     #[test]
