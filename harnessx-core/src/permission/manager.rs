@@ -350,11 +350,17 @@ impl PermissionManager {
             Some(PermissionLevel::Ask) => return Authorization::ask(request.tool),
             Some(PermissionLevel::Allow) => return Authorization::Allow,
         }
-        match self.effective_level(request.tool, request.permission) {
+        self.by_level(request.tool, request.permission)
+    }
+
+    /// The answer of the tool's effective level, when no rule on names and arguments
+    /// matched: DENY wins, a session grant satisfies ASK.
+    fn by_level(&self, tool: &str, permission: Option<PermissionLevel>) -> Authorization {
+        match self.effective_level(tool, permission) {
             PermissionLevel::Allow => Authorization::Allow,
             PermissionLevel::Deny => Authorization::denied(DenyReason::Denied),
-            PermissionLevel::Ask if self.has_session_grant(request.tool) => Authorization::Allow,
-            PermissionLevel::Ask => Authorization::ask(request.tool),
+            PermissionLevel::Ask if self.has_session_grant(tool) => Authorization::Allow,
+            PermissionLevel::Ask => Authorization::ask(tool),
         }
     }
 
@@ -486,11 +492,9 @@ impl Authorizer for PermissionManager {
         if self.has_rules() {
             return None;
         }
-        match self.effective_level(tool, permission) {
-            PermissionLevel::Allow => Some(Authorization::Allow),
-            PermissionLevel::Deny => Some(Authorization::denied(DenyReason::Denied)),
-            PermissionLevel::Ask if self.has_session_grant(tool) => Some(Authorization::Allow),
-            PermissionLevel::Ask => None,
+        match self.by_level(tool, permission) {
+            Authorization::Wait { .. } => None,
+            decided => Some(decided),
         }
     }
 }
