@@ -58,14 +58,27 @@ impl ResultDir {
 /// Caps `result` to `max_chars` characters (content and structured content); saves the
 /// whole text under `dir` first when given. A result within the cap is not touched.
 pub fn cap_result(result: &mut ToolResult, max_chars: usize, dir: Option<&ResultDir>) {
+    let ToolResult { call_id, name, content, structured_content, .. } = result;
+    cap_parts(content, structured_content, (name, call_id), max_chars, dir);
+}
+
+/// [`cap_result`] on a result's parts: its text, its structured content, and the tool's
+/// name and the call's id that name the saved file.
+pub(crate) fn cap_parts(
+    content: &mut String,
+    structured_content: &mut Option<Value>,
+    (name, call_id): (&str, &str),
+    max_chars: usize,
+    dir: Option<&ResultDir>,
+) {
     let max_chars = max_chars.max(MIN_RESULT_CHARS);
-    if result.content.len() > max_chars {
-        let saved = dir.and_then(|d| save(d, &result.name, &result.call_id, &result.content));
-        if let Some(capped) = cap_text(&result.content, max_chars, saved.as_deref()) {
-            result.content = capped;
+    if content.len() > max_chars {
+        let saved = dir.and_then(|d| save(d, name, call_id, content));
+        if let Some(capped) = cap_text(content, max_chars, saved.as_deref()) {
+            *content = capped;
         }
     }
-    if let Some(structured) = &result.structured_content
+    if let Some(structured) = &*structured_content
         && !structured.is_string()
     {
         // Measured without being written out (most results are far within the cap);
@@ -75,13 +88,12 @@ pub fn cap_result(result: &mut ToolResult, max_chars: usize, dir: Option<&Result
             // Its long strings cut first, so its keys and small values stay (a bash
             // result's `exit_code`, a schema's required fields); only a value whose
             // bulk is not in strings (a million numbers) becomes its JSON text, cut.
-            let fitted =
-                result.structured_content.as_mut().is_some_and(|v| cap_strings(v, text.len(), max_chars));
+            let fitted = structured_content.as_mut().is_some_and(|v| cap_strings(v, text.len(), max_chars));
             if !fitted && let Some(capped) = cap_text(&text, max_chars, None) {
-                result.structured_content = Some(Value::String(capped));
+                *structured_content = Some(Value::String(capped));
             }
         }
-    } else if let Some(Value::String(text)) = &mut result.structured_content
+    } else if let Some(Value::String(text)) = structured_content
         && text.len() > max_chars
         && let Some(capped) = cap_text(text, max_chars, None)
     {

@@ -24,7 +24,7 @@ use tracing::{Instrument, Span};
 
 use crate::depth::{MAX_JSON_DEPTH, drop_deep, text_too_deep, value_too_deep};
 use crate::engine::blocking::run_blocking;
-use crate::engine::cap::{ResultDir, cap_result};
+use crate::engine::cap::{ResultDir, cap_parts};
 use crate::engine::context::RunContext;
 use crate::engine::events::ToolEvent;
 use crate::engine::serial::SerialQueue;
@@ -692,18 +692,17 @@ fn run_indexed<'a>(
             Some(args) if ready.edited => Some(edited_note(args)),
             _ => None,
         };
-        let (mut outcome, error) = if ready.policy.dedupe_calls {
+        let (Invoked { mut answer, timed_out, error }, ran) = if ready.policy.dedupe_calls {
             // Boxed: the common path (no dedupe) keeps a small future.
             Box::pin(run_deduplicated(&mut ready, call, &run, hooks, ctx)).await
         } else {
-            let Invoked { result, timed_out, error } =
-                invoke(&mut ready, call, &run, hooks, ctx.result_dir()).await;
-            (CallOutcome { result, timed_out, ran: true }, error)
+            (invoke(&mut ready, call, &run, hooks, ctx.result_dir()).await, true)
         };
         if let Some(note) = note {
-            outcome.result.content.insert_str(0, &note);
+            answer.content.insert_str(0, &note);
         }
-        ended(index, outcome, error, ctx, hooks)
+        let result = answer.into_result(&call.id, ready.tool.name());
+        ended(index, CallOutcome { result, timed_out, ran }, error, ctx, hooks)
     }
 }
 
@@ -720,13 +719,40 @@ fn ended(
     (index, outcome)
 }
 
-/// What running a handler gave: the result, whether its last attempt timed out, and
+/// What running a handler gave: its answer, whether its last attempt timed out, and
 /// why it is an error (for the span). Shared by identical calls when deduplicating.
 #[derive(Clone)]
 pub(crate) struct Invoked {
-    result: ToolResult,
+    answer: Answer,
     timed_out: bool,
     error: Option<ErrorType>,
+}
+
+/// A call's answer as its handler gave it (or the engine, for a timeout or a panic): a
+/// [`ToolResult`] without the call's id and the tool's name, which are added as the call
+/// ends. What goes from stage to stage is kept this small on purpose: a value over 128
+/// bytes is copied by a call to `memcpy` each time it is handed on, and a whole result
+/// was handed on about twenty times a call.
+#[derive(Clone)]
+struct Answer {
+    content: String,
+    structured_content: Option<Value>,
+    is_error: bool,
+}
+
+impl Answer {
+    fn success(out: ToolOutput) -> Self {
+        Self { content: out.content, structured_content: out.structured_content, is_error: false }
+    }
+
+    fn error(message: impl Into<String>) -> Self {
+        Self { content: message.into(), structured_content: None, is_error: true }
+    }
+
+    fn into_result(self, call_id: &str, name: &str) -> ToolResult {
+        let Self { content, structured_content, is_error } = self;
+        ToolResult { call_id: call_id.to_owned(), name: name.to_owned(), content, is_error, structured_content }
+    }
 }
 
 /// The permission decision made: `None` to run the call (with a person's edited
@@ -769,7 +795,7 @@ async fn run_deduplicated(
     run: &Run,
     hooks: &RunHooks,
     ctx: &RunContext,
-) -> (CallOutcome, Option<ErrorType>) {
+) -> (Invoked, bool) {
     let key = canonical_json(ready.with_value(call).1);
     let slot = ctx.dedupe_slot(ready.tool.name(), key);
     let mut first_here = false;
@@ -777,12 +803,11 @@ async fn run_deduplicated(
         first_here = true;
         invoke(ready, call, run, hooks, ctx.result_dir())
     });
-    let Invoked { mut result, timed_out, error } = shared.await.clone();
+    let invoked = shared.await.clone();
     if !first_here {
         span::record_deduplicated(&Span::current());
     }
-    result.call_id.clone_from(&call.id);
-    (CallOutcome { result, timed_out, ran: first_here }, error)
+    (invoked, first_here)
 }
 
 /// The authorisation stage by name alone ([`Authorizer::authorize_by_name`]): `None`
@@ -865,10 +890,12 @@ async fn invoke(
             let def = ready.tool.definition();
             let outcome = run_once(&def.handler, name, args, info, timeout_of(ready)).await;
             if last || !retry_wanted(ready, &outcome, hooks) {
-                let mut invoked = conclude(ready, call_id, outcome, attempt);
+                let mut invoked = conclude(ready, outcome, attempt);
                 if !invoked.timed_out {
                     // The central cap, after the tool's own limits: every tool's result alike.
-                    cap_result(&mut invoked.result, ready.policy.max_result_chars, result_dir);
+                    let Answer { content, structured_content, .. } = &mut invoked.answer;
+                    let max_chars = ready.policy.max_result_chars;
+                    cap_parts(content, structured_content, (name, call_id), max_chars, result_dir);
                 }
                 return invoked;
             }
@@ -915,44 +942,37 @@ fn retry_wanted(ready: &ReadyCall, outcome: &Outcome, hooks: &RunHooks) -> bool 
     }
 }
 
-/// The result of the call's last attempt (`attempt` is its number).
-fn conclude(ready: &ReadyCall, call_id: &str, outcome: Outcome, attempt: u32) -> Invoked {
+/// The answer of the call's last attempt (`attempt` is its number).
+fn conclude(ready: &ReadyCall, outcome: Outcome, attempt: u32) -> Invoked {
     let name = ready.tool.name();
     let failed = Some(ErrorType::ToolError);
-    let (result, error) = match outcome {
+    let (answer, error) = match outcome {
         Outcome::Done(Ok(mut out)) => match too_deep(&mut out) {
-            None => (ToolResult::success(call_id, &**name, out), None),
+            None => (Answer::success(out), None),
             Some(value) => {
                 drop_deep(value);
-                (ToolResult::error(call_id, &**name, too_deep_message(name)), failed)
+                (Answer::error(too_deep_message(name)), failed)
             }
         },
-        Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => (
-            ToolResult::error(call_id, &**name, format!("{} (failed {attempt} attempts)", e.message())),
-            failed,
-        ),
-        Outcome::Done(Err(e)) => (ToolResult::error(call_id, &**name, e.message()), failed),
+        Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => {
+            (Answer::error(format!("{} (failed {attempt} attempts)", e.message())), failed)
+        }
+        Outcome::Done(Err(e)) => (Answer::error(e.message()), failed),
         Outcome::TimedOut => {
             let mut text = timeout_message(name, timeout_seconds(ready));
             if attempt > 1 {
                 text.push_str(&format!(" (timed out {attempt} attempts)"));
             }
-            let result = ToolResult::error(call_id, &**name, text);
-            return Invoked { result, timed_out: true, error: Some(ErrorType::Timeout) };
+            return Invoked { answer: Answer::error(text), timed_out: true, error: Some(ErrorType::Timeout) };
         }
         Outcome::Panicked => (
-            ToolResult::error(
-                call_id,
-                &**name,
-                format!(
-                    "tool {} failed with an internal error; the details were logged for the operator",
-                    name
-                ),
-            ),
+            Answer::error(format!(
+                "tool {name} failed with an internal error; the details were logged for the operator"
+            )),
             Some(ErrorType::Panic),
         ),
     };
-    Invoked { result, timed_out: false, error }
+    Invoked { answer, timed_out: false, error }
 }
 
 /// The structured content of `out` when it nests more than [`MAX_JSON_DEPTH`] levels: a
@@ -1172,4 +1192,11 @@ mod future_sizes {
         let size = std::mem::size_of_val(&run_indexed(run, ready, &call, &ctx, &NO_HOOKS));
         assert!(size <= 600, "run_indexed's future is {size} bytes");
     }
+}
+#[test]
+fn zz_sizes() {
+    use std::mem::size_of;
+    eprintln!("SZ ToolResult {} CallOutcome {} Invoked {} Outcome {} idxOutcome {} outcomeErr {} ToolOutput {} ResOut {} Value {} ToolError {}",
+        size_of::<ToolResult>(), size_of::<CallOutcome>(), size_of::<Invoked>(), size_of::<Outcome>(), size_of::<(usize, CallOutcome)>(),
+        size_of::<(CallOutcome, Option<ErrorType>)>(), size_of::<ToolOutput>(), size_of::<Result<ToolOutput, crate::ToolError>>(), size_of::<Value>(), size_of::<crate::ToolError>());
 }
