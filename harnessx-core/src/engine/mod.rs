@@ -2,6 +2,7 @@
 
 pub(crate) mod blocking;
 pub mod cap;
+mod clock;
 pub mod context;
 pub mod events;
 pub(crate) mod pipeline;

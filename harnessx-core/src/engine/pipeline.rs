@@ -25,6 +25,7 @@ use tracing::{Instrument, Span};
 use crate::depth::{MAX_JSON_DEPTH, drop_deep, text_too_deep, value_too_deep};
 use crate::engine::blocking::run_blocking;
 use crate::engine::cap::{ResultDir, cap_parts};
+use crate::engine::clock::Start;
 use crate::engine::context::RunContext;
 use crate::engine::events::ToolEvent;
 use crate::engine::serial::SerialQueue;
@@ -241,13 +242,27 @@ pub(crate) fn execute_one<'a>(
                 settled(0, call, result, error, false, ctx, &NO_HOOKS).result
             }
             Prepared::Ready(ready) => {
-                ctx.emit(ToolEvent::CallStart { index: 0, call, tool: Some(ready.tool.name()) });
-                let run = Run { index: 0, authorized: false, key: None };
-                let span = span::tool_span(call, Some(ready.tool.name()), false);
-                run_indexed(run, ready, call, ctx, &NO_HOOKS).instrument(span).await.1.result
+                let mut out = None;
+                start_one(ready, call, ctx, &mut out).await;
+                out.expect("a call's run leaves its outcome").result
             }
         }
     }
+}
+
+/// A direct call's start event, and its run under its span. (A function of its own, which
+/// takes `ready` whole, so that `execute_one`'s future never borrows it: a local that is
+/// borrowed keeps its room in the future beside the run's, though it was moved.)
+fn start_one<'a>(
+    ready: ReadyCall,
+    call: &'a ToolCall,
+    ctx: &'a RunContext,
+    out: &'a mut Option<CallOutcome>,
+) -> tracing::instrument::Instrumented<impl Future<Output = ()> + 'a> {
+    ctx.emit(ToolEvent::CallStart { index: 0, call, tool: Some(ready.tool.name()) });
+    let run = Run { index: 0, authorized: false, key: None };
+    let span = span::tool_span(call, Some(ready.tool.name()), false);
+    run_indexed(run, ready, call, ctx, &NO_HOOKS, out).instrument(span)
 }
 
 /// Runs the calls of one model turn (`targets[i]` is the target of `calls[i]`).
@@ -582,31 +597,32 @@ async fn run_items(
     for (index, (call, item)) in calls.iter().zip(&items).enumerate() {
         ctx.emit(ToolEvent::CallStart { index, call, tool: item.prepared.tool_name() });
     }
+    // Each call's outcome is written into its place here, by its run.
     let mut outcomes: Vec<Option<CallOutcome>> = (0..calls.len()).map(|_| None).collect();
     let mut concurrent = Vec::with_capacity(calls.len());
     // Serial calls by index (taken as their turn comes), and the schedule's slots.
     // (Both stay empty, allocating nothing, for a batch without serial calls.)
-    let mut serial: Vec<Option<(Run, ReadyCall)>> = Vec::new();
+    let mut serial: Vec<Option<(Run, ReadyCall, &mut Option<CallOutcome>)>> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
-    for (index, item) in items.into_iter().enumerate() {
+    for ((index, item), out) in items.into_iter().enumerate().zip(&mut outcomes) {
         let PlanItem { prepared, authorized, idempotency_key, replayed } = item;
         // Each call's span is a child of the caller's span (current here and in
         // `serial_run`), and its future runs inside it (`instrument`), so concurrent
         // calls nest right. A serial call's span starts when its turn comes.
         match prepared {
             Prepared::Done(result, error) => {
-                outcomes[index] = Some(settled(index, &calls[index], result, error, replayed, ctx, hooks));
+                *out = Some(settled(index, &calls[index], result, error, replayed, ctx, hooks));
             }
             Prepared::Ready(ready) => {
                 let run = Run { index, authorized, key: idempotency_key };
                 if ready.serial.is_none() {
                     let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
-                    concurrent.push(run_indexed(run, ready, &calls[index], ctx, hooks).instrument(span));
+                    concurrent.push(run_indexed(run, ready, &calls[index], ctx, hooks, out).instrument(span));
                 } else {
                     serial.resize_with(calls.len(), || None);
                     slots.resize(calls.len(), Slot::Settled);
                     slots[index] = Slot::Serial;
-                    serial[index] = Some((run, ready));
+                    serial[index] = Some((run, ready, out));
                 }
             }
         }
@@ -615,20 +631,15 @@ async fn run_items(
     // (Only serial slots are marked here: the concurrent calls are already under way.)
     let mut schedule = Schedule::new(slots);
     let serial_run = async {
-        let mut done = Vec::new();
         let mut next = schedule.start().first().copied();
         while let Some(index) = next {
-            let Some((run, ready)) = serial.get_mut(index).and_then(Option::take) else { break };
+            let Some((run, ready, out)) = serial.get_mut(index).and_then(Option::take) else { break };
             let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
-            done.push(run_indexed(run, ready, &calls[index], ctx, hooks).instrument(span).await);
+            run_indexed(run, ready, &calls[index], ctx, hooks, out).instrument(span).await;
             next = schedule.finished(index);
         }
-        done
     };
-    let (concurrent_done, serial_done) = join(join_all(concurrent), serial_run).await;
-    for (index, outcome) in concurrent_done.into_iter().chain(serial_done) {
-        outcomes[index] = Some(outcome);
-    }
+    join(join_all(concurrent), serial_run).await;
     outcomes.into_iter().map(|o| o.expect("every call of a batch produces an outcome")).collect()
 }
 
@@ -660,7 +671,8 @@ fn run_indexed<'a>(
     call: &'a ToolCall,
     ctx: &'a RunContext,
     hooks: &'a RunHooks,
-) -> impl Future<Output = (usize, CallOutcome)> + 'a {
+    out: &'a mut Option<CallOutcome>,
+) -> impl Future<Output = ()> + 'a {
     async move {
         let index = run.index;
         // (Nothing big is held in a local across an await below: a local's room in the
@@ -685,7 +697,7 @@ fn run_indexed<'a>(
                 }
             };
             if let Some((outcome, error)) = refusal(decided, &mut ready, call, ctx) {
-                return ended(index, outcome, error, ctx, hooks);
+                return ended(index, outcome, error, ctx, hooks, out);
             }
         }
         let note = match &ready.args {
@@ -702,21 +714,23 @@ fn run_indexed<'a>(
             answer.content.insert_str(0, &note);
         }
         let result = answer.into_result(&call.id, ready.tool.name());
-        ended(index, CallOutcome { result, timed_out, ran }, error, ctx, hooks)
+        ended(index, CallOutcome { result, timed_out, ran }, error, ctx, hooks, out)
     }
 }
 
-/// A call that ran or was refused: its span's result, the end event and hook.
+/// A call that ran or was refused: its outcome put in its place, its span's result,
+/// the end event and hook.
 fn ended(
     index: usize,
     outcome: CallOutcome,
     error: Option<ErrorType>,
     ctx: &RunContext,
     hooks: &RunHooks,
-) -> (usize, CallOutcome) {
+    out: &mut Option<CallOutcome>,
+) {
+    let outcome = out.insert(outcome);
     span::record_result(&Span::current(), &outcome.result, error);
-    finish(index, &outcome, ctx, hooks);
-    (index, outcome)
+    finish(index, outcome, ctx, hooks);
 }
 
 /// What running a handler gave: its answer, whether its last attempt timed out, and
@@ -1058,13 +1072,14 @@ enum Arguments<'t> {
 
 pin_project_lite::pin_project! {
     /// `fut` under a deadline counted from its first poll. The timer is only set up (and
-    /// boxed) when that poll leaves `fut` pending: a quick call pays for no timer, and
-    /// every call's future, moved as a whole into a batch, stays small.
+    /// boxed) when that poll leaves `fut` pending, and the clock read exactly only then
+    /// (the start is a cheap coarse reading, [`Start`]): a quick call pays for no timer,
+    /// and every call's future, moved as a whole into a batch, stays small.
     struct Within<F> {
         #[pin]
         fut: F,
         timeout: Duration,
-        start: Option<tokio::time::Instant>,
+        start: Option<Start>,
         timer: Option<Pin<Box<tokio::time::Sleep>>>,
     }
 }
@@ -1078,12 +1093,13 @@ impl<F: Future> Future for Within<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let start = *this.start.get_or_insert_with(tokio::time::Instant::now);
+        let start = *this.start.get_or_insert_with(Start::now);
         if let Poll::Ready(out) = this.fut.poll(cx) {
             return Poll::Ready(Some(out));
         }
         if this.timer.is_none() {
-            match start.checked_add(*this.timeout) {
+            let left = this.timeout.saturating_sub(start.elapsed_at_most());
+            match tokio::time::Instant::now().checked_add(left) {
                 Some(deadline) => *this.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
                 // Further than the clock reaches: no deadline.
                 None => return Poll::Pending,
@@ -1189,7 +1205,8 @@ mod future_sizes {
         let run = Run { index: 0, authorized: false, key: None };
         let size = std::mem::size_of_val(&invoke(&mut ready, &call, &run, &NO_HOOKS, None));
         assert!(size <= 320, "invoke's future is {size} bytes");
-        let size = std::mem::size_of_val(&run_indexed(run, ready, &call, &ctx, &NO_HOOKS));
+        let mut out = None;
+        let size = std::mem::size_of_val(&run_indexed(run, ready, &call, &ctx, &NO_HOOKS, &mut out));
         assert!(size <= 600, "run_indexed's future is {size} bytes");
     }
 }
