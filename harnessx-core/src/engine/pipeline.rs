@@ -65,7 +65,9 @@ struct ReadyCall {
     /// The arguments as a value; `None` while they are only the call's own text, checked
     /// against the tool's flat schema ([`RegisteredTool::takes_text`]): its handler decodes
     /// them from there, and the value is parsed only if something asks for it.
-    args: Option<Value>,
+    /// (Boxed, as a call's parts are handed on by value from stage to stage: each byte
+    /// of them is copied each time.)
+    args: Option<Box<Value>>,
     policy: EffectivePolicy,
     /// The queue to take turns on, for non-concurrent tools.
     serial: Option<SerialQueue>,
@@ -90,7 +92,7 @@ impl ReadyCall {
                 "the user changed the arguments of this {name} call, and the new ones are invalid ({problem}); the call did not run"
             ));
         }
-        self.args = Some(arguments);
+        self.args = Some(Box::new(arguments));
         self.edited = true;
         Ok(())
     }
@@ -98,7 +100,7 @@ impl ReadyCall {
     /// The tool and the arguments as a value (parsed from the call's text, once, if they
     /// were not yet).
     fn with_value(&mut self, call: &ToolCall) -> (&RegisteredTool, &Value) {
-        let args = self.args.get_or_insert_with(|| parse_checked(&call.arguments));
+        let args = self.args.get_or_insert_with(|| Box::new(parse_checked(&call.arguments)));
         (&self.tool, args)
     }
 }
@@ -216,7 +218,7 @@ fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> Prepared {
     if let Some(msg) = tool.check(&args) {
         return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg), invalid);
     }
-    Prepared::Ready(ReadyCall { tool, args: Some(args), policy, serial, edited: false })
+    Prepared::Ready(ReadyCall { tool, args: Some(Box::new(args)), policy, serial, edited: false })
 }
 
 /// No hooks, timeouts answered: what a direct call or batch runs with.
@@ -242,27 +244,15 @@ pub(crate) fn execute_one<'a>(
                 settled(0, call, result, error, false, ctx, &NO_HOOKS).result
             }
             Prepared::Ready(ready) => {
+                ctx.emit(ToolEvent::CallStart { index: 0, call, tool: Some(ready.tool.name()) });
+                let run = Run { index: 0, authorized: false, key: None };
+                let span = span::tool_span(call, Some(ready.tool.name()), false);
                 let mut out = None;
-                start_one(ready, call, ctx, &mut out).await;
+                run_indexed(run, ready, call, ctx, &NO_HOOKS, &mut out).instrument(span).await;
                 out.expect("a call's run leaves its outcome").result
             }
         }
     }
-}
-
-/// A direct call's start event, and its run under its span. (A function of its own, which
-/// takes `ready` whole, so that `execute_one`'s future never borrows it: a local that is
-/// borrowed keeps its room in the future beside the run's, though it was moved.)
-fn start_one<'a>(
-    ready: ReadyCall,
-    call: &'a ToolCall,
-    ctx: &'a RunContext,
-    out: &'a mut Option<CallOutcome>,
-) -> tracing::instrument::Instrumented<impl Future<Output = ()> + 'a> {
-    ctx.emit(ToolEvent::CallStart { index: 0, call, tool: Some(ready.tool.name()) });
-    let run = Run { index: 0, authorized: false, key: None };
-    let span = span::tool_span(call, Some(ready.tool.name()), false);
-    run_indexed(run, ready, call, ctx, &NO_HOOKS, out).instrument(span)
 }
 
 /// Runs the calls of one model turn (`targets[i]` is the target of `calls[i]`).
@@ -363,7 +353,7 @@ impl PlannedBatch {
 
     /// The validated arguments, when the call will run.
     pub fn arguments(&self, index: usize) -> Option<&Value> {
-        self.ready(index).and_then(|r| r.args.as_ref())
+        self.ready(index).and_then(|r| r.args.as_deref())
     }
 
     /// Whether the call runs alongside others (`false`: it takes its turn in call order).
@@ -896,8 +886,8 @@ async fn invoke(
             // still in their text are decoded from it by each attempt.)
             let args = match &mut ready.args {
                 None => Arguments::Text(&call.arguments),
-                Some(value) if last => Arguments::Value(std::mem::take(value)),
-                Some(value) => Arguments::Value(value.clone()),
+                Some(value) if last => Arguments::Value(std::mem::take(&mut **value)),
+                Some(value) => Arguments::Value(Value::clone(value)),
             };
             let call_id = &*call.id;
             let info = CallInfo::new(call_id, name, run.key.as_ref());
