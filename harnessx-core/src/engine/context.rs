@@ -26,7 +26,8 @@ pub struct RunContext {
     /// a context costs no allocation for it).
     authorizer: Option<Arc<dyn Authorizer>>,
     events: Option<Arc<dyn ToolEventSink>>,
-    dedupe: Mutex<HashMap<(Arc<str>, String), DedupeSlot>>,
+    /// Made on the first deduplicated call (a context is made for every direct call).
+    dedupe: Mutex<Option<HashMap<(Arc<str>, String), DedupeSlot>>>,
     /// Where the whole text of a capped result is saved.
     result_dir: Option<Arc<ResultDir>>,
 }
@@ -104,6 +105,6 @@ impl RunContext {
     /// The shared slot for an identical call; the first caller fills it.
     pub(crate) fn dedupe_slot(&self, tool: &Arc<str>, canonical_args: String) -> DedupeSlot {
         let mut map = self.dedupe.lock().unwrap_or_else(|e| e.into_inner());
-        map.entry((tool.clone(), canonical_args)).or_default().clone()
+        map.get_or_insert_default().entry((tool.clone(), canonical_args)).or_default().clone()
     }
 }

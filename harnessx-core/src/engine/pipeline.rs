@@ -41,20 +41,22 @@ use crate::tool::registered::RegisteredTool;
 pub use crate::permission::PERMISSION_DENIED;
 
 /// What the registry hands the engine for one call: the tool the call's name resolved to
-/// (or the error text for the model), the policy values in force, and the queue serial
-/// tools take turns on. The engine never looks inside a registry.
+/// (or the error text for the model), the policy values in force, and, for a tool that
+/// is not concurrent, the queue serial tools take turns on. The engine never looks inside
+/// a registry.
 pub(crate) struct CallTarget {
     tool: Result<Arc<RegisteredTool>, String>,
     policy: EffectivePolicy,
-    serial: SerialQueue,
+    serial: Option<SerialQueue>,
 }
 
 impl CallTarget {
     pub(crate) fn new(
         tool: Result<Arc<RegisteredTool>, String>,
         policy: EffectivePolicy,
-        serial: SerialQueue,
+        serial: &SerialQueue,
     ) -> Self {
+        let serial = tool.as_ref().is_ok_and(|t| !t.definition().concurrent).then(|| serial.clone());
         Self { tool, policy, serial }
     }
 }
@@ -206,7 +208,6 @@ fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> Prepared {
             );
         }
     };
-    let serial = (!tool.definition().concurrent).then_some(serial);
     if from_text && tool.takes_text(&call.arguments) {
         return Prepared::Ready(ReadyCall { tool, args: None, policy, serial, edited: false });
     }

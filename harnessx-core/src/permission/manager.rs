@@ -47,7 +47,7 @@ pub struct PermissionManager {
 
 struct Inner {
     default: PermissionLevel,
-    overrides: RwLock<HashMap<String, PermissionLevel>>,
+    overrides: Overrides,
     grants: RwLock<HashSet<String>>,
     /// Rules on names and arguments: shared with the managers
     /// [`fork_with_store`](PermissionManager::fork_with_store) makes (rules are
@@ -64,7 +64,7 @@ impl fmt::Debug for PermissionManager {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PermissionManager")
             .field("default", &self.inner.default)
-            .field("overrides", &*read(&self.inner.overrides))
+            .field("overrides", &*read(&self.inner.overrides.map))
             .field("grants", &*read(&self.inner.grants))
             .field("rules", &*read(&self.inner.rules.rules))
             .field("approver", &read(&self.inner.approver).is_some())
@@ -88,6 +88,40 @@ struct RuleCell {
     has: AtomicBool,
 }
 
+/// The overrides by tool name: looked up on every call, and almost always empty. `any`
+/// says whether the map may hold one, so that an empty map is seen without its lock.
+#[derive(Default)]
+struct Overrides {
+    map: RwLock<HashMap<String, PermissionLevel>>,
+    any: AtomicBool,
+}
+
+impl Overrides {
+    fn of(map: HashMap<String, PermissionLevel>) -> Self {
+        Self { any: AtomicBool::new(!map.is_empty()), map: RwLock::new(map) }
+    }
+
+    fn get(&self, tool: &str) -> Option<PermissionLevel> {
+        if !self.any.load(Ordering::Acquire) {
+            return None;
+        }
+        read(&self.map).get(tool).copied()
+    }
+
+    fn insert(&self, tool: String, level: PermissionLevel) {
+        let mut map = write(&self.map);
+        map.insert(tool, level);
+        self.any.store(true, Ordering::Release);
+    }
+
+    fn remove(&self, tool: &str) -> Option<PermissionLevel> {
+        let mut map = write(&self.map);
+        let removed = map.remove(tool);
+        self.any.store(!map.is_empty(), Ordering::Release);
+        removed
+    }
+}
+
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|e| e.into_inner())
 }
@@ -102,7 +136,7 @@ impl PermissionManager {
         Self {
             inner: Arc::new(Inner {
                 default,
-                overrides: RwLock::default(),
+                overrides: Overrides::default(),
                 grants: RwLock::default(),
                 rules: Arc::default(),
                 approver: RwLock::new(None),
@@ -121,7 +155,7 @@ impl PermissionManager {
         Self {
             inner: Arc::new(Inner {
                 default: self.inner.default,
-                overrides: RwLock::default(),
+                overrides: Overrides::default(),
                 grants: RwLock::default(),
                 rules: Arc::default(),
                 approver: RwLock::new(None),
@@ -174,7 +208,7 @@ impl PermissionManager {
         Self {
             inner: Arc::new(Inner {
                 default: self.inner.default,
-                overrides: RwLock::new(read(&self.inner.overrides).clone()),
+                overrides: Overrides::of(read(&self.inner.overrides.map).clone()),
                 grants: RwLock::new(read(&self.inner.grants).clone()),
                 rules: self.own_or_inherited_rules(),
                 approver: RwLock::new(self.approver()),
@@ -273,17 +307,17 @@ impl PermissionManager {
 
     /// Overrides the level for one tool name; beats every other rule.
     pub fn set_override(&self, tool_name: impl Into<String>, level: PermissionLevel) {
-        write(&self.inner.overrides).insert(tool_name.into(), level);
+        self.inner.overrides.insert(tool_name.into(), level);
     }
 
     /// Removes an override.
     pub fn remove_override(&self, tool_name: &str) -> Option<PermissionLevel> {
-        write(&self.inner.overrides).remove(tool_name)
+        self.inner.overrides.remove(tool_name)
     }
 
     /// The override for a tool name, if any (a session's own, else its manager's).
     pub fn override_for(&self, tool_name: &str) -> Option<PermissionLevel> {
-        let own = read(&self.inner.overrides).get(tool_name).copied();
+        let own = self.inner.overrides.get(tool_name);
         own.or_else(|| self.inner.parent.as_ref()?.override_for(tool_name))
     }
 

@@ -48,7 +48,7 @@ impl State {
     /// error text for the model), the policy and the serial queue.
     pub(crate) fn target(&self, name: &str) -> CallTarget {
         let tool = resolve::resolve(&self.tools, &self.keys, name).map_err(|unknown| unknown.to_string());
-        CallTarget::new(tool, self.effective, self.serial.clone())
+        CallTarget::new(tool, self.effective, &self.serial)
     }
 }
 
