@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use futures_util::future::{Either, join, join_all};
+use futures_util::future::{join, join_all};
 use serde_json::Value;
 use tracing::{Instrument, Span};
 
@@ -34,7 +34,7 @@ use crate::error::ToolError;
 use crate::permission::{AuthRequest, Authorization, Decision, DenyReason, PermissionLevel};
 use crate::schema::{canonical_json, kind_of};
 use crate::tool::call::{ToolCall, ToolOutput, ToolResult};
-use crate::tool::handler::{CallInfo, ToolHandler};
+use crate::tool::handler::{BoxFuture, CallInfo, HandlerResult, ToolHandler};
 use crate::tool::policy::{EffectivePolicy, ReplayPolicy, duration_from_secs};
 use crate::tool::registered::RegisteredTool;
 
@@ -1011,7 +1011,7 @@ fn run_once<'a>(
     info: CallInfo<'_>,
     timeout: Duration,
 ) -> impl Future<Output = Outcome> + 'a {
-    let ran = match handler {
+    let running = match handler {
         // The call itself runs code of the tool's (decoding, the user's function before
         // its first await): a panic there is caught like one in the future.
         ToolHandler::Async(h) => match std::panic::catch_unwind(AssertUnwindSafe(|| match args {
@@ -1022,8 +1022,8 @@ fn run_once<'a>(
                 None => h.call(parse_checked(text), info.to_context()),
             },
         })) {
-            Ok(fut) => Either::Left(within(timeout, AssertUnwindSafe(fut).catch_unwind())),
-            Err(payload) => Either::Right(Either::Left(std::future::ready(Some(Err(payload))))),
+            Ok(fut) => Running::Async { fut },
+            Err(payload) => Running::Panicked { payload: Some(payload) },
         },
         ToolHandler::Blocking(h) => {
             let h = h.clone();
@@ -1032,26 +1032,18 @@ fn run_once<'a>(
                 Arguments::Value(value) => Ok(value),
                 Arguments::Text(text) => Err(Box::<str>::from(text)),
             };
-            Either::Right(Either::Right(within(
-                timeout,
-                run_blocking(move || match args {
+            Running::Blocking {
+                fut: run_blocking(move || match args {
                     Ok(value) => h.call(value, &ctx),
                     Err(text) => match h.call_json(&text, &ctx) {
                         Some(result) => result,
                         None => h.call(parse_checked(&text), &ctx),
                     },
                 }),
-            )))
+            }
         }
     };
-    ran.map(move |ran| match ran {
-        Some(Ok(result)) => Outcome::Done(result),
-        Some(Err(payload)) => {
-            log_panic(name, &*payload);
-            Outcome::Panicked
-        }
-        None => Outcome::TimedOut,
-    })
+    Attempt { running, name, timeout, start: None, timer: None }
 }
 
 /// The arguments one attempt runs on.
@@ -1062,31 +1054,62 @@ enum Arguments<'t> {
 }
 
 pin_project_lite::pin_project! {
-    /// `fut` under a deadline counted from its first poll. The timer is only set up (and
-    /// boxed) when that poll leaves `fut` pending, and the clock read exactly only then
-    /// (the start is a cheap coarse reading, [`Start`]): a quick call pays for no timer,
-    /// and every call's future, moved as a whole into a batch, stays small.
-    struct Within<F> {
+    /// What an attempt waits on: an async handler's future, a blocking handler's job on
+    /// the pool, or nothing, for a handler that panicked as it was called.
+    #[project = RunningProj]
+    enum Running<B> {
+        Async { fut: BoxFuture<HandlerResult> },
+        Blocking { #[pin] fut: B },
+        Panicked { payload: Option<Box<dyn Any + Send>> },
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt under a deadline counted from its first poll, a panic caught, ending
+    /// as an [`Outcome`]. One poll for what would otherwise be four combinators (timeout,
+    /// catch, either, map), each handing the result on to the next.
+    ///
+    /// The timer is only set up (and boxed) when the first poll leaves the attempt
+    /// pending, and the clock read exactly only then (the start is a cheap coarse
+    /// reading, [`Start`]): a quick call pays for no timer, and every call's future,
+    /// moved as a whole into a batch, stays small.
+    struct Attempt<'a, B> {
         #[pin]
-        fut: F,
+        running: Running<B>,
+        name: &'a str,
         timeout: Duration,
         start: Option<Start>,
         timer: Option<Pin<Box<tokio::time::Sleep>>>,
     }
 }
 
-fn within<F: Future>(timeout: Duration, fut: F) -> Within<F> {
-    Within { fut, timeout, start: None, timer: None }
-}
+impl<B: Future<Output = std::thread::Result<HandlerResult>>> Future for Attempt<'_, B> {
+    type Output = Outcome;
 
-impl<F: Future> Future for Within<F> {
-    type Output = Option<F::Output>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
         let this = self.project();
         let start = *this.start.get_or_insert_with(Start::now);
-        if let Poll::Ready(out) = this.fut.poll(cx) {
-            return Poll::Ready(Some(out));
+        let polled = match this.running.project() {
+            RunningProj::Async { fut } => {
+                match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+                    Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
+                    Ok(Poll::Pending) => Poll::Pending,
+                    Err(payload) => Poll::Ready(Err(payload)),
+                }
+            }
+            RunningProj::Blocking { fut } => fut.poll(cx),
+            RunningProj::Panicked { payload } => {
+                Poll::Ready(Err(payload.take().unwrap_or_else(|| Box::new("polled again after a panic"))))
+            }
+        };
+        if let Poll::Ready(ended) = polled {
+            return Poll::Ready(match ended {
+                Ok(result) => Outcome::Done(result),
+                Err(payload) => {
+                    log_panic(this.name, &*payload);
+                    Outcome::Panicked
+                }
+            });
         }
         if this.timer.is_none() {
             let left = this.timeout.saturating_sub(start.elapsed_at_most());
@@ -1097,7 +1120,7 @@ impl<F: Future> Future for Within<F> {
             }
         }
         match this.timer.as_mut().map(|t| t.as_mut().poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(None),
+            Some(Poll::Ready(())) => Poll::Ready(Outcome::TimedOut),
             _ => Poll::Pending,
         }
     }
