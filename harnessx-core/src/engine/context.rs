@@ -12,6 +12,7 @@ use crate::engine::pipeline::Invoked;
 use crate::permission::{Authorizer, NoManager, PermissionManager};
 
 type DedupeSlot = Arc<OnceCell<Invoked>>;
+type DedupeMap = HashMap<(Arc<str>, String), DedupeSlot>;
 
 /// The state one run shares across its tool calls: the [`Authorizer`] that decides
 /// permissions (usually a [`PermissionManager`]), the event sink, and, when the registry
@@ -27,7 +28,7 @@ pub struct RunContext {
     authorizer: Option<Arc<dyn Authorizer>>,
     events: Option<Arc<dyn ToolEventSink>>,
     /// Made on the first deduplicated call (a context is made for every direct call).
-    dedupe: Mutex<Option<HashMap<(Arc<str>, String), DedupeSlot>>>,
+    dedupe: Mutex<Option<DedupeMap>>,
     /// Where the whole text of a capped result is saved.
     result_dir: Option<Arc<ResultDir>>,
 }
