@@ -688,7 +688,7 @@ fn run_indexed<'a>(
                 }
             };
             if let Some((outcome, error)) = refusal(decided, &mut ready, call, ctx) {
-                return ended(index, outcome, error, ctx, hooks, out);
+                return ended(index, out.insert(outcome), error, ctx, hooks);
             }
         }
         let note = match &ready.args {
@@ -704,22 +704,15 @@ fn run_indexed<'a>(
         if let Some(note) = note {
             answer.content.insert_str(0, &note);
         }
+        // (Made in its place: a result is too big to be handed on for free.)
         let result = answer.into_result(&call.id, ready.tool.name());
-        ended(index, CallOutcome { result, timed_out, ran }, error, ctx, hooks, out)
+        ended(index, out.insert(CallOutcome { result, timed_out, ran }), error, ctx, hooks)
     }
 }
 
-/// A call that ran or was refused: its outcome put in its place, its span's result,
-/// the end event and hook.
-fn ended(
-    index: usize,
-    outcome: CallOutcome,
-    error: Option<ErrorType>,
-    ctx: &RunContext,
-    hooks: &RunHooks,
-    out: &mut Option<CallOutcome>,
-) {
-    let outcome = out.insert(outcome);
+/// A call that ran or was refused, its outcome in its place: its span's result, the end
+/// event and hook.
+fn ended(index: usize, outcome: &CallOutcome, error: Option<ErrorType>, ctx: &RunContext, hooks: &RunHooks) {
     span::record_result(&Span::current(), &outcome.result, error);
     finish(index, outcome, ctx, hooks);
 }
@@ -754,6 +747,7 @@ impl Answer {
         Self { content: message.into(), structured_content: None, is_error: true }
     }
 
+    #[inline]
     fn into_result(self, call_id: &str, name: &str) -> ToolResult {
         let Self { content, structured_content, is_error } = self;
         ToolResult { call_id: call_id.to_owned(), name: name.to_owned(), content, is_error, structured_content }
