@@ -750,7 +750,13 @@ impl Answer {
     #[inline]
     fn into_result(self, call_id: &str, name: &str) -> ToolResult {
         let Self { content, structured_content, is_error } = self;
-        ToolResult { call_id: call_id.to_owned(), name: name.to_owned(), content, is_error, structured_content }
+        ToolResult {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            content,
+            is_error,
+            structured_content,
+        }
     }
 }
 
@@ -1221,7 +1227,17 @@ mod future_sizes {
 #[test]
 fn zz_sizes() {
     use std::mem::size_of;
-    eprintln!("SZ ToolResult {} CallOutcome {} Invoked {} Outcome {} idxOutcome {} outcomeErr {} ToolOutput {} ResOut {} Value {} ToolError {}",
-        size_of::<ToolResult>(), size_of::<CallOutcome>(), size_of::<Invoked>(), size_of::<Outcome>(), size_of::<(usize, CallOutcome)>(),
-        size_of::<(CallOutcome, Option<ErrorType>)>(), size_of::<ToolOutput>(), size_of::<Result<ToolOutput, crate::ToolError>>(), size_of::<Value>(), size_of::<crate::ToolError>());
+    eprintln!(
+        "SZ ToolResult {} CallOutcome {} Invoked {} Outcome {} idxOutcome {} outcomeErr {} ToolOutput {} ResOut {} Value {} ToolError {}",
+        size_of::<ToolResult>(),
+        size_of::<CallOutcome>(),
+        size_of::<Invoked>(),
+        size_of::<Outcome>(),
+        size_of::<(usize, CallOutcome)>(),
+        size_of::<(CallOutcome, Option<ErrorType>)>(),
+        size_of::<ToolOutput>(),
+        size_of::<Result<ToolOutput, crate::ToolError>>(),
+        size_of::<Value>(),
+        size_of::<crate::ToolError>()
+    );
 }
