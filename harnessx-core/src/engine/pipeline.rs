@@ -909,7 +909,7 @@ async fn invoke(
             retry_of(ready).delay_before(attempt)
         };
         if !delay.is_zero() {
-            // Boxed, as the timer in `within`: only a retry pays for it.
+            // Boxed, as the timer in `Attempt`: only a retry pays for it.
             Box::pin(tokio::time::sleep(delay)).await;
         }
     }

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use serde_json::Value;
 
@@ -47,12 +47,12 @@ pub struct PermissionManager {
 
 struct Inner {
     default: PermissionLevel,
-    overrides: Overrides,
+    overrides: Sparse<HashMap<String, PermissionLevel>>,
     grants: RwLock<HashSet<String>>,
     /// Rules on names and arguments: shared with the managers
     /// [`fork_with_store`](PermissionManager::fork_with_store) makes (rules are
     /// configuration; a rule added during a run holds in it).
-    rules: Arc<RuleCell>,
+    rules: Arc<Sparse<Arc<PermissionRules>>>,
     approver: RwLock<Option<Arc<dyn ApprovalHandler>>>,
     store: RwLock<Option<Arc<dyn ApprovalStore>>>,
     /// The manager a [`session`](PermissionManager::session) belongs to: its overrides,
@@ -64,9 +64,9 @@ impl fmt::Debug for PermissionManager {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PermissionManager")
             .field("default", &self.inner.default)
-            .field("overrides", &*read(&self.inner.overrides.map))
+            .field("overrides", &*self.inner.overrides.lock())
             .field("grants", &*read(&self.inner.grants))
-            .field("rules", &*read(&self.inner.rules.rules))
+            .field("rules", &*self.inner.rules.lock())
             .field("approver", &read(&self.inner.approver).is_some())
             .field("store", &read(&self.inner.store).is_some())
             .finish()
@@ -80,49 +80,62 @@ impl Default for PermissionManager {
     }
 }
 
-/// The rules of a manager; `has` says whether there are any, so a manager without
-/// rules takes no lock for them.
+/// A value behind a lock that every call looks at and that is almost always empty (a
+/// manager's rules, its overrides), with a flag saying whether it may hold anything: an
+/// empty one is seen without taking the lock.
 #[derive(Default)]
-struct RuleCell {
-    rules: RwLock<Arc<PermissionRules>>,
-    has: AtomicBool,
-}
-
-/// The overrides by tool name: looked up on every call, and almost always empty. `any`
-/// says whether the map may hold one, so that an empty map is seen without its lock.
-#[derive(Default)]
-struct Overrides {
-    map: RwLock<HashMap<String, PermissionLevel>>,
+struct Sparse<T> {
+    value: RwLock<T>,
     any: AtomicBool,
 }
 
-impl Overrides {
-    fn of(map: HashMap<String, PermissionLevel>) -> Self {
-        Self { any: AtomicBool::new(!map.is_empty()), map: RwLock::new(map) }
-    }
+/// What a [`Sparse`] holds.
+trait Emptiable {
+    fn is_empty(&self) -> bool;
+}
 
-    fn get(&self, tool: &str) -> Option<PermissionLevel> {
-        if !self.any.load(Ordering::Acquire) {
-            return None;
-        }
-        read(&self.map).get(tool).copied()
-    }
-
-    fn insert(&self, tool: String, level: PermissionLevel) {
-        let mut map = write(&self.map);
-        map.insert(tool, level);
-        self.any.store(true, Ordering::Release);
-    }
-
-    fn remove(&self, tool: &str) -> Option<PermissionLevel> {
-        let mut map = write(&self.map);
-        let removed = map.remove(tool);
-        self.any.store(!map.is_empty(), Ordering::Release);
-        removed
+impl Emptiable for HashMap<String, PermissionLevel> {
+    fn is_empty(&self) -> bool {
+        HashMap::is_empty(self)
     }
 }
 
-fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+impl Emptiable for Arc<PermissionRules> {
+    fn is_empty(&self) -> bool {
+        PermissionRules::is_empty(self)
+    }
+}
+
+impl<T: Emptiable> Sparse<T> {
+    fn new(value: T) -> Self {
+        Self { any: AtomicBool::new(!value.is_empty()), value: RwLock::new(value) }
+    }
+
+    /// Whether it holds anything.
+    fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
+    /// The value, when it holds anything (without the lock when it does not).
+    fn read(&self) -> Option<RwLockReadGuard<'_, T>> {
+        self.any().then(|| read(&self.value))
+    }
+
+    /// The value, empty or not.
+    fn lock(&self) -> RwLockReadGuard<'_, T> {
+        read(&self.value)
+    }
+
+    /// Changes the value under the lock, and the flag with it.
+    fn update<R>(&self, change: impl FnOnce(&mut T) -> R) -> R {
+        let mut value = write(&self.value);
+        let changed = change(&mut value);
+        self.any.store(!value.is_empty(), Ordering::Release);
+        changed
+    }
+}
+
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -136,7 +149,7 @@ impl PermissionManager {
         Self {
             inner: Arc::new(Inner {
                 default,
-                overrides: Overrides::default(),
+                overrides: Sparse::default(),
                 grants: RwLock::default(),
                 rules: Arc::default(),
                 approver: RwLock::new(None),
@@ -155,7 +168,7 @@ impl PermissionManager {
         Self {
             inner: Arc::new(Inner {
                 default: self.inner.default,
-                overrides: Overrides::default(),
+                overrides: Sparse::default(),
                 grants: RwLock::default(),
                 rules: Arc::default(),
                 approver: RwLock::new(None),
@@ -208,7 +221,7 @@ impl PermissionManager {
         Self {
             inner: Arc::new(Inner {
                 default: self.inner.default,
-                overrides: Overrides::of(read(&self.inner.overrides.map).clone()),
+                overrides: Sparse::new(self.inner.overrides.lock().clone()),
                 grants: RwLock::new(read(&self.inner.grants).clone()),
                 rules: self.own_or_inherited_rules(),
                 approver: RwLock::new(self.approver()),
@@ -237,23 +250,20 @@ impl PermissionManager {
 
     /// Adds rules; a session's rules add to its manager's.
     pub fn add_rules(&self, rules: &PermissionRules) {
-        let cell = &self.inner.rules;
-        let mut own = write(&cell.rules);
-        let mut merged = (**own).clone();
-        merged.extend(rules);
-        cell.has.store(!merged.is_empty(), Ordering::Release);
-        *own = Arc::new(merged);
+        self.inner.rules.update(|own| {
+            let mut merged = (**own).clone();
+            merged.extend(rules);
+            *own = Arc::new(merged);
+        });
     }
 
     /// The rule cell a fork shares: this manager's, or (for a session) a new one holding
     /// the rules in force.
-    fn own_or_inherited_rules(&self) -> Arc<RuleCell> {
+    fn own_or_inherited_rules(&self) -> Arc<Sparse<Arc<PermissionRules>>> {
         if self.inner.parent.is_none() {
             return self.inner.rules.clone();
         }
-        let all = self.all_rules();
-        let has = AtomicBool::new(!all.is_empty());
-        Arc::new(RuleCell { rules: RwLock::new(Arc::new(all)), has })
+        Arc::new(Sparse::new(Arc::new(self.all_rules())))
     }
 
     /// Adds one rule to the `level` list (the terminal's "always" adds an allow rule).
@@ -265,8 +275,7 @@ impl PermissionManager {
 
     /// Whether this manager (or the one a session belongs to) has any rules.
     pub fn has_rules(&self) -> bool {
-        self.inner.rules.has.load(Ordering::Acquire)
-            || self.inner.parent.as_ref().is_some_and(|p| p.has_rules())
+        self.inner.rules.any() || self.inner.parent.as_ref().is_some_and(|p| p.has_rules())
     }
 
     /// The rules in force: this manager's, and those of the manager a session belongs to.
@@ -275,8 +284,8 @@ impl PermissionManager {
             Some(parent) => parent.all_rules(),
             None => PermissionRules::new(),
         };
-        if self.inner.rules.has.load(Ordering::Acquire) {
-            let own = read(&self.inner.rules.rules).clone();
+        // (The rules' `Arc` taken, so they are copied without the lock held.)
+        if let Some(own) = self.inner.rules.read().map(|own| Arc::clone(&own)) {
             let mut mine = (*own).clone();
             mine.extend(&all);
             all = mine;
@@ -287,11 +296,7 @@ impl PermissionManager {
     /// What the rules say of a call: deny, ask or allow, or `None` when none matches.
     /// Free (no lock, no allocation) for a manager without rules.
     pub fn rule_level(&self, tool: &str, arguments: &Value) -> Option<PermissionLevel> {
-        let own = if self.inner.rules.has.load(Ordering::Acquire) {
-            read(&self.inner.rules.rules).decide(tool, arguments)
-        } else {
-            None
-        };
+        let own = self.inner.rules.read().and_then(|rules| rules.decide(tool, arguments));
         let parent = match &self.inner.parent {
             Some(p) if own != Some(PermissionLevel::Deny) => p.rule_level(tool, arguments),
             _ => None,
@@ -307,17 +312,17 @@ impl PermissionManager {
 
     /// Overrides the level for one tool name; beats every other rule.
     pub fn set_override(&self, tool_name: impl Into<String>, level: PermissionLevel) {
-        self.inner.overrides.insert(tool_name.into(), level);
+        self.inner.overrides.update(|overrides| overrides.insert(tool_name.into(), level));
     }
 
     /// Removes an override.
     pub fn remove_override(&self, tool_name: &str) -> Option<PermissionLevel> {
-        self.inner.overrides.remove(tool_name)
+        self.inner.overrides.update(|overrides| overrides.remove(tool_name))
     }
 
     /// The override for a tool name, if any (a session's own, else its manager's).
     pub fn override_for(&self, tool_name: &str) -> Option<PermissionLevel> {
-        let own = self.inner.overrides.get(tool_name);
+        let own = self.inner.overrides.read().and_then(|overrides| overrides.get(tool_name).copied());
         own.or_else(|| self.inner.parent.as_ref()?.override_for(tool_name))
     }
 
