@@ -155,18 +155,7 @@ pub fn decode_args<A: DeserializeOwned>(args: Value, ctx: &ToolContext) -> Resul
 /// to the general path). Used by [`TextFields`] and the flat schema's plain decoder.
 macro_rules! only_maps {
     ($no:expr) => {
-        fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-            self.deserialize_any(visitor)
-        }
-
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _name: &'static str,
-            _fields: &'static [&'static str],
-            visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.deserialize_any(visitor)
-        }
+        serde::forward_to_deserialize_any! { map struct }
 
         fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, Self::Error> {
             Err($no)
@@ -363,18 +352,7 @@ impl<'de> de::Deserializer<'de> for Fields {
         visitor.visit_map(Entries { entries: self.0.into_iter(), pending: None })
     }
 
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Failure> {
-        self.deserialize_any(visitor)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Failure> {
-        self.deserialize_any(visitor)
-    }
+    serde::forward_to_deserialize_any! { map struct }
 
     fn deserialize_unit_struct<V: Visitor<'de>>(
         self,
