@@ -702,7 +702,7 @@ fn run_indexed<'a>(
             (invoke(&mut ready, call, &run, hooks, ctx.result_dir()).await, true)
         };
         if let Some(note) = note {
-            answer.content.insert_str(0, &note);
+            answer.output.content.insert_str(0, &note);
         }
         // (Made in its place: a result is too big to be handed on for free.)
         let result = answer.into_result(&call.id, ready.tool.name());
@@ -726,30 +726,29 @@ pub(crate) struct Invoked {
     error: Option<ErrorType>,
 }
 
-/// A call's answer as its handler gave it (or the engine, for a timeout or a panic): a
-/// [`ToolResult`] without the call's id and the tool's name, which are added as the call
-/// ends. What goes from stage to stage is kept this small on purpose: a value over 128
+/// A call's answer as its handler gave it (or the engine, for a timeout or a panic): its
+/// output and whether it is an error, a [`ToolResult`] without the call's id and the
+/// tool's name, which are added as the call ends. What goes from stage to stage is kept this small on purpose: a value over 128
 /// bytes is copied by a call to `memcpy` each time it is handed on, and a whole result
 /// was handed on about twenty times a call.
 #[derive(Clone)]
 struct Answer {
-    content: String,
-    structured_content: Option<Value>,
+    output: ToolOutput,
     is_error: bool,
 }
 
 impl Answer {
-    fn success(out: ToolOutput) -> Self {
-        Self { content: out.content, structured_content: out.structured_content, is_error: false }
+    fn success(output: ToolOutput) -> Self {
+        Self { output, is_error: false }
     }
 
     fn error(message: impl Into<String>) -> Self {
-        Self { content: message.into(), structured_content: None, is_error: true }
+        Self { output: ToolOutput::text(message), is_error: true }
     }
 
     #[inline]
     fn into_result(self, call_id: &str, name: &str) -> ToolResult {
-        let Self { content, structured_content, is_error } = self;
+        let Self { output: ToolOutput { content, structured_content }, is_error } = self;
         ToolResult {
             call_id: call_id.to_owned(),
             name: name.to_owned(),
@@ -898,7 +897,7 @@ async fn invoke(
                 let mut invoked = conclude(ready, outcome, attempt);
                 if !invoked.timed_out {
                     // The central cap, after the tool's own limits: every tool's result alike.
-                    let Answer { content, structured_content, .. } = &mut invoked.answer;
+                    let ToolOutput { content, structured_content } = &mut invoked.answer.output;
                     let max_chars = ready.policy.max_result_chars;
                     cap_parts(content, structured_content, (name, call_id), max_chars, result_dir);
                 }
