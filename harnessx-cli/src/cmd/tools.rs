@@ -30,6 +30,12 @@ pub(crate) enum ToolsCommand {
     Schema {
         /// The tool name.
         name: String,
+        /// Built-in tools or bundles to look in, comma-separated (default: all, or none
+        /// when --mcp or --mcp-http is given).
+        #[arg(long, value_delimiter = ',', value_name = "SPEC")]
+        tools: Vec<String>,
+        #[command(flatten)]
+        mcp: McpArgs,
     },
     /// Call a tool through the same pipeline an agent uses (name repair, validation,
     /// permissions, timeout).
@@ -60,11 +66,7 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
     let mut stdout = Stdout::default();
     match command {
         ToolsCommand::List { tools, mcp, json } => {
-            let builtin: &[&str] = if mcp.given() { &[] } else { &["all"] };
-            let registry = everything(&tools, builtin)?;
-            for connection in connect_mcp(&mcp, &registry).await? {
-                connection.close().await;
-            }
+            let registry = listed(&tools, &mcp).await?;
             if json {
                 let schemas =
                     serde_json::to_string_pretty(&registry.get_tool_params()).map_err(CliError::failed)?;
@@ -78,8 +80,8 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        ToolsCommand::Schema { name } => {
-            let registry = everything(&[], &["all"])?;
+        ToolsCommand::Schema { name, tools, mcp } => {
+            let registry = listed(&tools, &mcp).await?;
             let resolved = registry.resolve_name(&name).map_err(CliError::usage)?;
             let spec = registry.get_tool_params().into_iter().find(|s| s.name == resolved);
             let spec = spec.ok_or_else(|| CliError::Usage(format!("no tool named {name}")))?;
@@ -125,6 +127,18 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
             Ok(if result.is_error { ExitCode::FAILURE } else { ExitCode::SUCCESS })
         }
     }
+}
+
+/// The tools `tools list` and `tools schema` show: the built-ins `specs` (default all, or
+/// none when MCP servers are named) and the servers' tools, whose connections are closed
+/// once their tools are registered (nothing runs).
+async fn listed(specs: &[String], mcp: &McpArgs) -> Result<ToolRegistry, CliError> {
+    let builtin: &[&str] = if mcp.given() { &[] } else { &["all"] };
+    let registry = everything(specs, builtin)?;
+    for connection in connect_mcp(mcp, &registry).await? {
+        connection.close().await;
+    }
+    Ok(registry)
 }
 
 /// The built-in tools `specs` (default `default_specs`) as listed: not contained, no

@@ -62,6 +62,22 @@ fn tools_schema_prints_the_canonical_schema_without_configured_limits() {
     assert!(stderr(&unknown).contains("Did you mean: read_file"), "{}", stderr(&unknown));
 }
 
+// `tools schema NAME --tools SPEC` worked in an earlier release and became a usage error.
+#[test]
+fn tools_schema_takes_tools_as_list_does() {
+    let dir = workspace();
+    let out = harnessx(dir.path(), &["tools", "schema", "grep", "--tools", "read_file,grep"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let spec: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(spec["name"], "grep");
+    // A tool outside the set named is unknown, with the usual suggestion.
+    let out = harnessx(dir.path(), &["tools", "schema", "write_file", "--tools", "read_file"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("write_file"), "{}", stderr(&out));
+    let out = harnessx(dir.path(), &["tools", "schema", "fetch_url", "--tools", "web"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 #[test]
 fn tools_call_returns_the_result_with_exit_0_and_json_has_exactly_three_keys() {
     let dir = workspace();

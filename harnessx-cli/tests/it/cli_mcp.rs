@@ -48,6 +48,13 @@ fn tools_list_and_call_reach_an_mcp_server() {
     assert_eq!(result["is_error"], false);
     assert!(result["content"].as_str().unwrap().contains("42"), "{result}");
 
+    // `tools schema NAME --mcp SERVER` prints a server tool's schema (scripts use it).
+    let out = harnessx(dir.path(), &["tools", "schema", "get-sum", "--mcp", &server]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let spec: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(spec["name"], "get-sum");
+    assert!(spec["input_schema"]["properties"]["b"].is_object(), "{spec}");
+
     // A schema error is the pipeline's, before the server is asked: exit status 1.
     let out = harnessx(dir.path(), &["tools", "call", "get-sum", r#"{"a": 2}"#, "--mcp", &server]);
     assert_eq!(code(&out), 1);
