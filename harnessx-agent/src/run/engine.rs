@@ -170,9 +170,8 @@ pub async fn drive<S: Steps>(
         while let Some(limit) = budget.reached() {
             if !hold(steps, &mut budget, turn, limit).await? {
                 let text = budget.not_run(limit);
-                request.messages.extend(
-                    calls.iter().map(|c| Message::tool(&ToolResult::error(&c.id, &c.name, text.as_str()))),
-                );
+                let cut = not_run(agent, &calls, 0, &text, events);
+                request.messages.extend(cut.iter().map(Message::tool));
                 let stop = Stopped { turns: turn, finish_reason, limit };
                 return Ok(limited(steps, request.messages, budget, stop, events));
             }
@@ -210,8 +209,7 @@ pub async fn drive<S: Steps>(
             }
             if done < calls.len() && !hold(steps, &mut budget, turn, Limit::ToolCalls).await? {
                 let text = budget.not_run(Limit::ToolCalls);
-                results
-                    .extend(calls[done..].iter().map(|c| ToolResult::error(&c.id, &c.name, text.as_str())));
+                results.extend(not_run(agent, &calls[done..], done, &text, events));
                 request.messages.extend(results.iter().map(Message::tool));
                 let stop = Stopped { turns: turn, finish_reason, limit: Limit::ToolCalls };
                 return Ok(limited(steps, request.messages, budget, stop, events));
@@ -311,6 +309,42 @@ async fn run_batch<S: Steps>(
         steps.resumed().await?;
     }
     Ok(Ok(results))
+}
+
+/// The error results of calls a limit keeps from running (`first` is the position of the
+/// first of them in its turn), each announced as any call is: its `tool_call_start` and
+/// its `tool_call_end`, so a reader of the events sees what the model is given.
+fn not_run(
+    agent: &Agent,
+    calls: &[ToolCall],
+    first: usize,
+    text: &str,
+    events: Option<&Events>,
+) -> Vec<ToolResult> {
+    let registry = agent.tools();
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            let tool = registry.resolve_name(&call.name).ok();
+            let result = ToolResult::error(&call.id, tool.as_deref().unwrap_or(&call.name), text);
+            emit(events, || AgentEvent::ToolCallStart {
+                index: first + i,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                tool,
+                arguments: call.arguments.clone(),
+            });
+            emit(events, || AgentEvent::ToolCallEnd {
+                index: first + i,
+                call_id: call.id.clone(),
+                name: result.name.clone(),
+                is_error: true,
+                content: result.content.clone(),
+            });
+            result
+        })
+        .collect()
 }
 
 /// Asks the backend what to do at `limit`: `true` when it was given higher limits (the

@@ -453,3 +453,57 @@ impl harnessx_agent::Steps for DirectSteps {
         Ok(())
     }
 }
+
+// A call cut by the tool-call limit got no `tool_call_end` event: a `--json` reader never
+// saw the error result the model was given.
+#[tokio::test]
+async fn a_call_cut_by_a_limit_has_its_start_and_end_events() {
+    let call = |id: &str| ToolCall::new(id, "count", "{}");
+    // The tool-call limit cuts the batch; the token limit stops the next one before it runs.
+    for (limits, text, ran) in [
+        (
+            RunLimits { max_tool_calls: Some(2), ..RunLimits::default() },
+            "tool-call limit of 2 reached: this call was not run",
+            2,
+        ),
+        (
+            RunLimits { max_tokens: Some(10), ..RunLimits::default() },
+            "token limit of 10 reached: this call was not run",
+            0,
+        ),
+    ] {
+        let model = scripted(
+            vec![with_usage(ModelResponse::tool_calls(vec![call("a"), call("b"), call("c")]), 20, 5)],
+            Arc::default(),
+        );
+        let calls = Arc::new(Mutex::new(0));
+        let agent = Agent::builder()
+            .model(model)
+            .tool(counter(calls.clone()))
+            .config(AgentConfig { limits, ..no_planning() })
+            .build()
+            .unwrap();
+        let events: Vec<Value> =
+            agent.run_stream("Count.").map(|e| serde_json::to_value(e).unwrap()).collect::<Vec<_>>().await;
+        assert_eq!(*calls.lock().unwrap(), ran);
+        let of =
+            |kind: &str| -> Vec<Value> { events.iter().filter(|e| e["type"] == kind).cloned().collect() };
+        let starts = of("tool_call_start");
+        let ends = of("tool_call_end");
+        let ids = |list: &[Value]| -> Vec<String> {
+            let mut ids: Vec<String> =
+                list.iter().map(|e| e["call_id"].as_str().unwrap().to_owned()).collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(ids(&starts), ["a", "b", "c"], "{events:?}");
+        assert_eq!(ids(&ends), ["a", "b", "c"], "{events:?}");
+        let indexes: Vec<u64> = starts.iter().map(|e| e["index"].as_u64().unwrap()).collect();
+        assert_eq!(indexes, [0, 1, 2], "positions in the turn: {starts:?}");
+        assert!(starts.iter().all(|s| s["tool"] == "count"), "{starts:?}");
+        let cut: Vec<&Value> = ends.iter().filter(|e| e["is_error"] == true).collect();
+        assert_eq!(cut.len(), 3 - ran, "{ends:?}");
+        assert!(cut.iter().all(|e| e["content"] == text), "{cut:?}");
+        assert_eq!(events.last().unwrap()["type"], "run_end");
+    }
+}
