@@ -26,6 +26,11 @@ use super::{Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelRet
 /// ([`ModelResponse::model`]): a durable run journals it with the response, and a
 /// resume replays the response without asking any model again.
 ///
+/// A switch holds for the rest of the run (a circuit per run, not per request): the
+/// run's later requests start at the model that answered, so a dead primary costs its
+/// retries once, and the switch is one event. A new run starts at the first model again.
+/// A resumed durable run starts where its journal says the last answer came from.
+///
 /// It retries each model itself ([`retry`](Self::retry), by default as
 /// [`AgentConfig::model_retry`](crate::AgentConfig::model_retry)'s default), so the agent
 /// does not retry it again.
@@ -68,6 +73,31 @@ pub struct Fallback {
 
 tokio::task_local! {
     static NOTICE: Arc<dyn Fn(Fallback) + Send + Sync>;
+    static CIRCUIT: Circuit;
+}
+
+/// Which model a run's requests start at: the one that last answered it. One per run
+/// ([`run_scope`]); a [`FallbackModel`] reads it before a request and moves it on a
+/// switch, and the run loop sets it from each response, replayed ones included.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Circuit(Arc<std::sync::Mutex<Option<String>>>);
+
+impl Circuit {
+    /// The run's last answer came from `model` (a [`ModelResponse::model`]).
+    pub(crate) fn answered(&self, model: Option<&str>) {
+        if let Some(model) = model {
+            *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(model.to_owned());
+        }
+    }
+
+    fn get(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Runs `work` (one run) with `circuit` as its fallback circuit.
+pub(crate) async fn run_scope<F: std::future::Future>(circuit: Circuit, work: F) -> F::Output {
+    CIRCUIT.scope(circuit, work).await
 }
 
 /// Runs `work` (one model request) with `notice` told of each switch a
@@ -134,7 +164,19 @@ impl FallbackModel {
         Next::Fail
     }
 
+    /// The model a request starts at: the one that last answered the run, if it is one
+    /// of these (else the first).
+    fn first(&self) -> usize {
+        CIRCUIT
+            .try_with(Circuit::get)
+            .ok()
+            .flatten()
+            .and_then(|name| self.models.iter().position(|m| m.name() == name))
+            .unwrap_or(0)
+    }
+
     fn fall(&self, index: usize, error: &ModelError) {
+        let _ = CIRCUIT.try_with(|c| c.answered(Some(&self.models[index + 1].name())));
         tell(Fallback {
             from: self.models[index].name(),
             to: self.models[index + 1].name(),
@@ -179,8 +221,9 @@ impl Model for FallbackModel {
     }
 
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
+        let index = self.first();
         let state =
-            Streaming { me: self, request, index: 0, attempt: 1, current: None, shown: false, done: false };
+            Streaming { me: self, request, index, attempt: 1, current: None, shown: false, done: false };
         Box::pin(futures_util::stream::unfold(state, |mut s| async move {
             loop {
                 if s.done {
@@ -224,7 +267,7 @@ impl Model for FallbackModel {
 
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
-            let (mut index, mut attempt) = (0, 1);
+            let (mut index, mut attempt) = (self.first(), 1);
             loop {
                 let error = match self.models[index].complete(request).await {
                     Ok(response) => return Ok(self.answered(index, response)),

@@ -11,6 +11,7 @@ use harnessx_core::{
 };
 
 use crate::budget::{Budget, Limit, RunLimits};
+use crate::model::fallback::{Circuit, run_scope};
 use crate::model::{FinishReason, Message};
 use crate::output::attempts::{Attempts, Verdict};
 use crate::run::recovery::{self, Recovery, Unknown};
@@ -55,6 +56,20 @@ pub async fn drive<S: Steps>(
     start: Start,
     permissions: &PermissionManager,
     events: Option<&Events>,
+) -> Result<RunState, S::Error> {
+    // A fallback model's switch holds for the run (see `FallbackModel`).
+    let circuit = Circuit::default();
+    run_scope(circuit.clone(), run(agent, steps, start, permissions, events, circuit)).await
+}
+
+/// [`drive`], within the run's fallback circuit.
+async fn run<S: Steps>(
+    agent: &Agent,
+    steps: &mut S,
+    start: Start,
+    permissions: &PermissionManager,
+    events: Option<&Events>,
+    circuit: Circuit,
 ) -> Result<RunState, S::Error> {
     let Start { history, prompt, limits, output, price } = start;
     let config = agent.config();
@@ -131,6 +146,8 @@ pub async fn drive<S: Steps>(
         emit(events, || AgentEvent::ModelRequest { turn, model: agent.model_name() });
         // Context window (issue 28): `steps.response`, with compaction around it.
         let response = context.respond(agent, steps, turn, &mut request, events).await?;
+        // Replayed or asked: the run's next request starts at the model that answered.
+        circuit.answered(response.model.as_deref());
         budget.response(turn, response.usage, response.model.as_deref());
         finish_reason = response.finish_reason;
         let calls = call_ids_for_turn(response.tool_calls, turn);

@@ -259,3 +259,44 @@ async fn a_run_starts_on_openai_and_finishes_on_anthropic_with_the_transcript_in
     assert_eq!(messages[2]["content"][0]["tool_use_id"], "call_Y6qJ7ofLgOrBnMD5WbVAeiRV");
     assert_eq!(messages[2]["content"][0]["content"], "12C in \"Edinburgh\"");
 }
+
+// After a fallback answered, every later request of the run asked the dead primary again,
+// with its retries: the switch is made once a run, and announced once.
+#[tokio::test]
+async fn a_model_that_fell_through_is_not_asked_again_in_the_run() {
+    for stream in [false, true] {
+        let (first, second) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let asked = second.clone();
+        // The backup calls a tool twice, then answers: three requests.
+        let backup = FunctionModel::new(move |request| {
+            let n = asked.fetch_add(1, Ordering::SeqCst);
+            let _ = request;
+            Ok(if n < 2 {
+                ModelResponse::tool_calls(vec![harnessx_core::ToolCall::new(format!("c{n}"), "noop", "{}")])
+            } else {
+                ModelResponse::text("done")
+            })
+        })
+        .with_name("anthropic:backup");
+        let model =
+            FallbackModel::new(vec![failing("openai:primary", &first, || http(503)), Arc::new(backup)])
+                .unwrap()
+                .retry(quick(2));
+        let noop = ToolDefinition::new(
+            "noop",
+            "Does nothing.",
+            json!({"type": "object", "properties": {}}),
+            ToolHandler::from_async(|_, _| async { Ok("ok".into()) }),
+        );
+        let config = AgentConfig { planning: false, stream, ..AgentConfig::default() };
+        let agent = Agent::builder().model(model).tool(noop).config(config).build().unwrap();
+        let events: Vec<AgentEvent> = agent.run_stream("Go.").collect().await;
+        let switches = events.iter().filter(|e| matches!(e, AgentEvent::ModelFallback { .. })).count();
+        assert_eq!(switches, 1, "stream {stream}: {events:?}");
+        assert_eq!(first.load(Ordering::SeqCst), 2, "stream {stream}: the primary's two attempts, once");
+        assert_eq!(second.load(Ordering::SeqCst), 3, "stream {stream}");
+        // A new run starts on the primary again.
+        let _ = agent.run("Again.").await;
+        assert_eq!(first.load(Ordering::SeqCst), 4, "stream {stream}: a new run asks the primary first");
+    }
+}

@@ -84,12 +84,14 @@ async fn the_journal_names_the_model_that_answered_and_a_resume_does_not_ask_aga
         .collect();
     assert_eq!(answered, [(1, "anthropic:backup".to_owned())]);
 
-    // A new process: turn 1 is replayed from the journal; only turn 2 is asked.
+    // A new process: turn 1 is replayed from the journal; only turn 2 is asked, and it
+    // starts at the model the journal says answered (regression: a resume asked the dead
+    // primary again).
     let runtime = AgentRuntime::new(agent(&world), Arc::new(SqliteJournal::open(&path).unwrap()));
     let result = runtime.resume("r").await.unwrap();
     assert_eq!(result.output, "fetched");
     assert_eq!(runtime.status("r").unwrap().run.status, RunStatus::Completed);
-    assert_eq!((world.primary.load(Ordering::SeqCst), world.backup.load(Ordering::SeqCst)), (2, 2));
+    assert_eq!((world.primary.load(Ordering::SeqCst), world.backup.load(Ordering::SeqCst)), (1, 2));
     assert_eq!(result.usage.requests, 2, "each turn's request counted once");
 }
 
