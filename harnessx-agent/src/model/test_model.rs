@@ -38,6 +38,8 @@ pub struct TestModel {
     call_tools: Option<Vec<String>>,
     final_text: Option<String>,
     exploring: bool,
+    /// The text the exploring model gives where a schema asks for a string.
+    scratch: Option<String>,
 }
 
 impl TestModel {
@@ -60,6 +62,16 @@ impl TestModel {
     /// messages since the last user message alone, so a replay gives the same calls.
     pub fn exploring() -> Self {
         Self { exploring: true, ..Self::default() }
+    }
+
+    /// The text the [`exploring`](Self::exploring) model gives where a tool's schema asks
+    /// for a string (default `a`): a name that nothing has where it works, so the tools
+    /// it calls the generic way (a write, an edit, a delete) touch only what it makes
+    /// itself. Its answer names it. The `harnessx` command picks one nothing in the
+    /// folder has when the run starts (`a`, else `a-2`, `a-3`, ...).
+    pub fn scratch_name(mut self, name: impl Into<String>) -> Self {
+        self.scratch = Some(name.into());
+        self
     }
 
     /// Calls only these tools (those that are offered), in this order.
@@ -97,7 +109,7 @@ impl TestModel {
 
     fn respond_text(&self, request: &ModelRequest) -> ModelResponse {
         if self.exploring {
-            return explore::respond(request);
+            return explore::respond(request, self.scratch.as_deref());
         }
         let since_user: Vec<&Message> =
             request.messages.iter().rev().take_while(|m| !matches!(m, Message::User { .. })).collect();
@@ -144,9 +156,19 @@ impl TestModel {
     }
 }
 
+/// The text of a string [`example_value`] makes.
+pub(crate) const PLACEHOLDER: &str = "a";
+
 /// A value that satisfies simple schemas: required properties only, first enum/const/
 /// default, minimal lengths and bounds.
 pub fn example_value(schema: &Value) -> Value {
+    example_with(schema, PLACEHOLDER)
+}
+
+/// [`example_value`] with `text` for strings (made as long as a `minLength` asks, with
+/// `a`s).
+pub(crate) fn example_with(schema: &Value, text: &str) -> Value {
+    let example_value = |schema: &Value| example_with(schema, text);
     let Some(obj) = schema.as_object() else { return Value::Null };
     if let Some(v) = obj.get("const") {
         return v.clone();
@@ -199,7 +221,10 @@ pub fn example_value(schema: &Value) -> Value {
         "null" => Value::Null,
         _ => {
             let n = obj.get("minLength").and_then(Value::as_u64).unwrap_or(1).clamp(1, 256) as usize;
-            Value::String("a".repeat(n))
+            let mut value = text.to_owned();
+            let short = n.saturating_sub(value.chars().count());
+            value.extend(std::iter::repeat_n('a', short));
+            Value::String(value)
         }
     }
 }

@@ -7,7 +7,7 @@ pub(crate) mod flags;
 pub(crate) mod output;
 pub(crate) mod rules;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use harnessx::agent::{Agent, AgentBuilder, AgentConfig, AgentError, KnowledgeSource, SkillSource};
@@ -338,9 +338,11 @@ impl ModelFlag {
     /// The model. `only_tool` is the one tool the flags loaded, if they loaded exactly
     /// one: an OpenAI-compatible server that refuses `--tool-choice required` gets it
     /// named instead (the planning tools are offered beside it).
-    fn build(self, only_tool: Option<String>) -> Arc<dyn Model> {
+    /// `base`: where the file tools act, if contained (the test model picks a name for
+    /// them that nothing there has).
+    fn build(self, only_tool: Option<String>, base: Option<&Path>) -> Arc<dyn Model> {
         match self {
-            Self::Test => Arc::new(TestModel::exploring()),
+            Self::Test => Arc::new(TestModel::exploring().scratch_name(free_name(base))),
             Self::OpenAi(model) => match only_tool {
                 Some(tool) => Arc::new(model.required_fallback(tool)),
                 None => Arc::new(model),
@@ -350,6 +352,23 @@ impl ModelFlag {
             Self::Gemini(model) => Arc::new(model),
         }
     }
+}
+
+/// A name the test model can give the tools that write without touching anything of the
+/// user's: `a`, else `a-2`, `a-3`, ..., the first that neither the folder the file tools
+/// act in (else the current one) nor `generate_file`'s download area has.
+fn free_name(base: Option<&Path>) -> String {
+    let folder = base.map(Path::to_path_buf).unwrap_or_default();
+    let downloads = std::env::var_os(harnessx::builtin::fs::OUTPUT_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("output"));
+    let taken = |name: &str| {
+        [&folder, &downloads].iter().any(|dir| std::fs::symlink_metadata(dir.join(name)).is_ok())
+    };
+    (1..1000)
+        .map(|n| if n == 1 { "a".to_owned() } else { format!("a-{n}") })
+        .find(|name| !taken(name))
+        .unwrap_or_else(|| format!("harnessx-test-model-{}", std::process::id()))
 }
 
 /// A `--fallback-model` value: `MODEL` or `MODEL@BASE_URL` (split at the last `@`
@@ -381,7 +400,7 @@ fn with_fallbacks(
     let mut models = vec![model];
     for value in fallbacks {
         let (spec, url) = fallback_spec(value)?;
-        models.push(ModelFlag::parse(spec, url)?.build(only_tool.clone()));
+        models.push(ModelFlag::parse(spec, url)?.build(only_tool.clone(), None));
     }
     let model = harnessx::model::FallbackModel::new(models).map_err(CliError::usage)?;
     Ok(Arc::new(model))
@@ -415,7 +434,11 @@ fn agent_builder(
         }
         _ => None,
     };
-    let model = with_fallbacks(model.build(only_tool.clone()), &args.fallback_models, only_tool)?;
+    let model = with_fallbacks(
+        model.build(only_tool.clone(), tools.base_path.dir().map(PathBuf::as_path)),
+        &args.fallback_models,
+        only_tool,
+    )?;
     // The whole text of a capped result goes where the file tools can read it.
     let result_dir = match tools.base_path.dir() {
         Some(dir) if registry.contains("read_file") => {

@@ -424,3 +424,44 @@ fn the_readme_s_first_command_explores_the_folder_like_a_person() {
     assert!(answer.contains("offline test model, not a language model"), "{answer}");
     assert!(!answer.contains("\"a\""), "{answer}");
 }
+
+// The built-in test model deleted a user's file named `a` ("Deleted `a`.") when run with
+// `--yes`, and its denied calls' `tool_call_start` events lacked the `tool` field.
+#[test]
+fn the_test_model_never_touches_a_users_file() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("a"), "my own notes\n").unwrap();
+    std::fs::write(dir.path().join("a-2"), "more of mine\n").unwrap();
+    for extra in [&[][..], &["--yes"]] {
+        let mut args = vec!["run", "What do my notes say?", "--json"];
+        args.extend_from_slice(extra);
+        let out = harnessx(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(dir.path().join("a")).unwrap(), "my own notes\n");
+        assert_eq!(std::fs::read_to_string(dir.path().join("a-2")).unwrap(), "more of mine\n");
+        assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "alpha\nbeta\n");
+        let events = events(&out);
+        let starts: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_call_start").collect();
+        assert!(starts.len() >= 8, "{starts:?}");
+        for start in &starts {
+            assert_eq!(start["tool"], start["name"], "{extra:?}: {start}");
+        }
+        let written: Vec<&Value> = starts
+            .iter()
+            .copied()
+            .filter(|s| {
+                ["write_file", "edit_file", "delete", "generate_file"].contains(&s["name"].as_str().unwrap())
+            })
+            .collect();
+        assert_eq!(written.len(), 4, "{starts:?}");
+        for call in written {
+            let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+            assert_eq!(args["path"], "a-3", "a name nothing had: {call}");
+        }
+        let answer = events.last().unwrap()["output"].as_str().unwrap().to_owned();
+        assert!(answer.contains("it was given `a-3`"), "the answer says where it wrote: {answer}");
+    }
+    // With --yes, the file it wrote it also deleted; its download is under its name.
+    assert!(!dir.path().join("a-3").exists());
+    assert!(dir.path().join("output/a-3").exists());
+}

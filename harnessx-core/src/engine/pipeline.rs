@@ -120,15 +120,16 @@ pub(crate) fn edited_note(arguments: &Value) -> String {
 
 enum Prepared {
     /// Answered without running: refused by a check (with why, for the span), or given
-    /// a result by [`PlannedBatch::settle`].
-    Done(ToolResult, Option<ErrorType>),
+    /// a result by [`PlannedBatch::settle`]; with the tool the call resolved to, if any.
+    Done(ToolResult, Option<ErrorType>, Option<Arc<str>>),
     Ready(ReadyCall),
 }
 
 impl Prepared {
+    /// The registered tool the call resolved to (whether or not it will run).
     fn tool_name(&self) -> Option<&str> {
         match self {
-            Prepared::Done(..) => None,
+            Prepared::Done(_, _, tool) => tool.as_deref(),
             Prepared::Ready(c) => Some(c.tool.name()),
         }
     }
@@ -205,6 +206,7 @@ fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> Prepared {
             return Prepared::Done(
                 ToolResult::error(&call.id, &call.name, unknown),
                 Some(ErrorType::UnknownTool),
+                None,
             );
         }
     };
@@ -214,10 +216,14 @@ fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> Prepared {
     let invalid = Some(ErrorType::InvalidArguments);
     let args = match parse_arguments(tool.name(), &call.arguments, tool.argument_capacity()) {
         Ok(a) => a,
-        Err(msg) => return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg), invalid),
+        Err(msg) => {
+            let result = ToolResult::error(&call.id, &**tool.name(), msg);
+            return Prepared::Done(result, invalid, Some(tool.name().clone()));
+        }
     };
     if let Some(msg) = tool.check(&args) {
-        return Prepared::Done(ToolResult::error(&call.id, &**tool.name(), msg), invalid);
+        let result = ToolResult::error(&call.id, &**tool.name(), msg);
+        return Prepared::Done(result, invalid, Some(tool.name().clone()));
     }
     Prepared::Ready(ReadyCall { tool, args: Some(Box::new(args)), policy, serial, edited: false })
 }
@@ -240,8 +246,8 @@ pub(crate) fn execute_one<'a>(
 ) -> impl Future<Output = ToolResult> + 'a {
     async move {
         match prepare(target, call, true) {
-            Prepared::Done(result, error) => {
-                ctx.emit(ToolEvent::CallStart { index: 0, call, tool: None });
+            Prepared::Done(result, error, tool) => {
+                ctx.emit(ToolEvent::CallStart { index: 0, call, tool: tool.as_deref() });
                 settled(0, call, result, error, false, ctx, &NO_HOOKS).result
             }
             Prepared::Ready(ready) => {
@@ -366,7 +372,7 @@ impl PlannedBatch {
     /// or what [`settle`](Self::settle) gave it. `None` for a call that will run.
     pub fn result(&self, index: usize) -> Option<&ToolResult> {
         match &self.items[index].prepared {
-            Prepared::Done(r, _) => Some(r),
+            Prepared::Done(r, ..) => Some(r),
             Prepared::Ready(_) => None,
         }
     }
@@ -374,7 +380,8 @@ impl PlannedBatch {
     /// Gives the call a result: it will not run, and `run_planned` returns this (as not
     /// run, not timed out). For results replayed from a journal, and for refusals.
     pub fn settle(&mut self, index: usize, result: ToolResult) {
-        self.items[index].prepared = Prepared::Done(result, None);
+        let tool = self.items[index].prepared.tool_name().map(Arc::from);
+        self.items[index].prepared = Prepared::Done(result, None, tool);
     }
 
     /// Like [`settle`](Self::settle), for a result replayed from a journal: the call's
@@ -601,7 +608,7 @@ async fn run_items(
         // `serial_run`), and its future runs inside it (`instrument`), so concurrent
         // calls nest right. A serial call's span starts when its turn comes.
         match prepared {
-            Prepared::Done(result, error) => {
+            Prepared::Done(result, error, _) => {
                 *out = Some(settled(index, &calls[index], result, error, replayed, ctx, hooks));
             }
             Prepared::Ready(ready) => {

@@ -19,7 +19,7 @@ use serde_json::json;
 use crate::model::{Message, ModelRequest, ModelResponse, ToolChoice};
 use harnessx_core::ToolCall;
 
-use super::example_value;
+use super::{PLACEHOLDER, example_with};
 
 /// How the answer ends: nobody should mistake it for a language model's.
 pub(super) const INTRO: &str = "This answer is from harnessx's offline test model, not a language model: it called the tools the way a person exploring this folder might, and listed what came back.";
@@ -45,7 +45,8 @@ const COMMON: &[&str] = &[
 const SHOWN_LINES: usize = 6;
 
 /// The response to `request`: the next calls, or the answer.
-pub(super) fn respond(request: &ModelRequest) -> ModelResponse {
+/// `scratch`: the name chosen with [`scratch_name`](super::TestModel::scratch_name).
+pub(super) fn respond(request: &ModelRequest, scratch: Option<&str>) -> ModelResponse {
     let since_user: Vec<&Message> = {
         let mut tail: Vec<&Message> =
             request.messages.iter().rev().take_while(|m| !matches!(m, Message::User { .. })).collect();
@@ -92,7 +93,7 @@ pub(super) fn respond(request: &ModelRequest) -> ModelResponse {
             if own_way || PLANNING.contains(&name) || !allowed(request, name) {
                 continue;
             }
-            calls.push((tool.name.clone(), example_value(&tool.input_schema)));
+            calls.push((tool.name.clone(), example_with(&tool.input_schema, scratch.unwrap_or(PLACEHOLDER))));
         }
     } else if rounds == 1 && offered(READ) {
         let listed = results.iter().find(|(name, _, is_error)| *name == LIST && !is_error);
@@ -101,7 +102,7 @@ pub(super) fn respond(request: &ModelRequest) -> ModelResponse {
         }
     }
     if calls.is_empty() {
-        return ModelResponse::text(answer(request, &results));
+        return ModelResponse::text(answer(request, &results, scratch));
     }
     let turn = request.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
     ModelResponse::tool_calls(
@@ -154,7 +155,7 @@ pub(super) fn first_file(listing: &str) -> Option<String> {
 /// The answer: each result's first lines (the first beside the tool's name, as
 /// [`TestModel::new`](super::TestModel::new) answers), the conversation so far when there
 /// is one, and who is speaking.
-fn answer(request: &ModelRequest, results: &[(&str, &str, bool)]) -> String {
+fn answer(request: &ModelRequest, results: &[(&str, &str, bool)], scratch: Option<&str>) -> String {
     let mut text = String::new();
     if results.is_empty() {
         text.push_str("No tool was given (or allowed), so there was nothing to call.");
@@ -190,6 +191,15 @@ fn answer(request: &ModelRequest, results: &[(&str, &str, bool)]) -> String {
         text.push_str(&format!(
             "\nThis conversation has {} prompts so far; the one before this was: \"{first}\".",
             prompts.len()
+        ));
+    }
+    // The tools it called the generic way were given the scratch name where they took
+    // a string: the user is told what that name was.
+    if let Some(scratch) = scratch
+        && results.iter().any(|(name, ..)| ![LIST, GLOB, GREP, READ].contains(name))
+    {
+        text.push_str(&format!(
+            "\nWhere a tool took a name or a path, it was given `{scratch}`, a name nothing had when it started: whatever the tools wrote is under that name, and they edited or deleted nothing else."
         ));
     }
     text.push('\n');
