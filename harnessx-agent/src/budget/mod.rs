@@ -59,6 +59,17 @@ impl Budget {
     /// counted as one request. A response another model gave (`answered_by`, a fallback
     /// model's) is priced with that model's built-in price and counted under its name.
     pub(crate) fn response(&mut self, turn: u32, usage: Usage, answered_by: Option<&str>) {
+        self.request(turn, usage, answered_by);
+        self.last_input = Some(usage.input_tokens);
+    }
+
+    /// Adds the usage of a compaction's summarising request of turn `turn`, as a
+    /// response's: priced, counted as one request, under the model that answered.
+    pub(crate) fn summary(&mut self, turn: u32, usage: Usage, answered_by: Option<&str>) {
+        self.request(turn, usage, answered_by);
+    }
+
+    fn request(&mut self, turn: u32, usage: Usage, answered_by: Option<&str>) {
         let mut usage = usage;
         usage.requests = 1;
         usage.tool_calls = 0;
@@ -70,7 +81,6 @@ impl Budget {
             _ => (self.model.as_str(), self.price),
         };
         usage.cost_usd = price.map(|p| p.cost(&usage));
-        self.last_input = Some(usage.input_tokens);
         match self.by_model.get_mut(model) {
             Some(spent) => *spent += usage,
             None => {

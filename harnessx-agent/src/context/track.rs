@@ -8,7 +8,7 @@ use tracing::Instrument;
 use crate::context::compact::{self, fallback_summary};
 use crate::context::tokens::count_message;
 use crate::context::{ContextPolicy, Encoding, Summarizer, Tally, known_window};
-use crate::model::{Message, ModelError, ModelRequest, ModelResponse};
+use crate::model::{Message, ModelError, ModelRequest, ModelResponse, Usage};
 use crate::run::Events;
 use crate::run::steps::Steps;
 use crate::{Agent, AgentError, AgentEvent, spans};
@@ -31,6 +31,9 @@ pub(crate) struct Tracker {
     window: Option<u64>,
     summarizer_window: Option<u64>,
     tally: Tally,
+    /// What the summarising requests since the last [`summaries`](Self::summaries) used,
+    /// with the model that answered each (`None`: the agent's).
+    summaries: Vec<(Usage, Option<String>)>,
 }
 
 impl Tracker {
@@ -42,7 +45,15 @@ impl Tracker {
             Summarizer::Agent => window,
             Summarizer::Model(m) => known_window(&m.name()).or(window),
         };
-        Self { policy, window, summarizer_window, tally: Tally::new(Encoding::for_model(&name)) }
+        let tally = Tally::new(Encoding::for_model(&name));
+        Self { policy, window, summarizer_window, tally, summaries: Vec::new() }
+    }
+
+    /// The usage of each summarising request made since the last call, and the model
+    /// that answered it (`None`: the agent's): the run counts and prices it as it does a
+    /// response, so a summary is held to every limit.
+    pub(crate) fn summaries(&mut self) -> std::vec::Drain<'_, (Usage, Option<String>)> {
+        self.summaries.drain(..)
     }
 
     /// The response to `request` for `turn`: compacts the history first when its
@@ -162,6 +173,11 @@ impl Tracker {
                 let ask =
                     compact::summary_request(&request.messages, head, cut, budget_chars, max_tokens as u32);
                 let response = steps.summary(agent, turn, attempt, &ask).instrument(span.clone()).await?;
+                let by = response.model.clone().or_else(|| match &self.policy.summarizer {
+                    Summarizer::Model(model) => Some(model.name()),
+                    Summarizer::Agent => None,
+                });
+                self.summaries.push((response.usage, by));
                 let text = if response.content.trim().is_empty() {
                     fallback_summary(&request.messages, head, cut)
                 } else {

@@ -148,6 +148,9 @@ async fn run<S: Steps>(
         let response = context.respond(agent, steps, turn, &mut request, events).await?;
         // Replayed or asked: the run's next request starts at the model that answered.
         circuit.answered(response.model.as_deref());
+        for (usage, by) in context.summaries() {
+            budget.summary(turn, usage, by.as_deref());
+        }
         budget.response(turn, response.usage, response.model.as_deref());
         finish_reason = response.finish_reason;
         let calls = call_ids_for_turn(response.tool_calls, turn);

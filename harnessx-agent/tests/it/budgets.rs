@@ -507,3 +507,61 @@ async fn a_call_cut_by_a_limit_has_its_start_and_end_events() {
         assert_eq!(events.last().unwrap()["type"], "run_end");
     }
 }
+
+/// A model that thinks aloud at length and calls `count` each turn, with little usage.
+fn verbose(turns: usize) -> FunctionModel {
+    let n = Arc::new(Mutex::new(0));
+    FunctionModel::new(move |_| {
+        let mut n = n.lock().unwrap();
+        *n += 1;
+        let mut response = if *n <= turns {
+            let mut r = ModelResponse::tool_calls(vec![ToolCall::new(format!("c{n}"), "count", "{}")]);
+            r.content = "Thinking it over at length. ".repeat(120);
+            r
+        } else {
+            ModelResponse::text("done")
+        };
+        response.usage = Usage { input_tokens: 10, output_tokens: 1, ..Usage::default() };
+        Ok(response)
+    })
+}
+
+// A compaction summary's usage never reached the budget, so summaries escaped
+// `--max-tokens` and `--max-cost-usd`.
+#[tokio::test]
+async fn a_summary_s_tokens_count_toward_the_run_s_usage_and_limits() {
+    let summaries = Arc::new(Mutex::new(0));
+    let count = summaries.clone();
+    let summarizer = FunctionModel::new(move |_| {
+        *count.lock().unwrap() += 1;
+        Ok(with_usage(ModelResponse::text("Earlier: counted a few times."), 5_000, 100))
+    })
+    .with_name("test:summarizer");
+    let context = harnessx_agent::ContextPolicy {
+        window: Some(2_000),
+        keep_turns: 1,
+        summarizer: harnessx_agent::Summarizer::model(summarizer),
+        ..Default::default()
+    };
+    let build = |limits: RunLimits, context: harnessx_agent::ContextPolicy| {
+        Agent::builder()
+            .model(verbose(12))
+            .tool(counter(Arc::default()))
+            .config(AgentConfig { limits, context, max_turns: 50, ..no_planning() })
+            .build()
+            .unwrap()
+    };
+    // No limit: the summaries' requests and tokens are the run's, under the summarizer.
+    let state = build(RunLimits::default(), context.clone()).run("Count.").await.unwrap();
+    assert_eq!(state.status, RunStatus::Completed);
+    let n = *summaries.lock().unwrap() as u64;
+    assert!(n >= 1, "the history was summarised");
+    assert_eq!(state.usage.requests, 13 + n, "{:?}", state.usage);
+    assert_eq!(state.usage.input_tokens, 130 + 5_000 * n, "{:?}", state.usage);
+    assert_eq!(state.usage_by_model["test:summarizer"].input_tokens, 5_000 * n, "{:?}", state.usage_by_model);
+    // A token limit the summary passes stops the run.
+    let limits = RunLimits { max_tokens: Some(3_000), ..RunLimits::default() };
+    let state = build(limits, context).run("Count.").await.unwrap();
+    assert_eq!(state.status, RunStatus::LimitReached, "{:?}", state.usage);
+    assert_eq!(state.limit, Some(Limit::Tokens));
+}
