@@ -22,6 +22,35 @@ pub use sink::{UsageByModel, UsageSink, report};
 
 use crate::model::{Message, Usage};
 
+/// One model request's usage as a run counts it: one request, no tool calls, priced by
+/// the model that answered. `answered_by` is the model a response names
+/// ([`ModelResponse::model`](crate::model::ModelResponse::model)); when it is another
+/// than the run's `model` (a fallback model's answer, a summarizer's), the usage is
+/// counted under its name at its built-in price, else under `model` at `price`. Returns
+/// the model it is counted under and the usage with its cost.
+///
+/// The one pricing rule: the run loop counts with it, and a durable runtime's status
+/// counts a journal's responses with it, so both say the same.
+pub fn priced<'a>(
+    usage: Usage,
+    answered_by: Option<&'a str>,
+    model: &'a str,
+    price: Option<ModelPrice>,
+) -> (&'a str, Usage) {
+    let mut usage = usage;
+    usage.requests = 1;
+    usage.tool_calls = 0;
+    let (model, price) = match answered_by {
+        Some(other) if other != model => {
+            let name = other.split_once(':').map_or(other, |(_, name)| name);
+            (other, ModelPrice::builtin(name))
+        }
+        _ => (model, price),
+    };
+    usage.cost_usd = price.map(|p| p.cost(&usage));
+    (model, usage)
+}
+
 /// A run's account: what it used so far and what it may still use.
 #[derive(Debug)]
 pub(crate) struct Budget {
@@ -70,17 +99,7 @@ impl Budget {
     }
 
     fn request(&mut self, turn: u32, usage: Usage, answered_by: Option<&str>) {
-        let mut usage = usage;
-        usage.requests = 1;
-        usage.tool_calls = 0;
-        let (model, price) = match answered_by {
-            Some(other) if other != self.model => {
-                let name = other.split_once(':').map_or(other, |(_, name)| name);
-                (other, ModelPrice::builtin(name))
-            }
-            _ => (self.model.as_str(), self.price),
-        };
-        usage.cost_usd = price.map(|p| p.cost(&usage));
+        let (model, usage) = priced(usage, answered_by, &self.model, self.price);
         match self.by_model.get_mut(model) {
             Some(spent) => *spent += usage,
             None => {
