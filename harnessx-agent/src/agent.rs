@@ -31,6 +31,8 @@ pub struct Agent {
     pub(crate) model: Option<Arc<dyn Model>>,
     pub(crate) registry: ToolRegistry,
     pub(crate) permissions: PermissionManager,
+    /// What the run's calls are put to in place of the manager's rules, if set.
+    pub(crate) authorizer: Option<Arc<dyn harnessx_core::Authorizer>>,
     pub(crate) system_prompt: Option<String>,
     pub(crate) skills: Option<skills::Skills>,
     /// The skills' block of the system prompt, built once.
@@ -73,6 +75,12 @@ impl Agent {
     /// The permission manager.
     pub fn permissions(&self) -> &PermissionManager {
         &self.permissions
+    }
+
+    /// The [`Authorizer`](harnessx_core::Authorizer) its runs' calls are put to in place of
+    /// the manager's rules ([`AgentBuilder::authorizer`](crate::AgentBuilder::authorizer)).
+    pub fn authorizer(&self) -> Option<&Arc<dyn harnessx_core::Authorizer>> {
+        self.authorizer.as_ref()
     }
 
     /// The settings.

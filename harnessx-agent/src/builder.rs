@@ -8,10 +8,10 @@ use crate::Agent;
 use crate::model::Model;
 use crate::{AgentConfig, AgentError, Knowledge, KnowledgeSource, SkillSource, SubAgent, knowledge, skills};
 use harnessx_builtin::planning::{PlanningOptions, register_planning_tools};
-use harnessx_core::PermissionManager;
 use harnessx_core::ToolRegistry;
 use harnessx_core::catalog::BuiltinOptions;
 use harnessx_core::catalog::CommonOptions;
+use harnessx_core::{Authorizer, PermissionManager};
 use harnessx_core::{Sandbox, ToolSource};
 
 /// Builds an [`Agent`].
@@ -24,6 +24,7 @@ pub struct AgentBuilder {
     registry: Option<ToolRegistry>,
     sandbox: Option<Arc<dyn Sandbox>>,
     permissions: Option<PermissionManager>,
+    authorizer: Option<Arc<dyn Authorizer>>,
     system_prompt: Option<String>,
     skills: Vec<SkillSource>,
     knowledge: Option<KnowledgeSource>,
@@ -115,6 +116,25 @@ impl AgentBuilder {
     /// The permission manager (default: ALLOW, no approval callback).
     pub fn permissions(mut self, permissions: PermissionManager) -> Self {
         self.permissions = Some(permissions);
+        self
+    }
+
+    /// The [`Authorizer`] the run's calls are put to, in place of the permission
+    /// manager's rules: it answers Allow, Deny (with the text the model gets) or Wait (a
+    /// question for a person, asked as an ASK is: the manager's approval callback on a
+    /// direct run, a pause with `needs_input` on a durable one). It is asked on every
+    /// backend (direct, SQLite, Restate), once per call that would run; a call a
+    /// durable run already settled is not asked again. An authorizer that panics denies
+    /// the call. Edited arguments it allows are checked against the manager's deny rules
+    /// again. To keep the manager's rules under your own, wrap it: `PermissionManager`
+    /// is an `Authorizer` too. See `docs/permissions.md`.
+    pub fn authorizer(self, authorizer: impl Authorizer + 'static) -> Self {
+        self.authorizer_arc(Arc::new(authorizer))
+    }
+
+    /// [`authorizer`](Self::authorizer), shared.
+    pub fn authorizer_arc(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
         self
     }
 
@@ -241,6 +261,7 @@ impl AgentBuilder {
             model: self.model,
             registry,
             permissions,
+            authorizer: self.authorizer,
             system_prompt: self.system_prompt,
             skills,
             skills_prompt,

@@ -276,14 +276,15 @@ async fn run_batch<S: Steps>(
         o.settle_calls(calls, &mut batch);
     }
     let mut edits = Vec::new();
-    let needs = plan(steps, permissions, turn, calls, &mut batch, budget, planning, &mut edits).await?;
+    let needs =
+        plan(agent, steps, permissions, turn, calls, &mut batch, budget, planning, &mut edits).await?;
     if !needs.is_empty() {
         // Nothing of this batch runs until every question is answered.
         if !steps.pause(turn, &needs).await? {
             return Ok(Err(needs));
         }
         for need in &needs {
-            answer(steps, permissions, turn, calls, &mut batch, need, &mut edits).await?;
+            answer(agent, steps, permissions, turn, calls, &mut batch, need, &mut edits).await?;
         }
         steps.resumed().await?;
     }
@@ -504,6 +505,7 @@ fn emit(events: Option<&Events>, event: impl FnOnce() -> AgentEvent) {
 /// has to answer before the batch can run.
 #[allow(clippy::too_many_arguments)] // the loop's state for one batch, passed as it is
 async fn plan<S: Steps>(
+    agent: &Agent,
     steps: &mut S,
     permissions: &PermissionManager,
     turn: u32,
@@ -582,8 +584,8 @@ async fn plan<S: Steps>(
             }
             continue;
         }
-        // The rules first, on borrowed values: an ALLOW (the common case) allocates
-        // nothing.
+        // The rules (or the agent's authorizer) first, on borrowed values: an ALLOW (the
+        // common case) allocates nothing.
         let mut decided = {
             let request = AuthRequest {
                 tool: batch.tool(index).unwrap_or(&call.name),
@@ -591,7 +593,7 @@ async fn plan<S: Steps>(
                 call_id: &call.id,
                 arguments: batch.arguments(index).unwrap_or(&serde_json::Value::Null),
             };
-            permissions.rules(request)
+            rules(agent, permissions, request).await
         };
         if let Authorization::Allow = decided {
             batch.authorize(index);
@@ -624,6 +626,16 @@ async fn plan<S: Steps>(
         }
     }
     Ok(needs)
+}
+
+/// The decision on a call before any person is asked: the agent's
+/// [`Authorizer`](harnessx_core::Authorizer) when it has one (asked failing closed),
+/// else the manager's rules (levels, overrides, argument rules, grants).
+async fn rules(agent: &Agent, permissions: &PermissionManager, request: AuthRequest<'_>) -> Authorization {
+    match agent.authorizer() {
+        Some(authorizer) => harnessx_core::permission::ask(&**authorizer, request).resolve().await,
+        None => permissions.rules(request),
+    }
 }
 
 /// Acts on the authorisation of one call: it runs (with the arguments a person edited,
@@ -734,6 +746,7 @@ fn deny<S: Steps>(
 /// Applies the answer to one question of a paused batch (a backend that waits in
 /// place: Restate).
 async fn answer<S: Steps>(
+    agent: &Agent,
     steps: &mut S,
     permissions: &PermissionManager,
     turn: u32,
@@ -753,7 +766,7 @@ async fn answer<S: Steps>(
                 arguments: &arguments,
             };
             // Granted for the session by the answer to an earlier question of the batch.
-            let decided = match permissions.rules(request) {
+            let decided = match rules(agent, permissions, request).await {
                 Authorization::Wait { .. } => match steps.wait(need).await? {
                     Answer::Decision(decision) => permissions.apply(&need.tool, decision),
                     Answer::Outcome(_) => Authorization::denied(harnessx_core::DenyReason::Rejected),

@@ -11,6 +11,7 @@ mod agent_loop;
 mod agent_mcp;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod agent_prompt_cache;
+mod authorizer;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod budgets;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_util::FutureExt;
 use futures_util::future::{join, join_all};
 use serde_json::Value;
 use tracing::{Instrument, Span};
@@ -821,40 +820,20 @@ async fn run_deduplicated(
     (invoked, first_here)
 }
 
-/// The authorisation stage by name alone ([`Authorizer::authorize_by_name`]): `None`
-/// when the authorizer needs the arguments. A panic denies the call, as in [`authorize`].
-///
-/// [`Authorizer::authorize_by_name`]: crate::permission::Authorizer::authorize_by_name
+/// The authorisation stage by name alone ([`ask_by_name`]): `None` when the authorizer
+/// needs the arguments. A panic denies the call.
 fn authorize_by_name(
     ctx: &RunContext,
     tool: &str,
     permission: Option<PermissionLevel>,
 ) -> Option<Authorization> {
-    match std::panic::catch_unwind(AssertUnwindSafe(|| ctx.authorizer().authorize_by_name(tool, permission)))
-    {
-        Ok(decided) => decided,
-        Err(payload) => {
-            log_panic(tool, &*payload);
-            Some(Authorization::denied(DenyReason::Rejected))
-        }
-    }
+    crate::permission::ask_by_name(ctx.authorizer(), tool, permission)
 }
 
-/// The authorisation stage: the context's [`Authorizer`](crate::permission::Authorizer).
-/// A panicking authorizer (or approval callback, or store) denies the call: fail closed.
+/// The authorisation stage: the context's [`Authorizer`](crate::permission::Authorizer),
+/// asked through [`ask`](crate::permission::ask), which fails closed.
 fn authorize<'a>(ctx: &'a RunContext, request: AuthRequest<'a>) -> Decision<'a> {
-    let tool = request.tool;
-    let rejected = move |payload: Box<dyn Any + Send>| {
-        log_panic(tool, &*payload);
-        Authorization::denied(DenyReason::Rejected)
-    };
-    match std::panic::catch_unwind(AssertUnwindSafe(|| ctx.authorizer().authorize(request))) {
-        Ok(Decision::Now(decided)) => Decision::Now(decided),
-        Ok(Decision::Later(later)) => Decision::Later(Box::pin(
-            AssertUnwindSafe(later).catch_unwind().map(move |r| r.unwrap_or_else(rejected)),
-        )),
-        Err(payload) => Decision::Now(rejected(payload)),
-    }
+    crate::permission::ask(ctx.authorizer(), request)
 }
 
 enum Outcome {

@@ -139,6 +139,52 @@ impl<A: Authorizer + ?Sized> Authorizer for std::sync::Arc<A> {
     }
 }
 
+/// Puts `request` to `authorizer`, failing closed: an authorizer (or the approval
+/// callback or store under it) that panics, as it is asked or while it is waited on,
+/// denies the call ([`DenyReason::Rejected`], the plain [`PERMISSION_DENIED`] text), and
+/// the panic is logged for the operator. The one way a call is put to an authorizer: the
+/// pipeline's stage and an agent run's batch both ask through it.
+pub fn ask<'a>(authorizer: &'a dyn Authorizer, request: AuthRequest<'a>) -> Decision<'a> {
+    use futures_util::FutureExt;
+    use std::panic::AssertUnwindSafe;
+    let tool = request.tool;
+    let rejected = move |payload: Box<dyn std::any::Any + Send>| {
+        log_panic(tool, &*payload);
+        Authorization::denied(DenyReason::Rejected)
+    };
+    match std::panic::catch_unwind(AssertUnwindSafe(|| authorizer.authorize(request))) {
+        Ok(Decision::Now(decided)) => Decision::Now(decided),
+        Ok(Decision::Later(later)) => Decision::Later(Box::pin(
+            AssertUnwindSafe(later).catch_unwind().map(move |r| r.unwrap_or_else(rejected)),
+        )),
+        Err(payload) => Decision::Now(rejected(payload)),
+    }
+}
+
+/// [`Authorizer::authorize_by_name`], failing closed as [`ask`] does.
+pub fn ask_by_name(
+    authorizer: &dyn Authorizer,
+    tool: &str,
+    permission: Option<PermissionLevel>,
+) -> Option<Authorization> {
+    let asked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        authorizer.authorize_by_name(tool, permission)
+    }));
+    asked.unwrap_or_else(|payload| {
+        log_panic(tool, &*payload);
+        Some(Authorization::denied(DenyReason::Rejected))
+    })
+}
+
+fn log_panic(tool: &str, payload: &(dyn std::any::Any + Send)) {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("<non-string panic payload>");
+    tracing::error!(tool, panic = message, "the authorizer panicked; the call is denied");
+}
+
 /// The rule when no authorizer is given: omitted permissions are ALLOW; explicit ASK
 /// (with nothing to approve it) and explicit DENY are denied.
 #[derive(Debug, Clone, Copy, Default)]

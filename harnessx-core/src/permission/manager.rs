@@ -437,23 +437,6 @@ impl PermissionManager {
         }
     }
 
-    /// Decides whether a call may run, asking the store and then the callback for ASK
-    /// (this manager's [`Authorizer`] answer, with `Wait` read as "nobody could approve").
-    pub async fn authorize(
-        &self,
-        tool_name: &str,
-        tool_permission: Option<PermissionLevel>,
-        call_id: &str,
-        arguments: &Value,
-    ) -> Result<(), DenyReason> {
-        let request = AuthRequest { tool: tool_name, permission: tool_permission, call_id, arguments };
-        match Authorizer::authorize(self, request).resolve().await {
-            Authorization::Allow | Authorization::AllowEdited { .. } => Ok(()),
-            Authorization::Deny { reason, .. } => Err(reason),
-            Authorization::Wait { .. } => Err(DenyReason::NoApprover),
-        }
-    }
-
     /// A person's decision on an ASK call, from the approval store (a decision recorded
     /// earlier) or else the approval callback (saved in the store); `None` when neither
     /// is set. A failing store lookup denies (fail closed).

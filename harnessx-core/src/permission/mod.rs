@@ -13,7 +13,9 @@ pub use approval::{
     ApprovalDecision, ApprovalFn, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError,
     MemoryApprovalStore,
 };
-pub use authorizer::{AuthRequest, Authorization, Authorizer, Decision, NoManager, PERMISSION_DENIED};
+pub use authorizer::{
+    AuthRequest, Authorization, Authorizer, Decision, NoManager, PERMISSION_DENIED, ask, ask_by_name,
+};
 pub use level::PermissionLevel;
 pub use manager::{DenyReason, PermissionManager};
 pub use rules::{PermissionRules, Rule, RuleError, RuleLists, suggest_rule};

@@ -6,6 +6,7 @@
 //! environment variable of their own: a child that crashes, or many writers at once, each
 //! need a process. In an ordinary run those child tests do nothing.
 
+mod authorizer;
 mod budgets;
 mod common;
 mod context;
