@@ -745,6 +745,7 @@ fn deny<S: Steps>(
 
 /// Applies the answer to one question of a paused batch (a backend that waits in
 /// place: Restate).
+#[allow(clippy::too_many_arguments)] // the loop's state for one question, passed as it is
 async fn answer<S: Steps>(
     agent: &Agent,
     steps: &mut S,
