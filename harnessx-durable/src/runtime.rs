@@ -387,23 +387,32 @@ impl AgentRuntime {
         self.drive(run_id, None, None).await
     }
 
-    /// Where the run stands. The usage is rebuilt from the journal: every response's
-    /// (priced with this runtime's agent's price, if it has one), the specialists' usage
+    /// Where the run stands. The usage is rebuilt from the journal: every response's and
+    /// compaction summary's (priced as the run prices them: by the model that answered,
+    /// the agent's model at this runtime's agent's price), the specialists' usage
     /// recorded with their calls, and the calls with a result; a run stopped at a limit
     /// reports the usage it had there.
     pub fn status(&self, run_id: &str) -> Result<RunReport, DurableError> {
         let (run, entries) = self.load(run_id)?;
         let replay = Replay::new(&entries);
+        // Each response and summary counted as the run counts it (`budget::priced`): under
+        // the model that answered, at its price.
         let price = self.agent.price();
+        let model = self.agent.model().map(|m| m.name()).unwrap_or_default();
+        let summarizer = match &self.agent.config().context.summarizer {
+            harnessx_agent::Summarizer::Model(m) => Some(m.name()),
+            harnessx_agent::Summarizer::Agent => None,
+        };
         let mut usage = Usage::default();
-        for response in replay.responses.values() {
-            if let Some(u) =
-                response.get("usage").and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok())
-            {
-                let cost_usd = price.map(|p| p.cost(&u));
-                usage += Usage { requests: 0, tool_calls: 0, cost_usd, ..u };
-            }
-            usage.requests += 1;
+        let responses = replay.responses.values().map(|r| (r, None));
+        let summaries = replay.summaries.values().map(|r| (r, summarizer.as_deref()));
+        for (response, by_default) in responses.chain(summaries) {
+            let spent = response
+                .get("usage")
+                .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok())
+                .unwrap_or_default();
+            let by = response.get("model").and_then(Value::as_str).or(by_default);
+            usage += harnessx_agent::budget::priced(spent, by, &model, price).1;
         }
         for spent in replay.usage.values() {
             usage += spent.values().copied().sum::<Usage>();

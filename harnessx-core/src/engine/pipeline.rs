@@ -1209,20 +1209,3 @@ mod future_sizes {
         assert!(size <= 600, "run_indexed's future is {size} bytes");
     }
 }
-#[test]
-fn zz_sizes() {
-    use std::mem::size_of;
-    eprintln!(
-        "SZ ToolResult {} CallOutcome {} Invoked {} Outcome {} idxOutcome {} outcomeErr {} ToolOutput {} ResOut {} Value {} ToolError {}",
-        size_of::<ToolResult>(),
-        size_of::<CallOutcome>(),
-        size_of::<Invoked>(),
-        size_of::<Outcome>(),
-        size_of::<(usize, CallOutcome)>(),
-        size_of::<(CallOutcome, Option<ErrorType>)>(),
-        size_of::<ToolOutput>(),
-        size_of::<Result<ToolOutput, crate::ToolError>>(),
-        size_of::<Value>(),
-        size_of::<crate::ToolError>()
-    );
-}

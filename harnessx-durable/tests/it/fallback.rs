@@ -123,3 +123,38 @@ async fn a_resume_may_add_a_fallback_when_the_first_model_is_down() {
     assert_eq!(result.output, "fetched");
     assert_eq!((world.primary.load(Ordering::SeqCst), world.backup.load(Ordering::SeqCst)), (1, 1));
 }
+
+// `AgentRuntime::status` priced every journaled response at the agent's price, while the
+// run priced a fallback model's answer at that model's own: `runs show` and the run's
+// result disagreed on the cost.
+#[tokio::test]
+async fn a_fallback_model_s_cost_is_the_same_in_the_result_and_the_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let primary = FunctionModel::new(|_| Err(ModelError::Http { status: 503, message: "overloaded".into() }))
+        .with_name("openai:gpt-4o");
+    let backup = FunctionModel::new(|_| {
+        let mut response = ModelResponse::text("from the backup");
+        response.usage.input_tokens = 1_000_000;
+        response.usage.output_tokens = 1_000;
+        Ok(response)
+    })
+    .with_name("anthropic:claude-sonnet-4-5");
+    let model = FallbackModel::new(vec![Arc::new(primary) as Arc<dyn Model>, Arc::new(backup)])
+        .unwrap()
+        .retry(ModelRetry { max_attempts: 1, initial_delay_seconds: 0.0, max_delay_seconds: 0.0 });
+    let config = AgentConfig {
+        planning: false,
+        price: Some(harnessx_agent::ModelPrice::new(100.0, 100.0)),
+        ..AgentConfig::default()
+    };
+    let agent = Agent::builder().model(model).config(config).build().unwrap();
+    let runtime = AgentRuntime::new(agent, Arc::new(SqliteJournal::open(&path).unwrap()));
+    let result = runtime.start("r", "Hi.").await.unwrap();
+    let cost = result.usage.cost_usd.unwrap();
+    let backup_price = harnessx_agent::ModelPrice::builtin("claude-sonnet-4-5").unwrap();
+    let expected = backup_price.cost(&result.usage);
+    assert!((cost - expected).abs() < 1e-9, "priced at the backup's own price: {cost} vs {expected}");
+    let status = runtime.status("r").unwrap();
+    assert_eq!(status.state.usage, result.usage, "runs show says what the run said");
+}
