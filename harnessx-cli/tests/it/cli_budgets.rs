@@ -121,10 +121,14 @@ fn a_batch_that_would_pass_the_tool_call_limit_runs_up_to_it_and_sends_no_furthe
         let cost = used["cost_usd"].as_f64().unwrap();
         assert!((cost - 0.00215).abs() < 1e-12, "{cost}");
         assert_eq!((&end["turns"], &end["output"]), (&json!(1), &json!("")), "{end}");
-        // The cut call got the limit's error result; the others ran.
+        // The cut call got the limit's error result, in its own `tool_call_end` (it had
+        // none: a `--json` reader never saw it); the others ran.
         let ends: Vec<Value> =
             json_lines(&out).into_iter().filter(|e| e["type"] == "tool_call_end").collect();
-        assert_eq!(ends.len(), 2, "{ends:?}");
+        assert_eq!(ends.len(), 3, "{ends:?}");
+        let cut: Vec<&Value> = ends.iter().filter(|e| e["is_error"] == true).collect();
+        assert_eq!(cut.len(), 1, "{ends:?}");
+        assert_eq!(cut[0]["content"], "tool-call limit of 2 reached: this call was not run");
         let err = stderr(&out);
         assert!(err.contains("the tool-call limit of 2 (--max-tool-calls)"), "{err}");
         assert!(
