@@ -4,7 +4,7 @@
 //!
 //! - the clap struct itself (the flag, its help text, its parser);
 //! - the struct of what a configuration file says of those settings, every value
-//!   [`Spanned`] so `config show` and errors can name its line, with the routing that
+//!   [`Spanned`](toml::Spanned) so `config show` and errors can name its line, with the routing that
 //!   [`crate::config::file::FileConfig`] uses to deserialize the file's top-level keys;
 //! - the merge of flag, files and default, each setting noted with its source
 //!   ([`Declared::merge`], what `harnessx config show` prints);
