@@ -9,65 +9,106 @@ use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use std::sync::OnceLock;
+
 use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
 use crate::error::CliError;
+use crate::setup::flags::{AgentFile, Level};
+use crate::setup::settings::FileKeys;
 
 /// The most a configuration file may hold; a larger one is refused unread.
 pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
 
-/// What a file says. Every key is optional; an unknown one is an error.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// What a file says. Every key is optional; an unknown one is an error. The agent
+/// settings' keys are declared with their flags ([`AgentFile`]); the tables are read here.
+#[derive(Debug, Default)]
 pub(crate) struct FileConfig {
-    pub(crate) model: Option<Spanned<String>>,
-    pub(crate) base_url: Option<Spanned<String>>,
-    pub(crate) fallback_models: Option<Spanned<Vec<String>>>,
-    pub(crate) tools: Option<Spanned<Vec<String>>>,
-    pub(crate) base_path: Option<Spanned<PathBuf>>,
-    pub(crate) system: Option<Spanned<String>>,
-    pub(crate) system_file: Option<Spanned<PathBuf>>,
-    pub(crate) max_turns: Option<Spanned<u32>>,
-    pub(crate) max_result_chars: Option<Spanned<usize>>,
-    pub(crate) context_window: Option<Spanned<u64>>,
-    pub(crate) max_tool_calls: Option<Spanned<u64>>,
-    pub(crate) max_tokens: Option<Spanned<u64>>,
-    pub(crate) max_cost_usd: Option<Spanned<f64>>,
-    pub(crate) price: Option<Spanned<String>>,
-    pub(crate) tool_choice: Option<Spanned<String>>,
-    pub(crate) parallel_tool_calls: Option<Spanned<bool>>,
-    pub(crate) reasoning_effort: Option<Spanned<harnessx::agent::model::ReasoningEffort>>,
-    pub(crate) reasoning_budget: Option<Spanned<u32>>,
-    pub(crate) sandbox: Option<Spanned<SandboxName>>,
-    pub(crate) sandbox_network: Option<Spanned<bool>>,
-    pub(crate) web_allow_private: Option<Spanned<bool>>,
-    pub(crate) web_allow: Option<Spanned<Vec<String>>>,
-    pub(crate) skills: Option<Spanned<Vec<PathBuf>>>,
-    pub(crate) knowledge: Option<Spanned<Vec<PathBuf>>>,
-    pub(crate) knowledge_index: Option<Spanned<PathBuf>>,
-    pub(crate) mcp_trust: Option<Spanned<bool>>,
+    pub(crate) agent: AgentFile,
     /// MCP servers by name; `mcpServers` is Claude desktop's spelling of the same table.
-    #[serde(alias = "mcpServers")]
     pub(crate) mcp_servers: Option<Spanned<BTreeMap<String, Spanned<ServerEntry>>>>,
     pub(crate) permissions: Option<PermissionsTable>,
 }
 
-/// `sandbox = "local" | "bubblewrap"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum SandboxName {
-    Local,
-    Bubblewrap,
+/// The tables' keys, after the settings' in [`keys`].
+const TABLES: [&str; 3] = ["mcpServers", "mcp_servers", "permissions"];
+
+/// Every top-level key a file may hold, in declaration order.
+fn keys() -> &'static [&'static str] {
+    static KEYS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let mut keys = Vec::new();
+        AgentFile::keys(&mut keys);
+        keys.extend(TABLES);
+        keys
+    })
 }
 
-/// A permission level as a file spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum LevelName {
-    Allow,
-    Ask,
-    Deny,
+/// A top-level key, refused unless it is one of [`keys`] (so toml names its line).
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = String;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl Visitor<'_> for Key {
+    type Value = String;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a setting's name")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<String, E> {
+        if keys().contains(&key) { Ok(key.to_owned()) } else { Err(E::unknown_field(key, keys())) }
+    }
+}
+
+impl<'de> Deserialize<'de> for FileConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(Document)
+    }
+}
+
+/// The file's top-level table: each key goes to the setting or table that reads it.
+struct Document;
+
+impl<'de> Visitor<'de> for Document {
+    type Value = FileConfig;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a table of settings")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FileConfig, A::Error> {
+        let mut config = FileConfig::default();
+        while let Some(key) = map.next_key_seed(Key)? {
+            if config.agent.take(&key, &mut map)? {
+                continue;
+            }
+            match key.as_str() {
+                "mcp_servers" | "mcpServers" => {
+                    if config.mcp_servers.is_some() {
+                        return Err(de::Error::duplicate_field("mcp_servers"));
+                    }
+                    config.mcp_servers = Some(map.next_value()?);
+                }
+                "permissions" => {
+                    if config.permissions.is_some() {
+                        return Err(de::Error::duplicate_field("permissions"));
+                    }
+                    config.permissions = Some(map.next_value()?);
+                }
+                other => return Err(de::Error::unknown_field(other, keys())),
+            }
+        }
+        Ok(config)
+    }
 }
 
 /// `[permissions]`: the default level and rules, in the shape of the permission files
@@ -75,7 +116,7 @@ pub(crate) enum LevelName {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PermissionsTable {
-    pub(crate) default: Option<Spanned<LevelName>>,
+    pub(crate) default: Option<Spanned<Level>>,
     pub(crate) allow: Option<Spanned<Vec<Spanned<String>>>>,
     pub(crate) ask: Option<Spanned<Vec<Spanned<String>>>>,
     pub(crate) deny: Option<Spanned<Vec<Spanned<String>>>>,

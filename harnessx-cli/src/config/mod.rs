@@ -15,17 +15,16 @@
 pub(crate) mod file;
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use harnessx::PermissionLevel;
-use harnessx::agent::ToolChoice;
 use harnessx::mcp::McpServer;
 use serde_json::{Value, json};
 use toml::Spanned;
 
-use self::file::{FileConfig, LevelName, Loaded, PermissionsTable, SandboxName, ServerEntry};
+use self::file::{Loaded, PermissionsTable, ServerEntry};
 use crate::error::CliError;
-use crate::setup::flags::{AgentArgs, Level, SandboxKind};
+use crate::setup::flags::{AgentArgs, AgentFile};
+use crate::setup::settings::Declared;
 
 /// The project file's name.
 pub(crate) const PROJECT_FILE: &str = "harnessx.toml";
@@ -113,192 +112,22 @@ pub(crate) fn apply(
         |key: &'static str, value: Value, source: Source| settings.push(Setting { key, value, source });
     let layers: Vec<&Loaded> = files.iter().map(|(loaded, _)| loaded).collect();
 
-    // Each plain setting: the flag, else the first file that sets it, else the default.
-    macro_rules! setting {
-        ($key:literal, $id:literal, $field:ident, |$file:ident, $v:ident| $set:expr, $shown:expr) => {{
-            let source = if given($id) {
-                Source::Flag
-            } else if let Some(($file, spanned)) = first(&layers, |c| c.$field.as_ref()) {
-                let $v = spanned.get_ref();
-                let span = spanned.span();
-                #[allow(clippy::redundant_closure_call)] // (a block that may fail, per key)
-                (|| -> Result<(), CliError> {
-                    $set;
-                    Ok(())
-                })()
-                .map_err(|e| match e {
-                    CliError::Usage(m) => $file.error(span.clone(), m),
-                    other => other,
-                })?;
-                Source::File($file.place(span))
-            } else {
-                Source::Default
-            };
-            note($key, $shown, source);
-        }};
-    }
-
-    setting!("model", "model", model, |_f, v| args.model = v.clone(), json!(args.model));
-    setting!("base_url", "base_url", base_url, |_f, v| args.base_url = Some(v.clone()), json!(args.base_url));
-    setting!(
-        "fallback_models",
-        "fallback_models",
-        fallback_models,
-        |_f, v| args.fallback_models = v.clone(),
-        json!(args.fallback_models)
-    );
-    setting!(
-        "tools",
-        "tools",
-        tools,
-        // `tools = []` is no built-in tool, as `--tools ''` is.
-        |_f, v| args.tools = if v.is_empty() { vec![String::new()] } else { v.clone() },
-        match args.tools.as_slice() {
-            [] => json!(["filesystem"]),
-            [only] if only.trim().is_empty() => json!([]),
-            tools => json!(tools),
-        }
-    );
-    setting!(
-        "base_path",
-        "base_path",
-        base_path,
-        |f, v| args.base_path = Some(f.resolve(v)),
-        json!(args.base_path.as_ref().map_or_else(|| ".".into(), |p| p.display().to_string()))
-    );
-    setting!("max_turns", "max_turns", max_turns, |_f, v| args.max_turns = *v, json!(args.max_turns));
-    setting!(
-        "max_result_chars",
-        "max_result_chars",
-        max_result_chars,
-        |_f, v| args.max_result_chars = *v,
-        json!(args.max_result_chars)
-    );
-    setting!(
-        "context_window",
-        "context_window",
-        context_window,
-        |_f, v| args.context_window = Some(crate::setup::flags::check_window(*v)?),
-        json!(args.context_window)
-    );
-    setting!(
-        "max_tool_calls",
-        "max_tool_calls",
-        max_tool_calls,
-        |_f, v| args.limits.max_tool_calls = Some(*v),
-        json!(args.limits.max_tool_calls)
-    );
-    setting!(
-        "max_tokens",
-        "max_tokens",
-        max_tokens,
-        |_f, v| args.limits.max_tokens = Some(*v),
-        json!(args.limits.max_tokens)
-    );
-    setting!(
-        "max_cost_usd",
-        "max_cost_usd",
-        max_cost_usd,
-        |_f, v| args.limits.max_cost_usd =
-            Some(crate::setup::flags::parse_usd(&v.to_string()).map_err(CliError::Usage)?),
-        json!(args.limits.max_cost_usd)
-    );
-    setting!(
-        "price",
-        "price",
-        price,
-        |_f, v| args.price = Some(v.parse().map_err(|e| CliError::Usage(format!("price {v:?}: {e}")))?),
-        json!(args.price.map(|p| p.to_string()))
-    );
-    setting!(
-        "tool_choice",
-        "tool_choice",
-        tool_choice,
-        |_f, v| args.tool_choice = ToolChoice::from_str(v).map_err(CliError::usage)?,
-        json!(args.tool_choice.to_string())
-    );
-    setting!(
-        "parallel_tool_calls",
-        "parallel_tool_calls",
-        parallel_tool_calls,
-        |_f, v| args.parallel_tool_calls = Some(*v),
-        json!(args.parallel_tool_calls)
-    );
-    setting!(
-        "reasoning_effort",
-        "reasoning_effort",
-        reasoning_effort,
-        |_f, v| args.reasoning_effort = Some((*v).into()),
-        json!(args.reasoning_effort.map(crate::setup::flags::value_name))
-    );
-    setting!(
-        "reasoning_budget",
-        "reasoning_budget",
-        reasoning_budget,
-        |_f, v| args.reasoning_budget = Some(crate::setup::flags::check_reasoning_budget(*v)?),
-        json!(args.reasoning_budget)
-    );
-    setting!(
-        "sandbox",
-        "sandbox",
-        sandbox,
-        |_f, v| args.sandbox.sandbox = Some(match v {
-            SandboxName::Local => SandboxKind::Local,
-            SandboxName::Bubblewrap => SandboxKind::Bubblewrap,
-        }),
-        json!(args.sandbox.sandbox.map_or_else(|| "local".into(), crate::setup::flags::value_name))
-    );
-    setting!(
-        "sandbox_network",
-        "sandbox_network",
-        sandbox_network,
-        |_f, v| args.sandbox.sandbox_network = *v,
-        json!(args.sandbox.sandbox_network)
-    );
-    setting!(
-        "web_allow_private",
-        "web_allow_private",
-        web_allow_private,
-        |_f, v| args.web.web_allow_private = *v,
-        json!(args.web.web_allow_private)
-    );
-    setting!(
-        "web_allow",
-        "web_allow",
-        web_allow,
-        |_f, v| args.web.web_allow = v.clone(),
-        json!(args.web.web_allow)
-    );
-    setting!(
-        "skills",
-        "skills",
-        skills,
-        |f, v| args.skills = v.iter().map(|p| f.resolve(p)).collect(),
-        json!(paths(&args.skills))
-    );
-    setting!(
-        "knowledge",
-        "knowledge",
-        knowledge,
-        |f, v| args.knowledge = v.iter().map(|p| f.resolve(p)).collect(),
-        json!(paths(&args.knowledge))
-    );
-    setting!(
-        "knowledge_index",
-        "knowledge_index",
-        knowledge_index,
-        |f, v| args.knowledge_index = Some(f.resolve(v)),
-        json!(args.knowledge_index.as_ref().map(|p| p.display().to_string()))
-    );
-    setting!("mcp_trust", "mcp_trust", mcp_trust, |_f, v| args.mcp.mcp_trust = *v, json!(args.mcp.mcp_trust));
+    // Each setting declared with its flag: the flag, else the first file that sets it,
+    // else the default.
+    let declared: Vec<(&Loaded, &AgentFile)> = layers.iter().map(|l| (*l, &l.config.agent)).collect();
+    args.merge(&declared, given, &mut note)?;
+    // What the command line gave, even at its default, the resume command repeats.
+    let mut flags = Vec::new();
+    AgentArgs::declared(&mut flags);
+    args.typed = flags.iter().filter(|d| given(d.id)).map(|d| d.id.to_owned()).collect();
 
     // The system prompt: `system` or `system_file`, one setting.
     let source = if given("system") || given("system_file") {
         Source::Flag
     } else if let Some(file) =
-        layers.iter().find(|l| l.config.system.is_some() || l.config.system_file.is_some())
+        layers.iter().find(|l| l.config.agent.system.is_some() || l.config.agent.system_file.is_some())
     {
-        match (&file.config.system, &file.config.system_file) {
+        match (&file.config.agent.system, &file.config.agent.system_file) {
             (Some(_), Some(path)) => {
                 return Err(file.error(path.span(), "give `system` or `system_file`, not both"));
             }
@@ -330,11 +159,7 @@ pub(crate) fn apply(
     } else if let Some((file, level)) =
         permissions.iter().find_map(|(f, p)| p.default.as_ref().map(|d| (*f, d)))
     {
-        args.permissions.default_permission = Some(match level.get_ref() {
-            LevelName::Allow => Level::Allow,
-            LevelName::Ask => Level::Ask,
-            LevelName::Deny => Level::Deny,
-        });
+        args.permissions.default_permission = Some(*level.get_ref());
         Source::File(file.place(level.span()))
     } else {
         Source::Default
@@ -414,18 +239,6 @@ fn rules_of<'a>(table: &'a PermissionsTable, id: &str) -> Option<&'a Spanned<Vec
         "ask" => table.ask.as_ref(),
         _ => table.deny.as_ref(),
     }
-}
-
-/// The first layer whose file sets a key.
-fn first<'a, T>(
-    layers: &[&'a Loaded],
-    get: impl Fn(&'a FileConfig) -> Option<&'a Spanned<T>>,
-) -> Option<(&'a Loaded, &'a Spanned<T>)> {
-    layers.iter().find_map(|l| get(&l.config).map(|v| (*l, v)))
-}
-
-fn paths(list: &[PathBuf]) -> Vec<String> {
-    list.iter().map(|p| p.display().to_string()).collect()
 }
 
 /// The rules of a `[permissions]` list, each parsed as `--allow`/`--ask`/`--deny` would
@@ -605,7 +418,7 @@ mod tests {
         );
         assert_eq!(args.permissions.deny, ["write_file"]);
         assert!(args.permissions.allow.is_empty(), "a file's rules are not flags");
-        assert!(matches!(args.permissions.default_permission, Some(Level::Ask)));
+        assert!(matches!(args.permissions.default_permission, Some(crate::setup::flags::Level::Ask)));
 
         let files = [loaded(
             "/w/harnessx.toml",
@@ -685,6 +498,64 @@ mod tests {
     fn a_bad_tool_choice_in_a_file_names_its_line() {
         let e = merged(&[], &[loaded("/w/harnessx.toml", "\ntool_choice = \"\"\n")]).unwrap_err();
         assert!(e.starts_with("/w/harnessx.toml:2: "), "{e}");
+    }
+
+    /// A file setting each declared key, and the line its value is on.
+    const SAMPLES: &[(&str, &str, usize)] = &[
+        ("model", "model = \"openai:x\"\n", 1),
+        ("base_url", "base_url = \"http://h\"\n", 1),
+        ("fallback_models", "fallback_models = [\"openai:y\"]\n", 1),
+        ("tools", "tools = [\"read_file\"]\n", 1),
+        ("base_path", "base_path = \"d\"\n", 1),
+        ("max_turns", "max_turns = 3\n", 1),
+        ("max_result_chars", "max_result_chars = 100\n", 1),
+        ("context_window", "context_window = 8192\n", 1),
+        ("max_tool_calls", "max_tool_calls = 2\n", 1),
+        ("max_tokens", "max_tokens = 9\n", 1),
+        ("max_cost_usd", "max_cost_usd = 0.5\n", 1),
+        ("price", "price = \"1,2\"\n", 1),
+        ("tool_choice", "tool_choice = \"required\"\n", 1),
+        ("parallel_tool_calls", "parallel_tool_calls = false\n", 1),
+        ("reasoning_effort", "reasoning_effort = \"low\"\n", 1),
+        ("reasoning_budget", "reasoning_budget = 2000\n", 1),
+        ("skills", "skills = [\"s\"]\n", 1),
+        ("knowledge", "knowledge = [\"k\"]\n", 1),
+        ("knowledge_index", "knowledge_index = \"k.db\"\n", 1),
+        ("system", "system = \"Be brief.\"\n", 1),
+        ("system_file", "system_file = \"p.md\"\n", 1),
+        ("sandbox", "sandbox = \"bubblewrap\"\n", 1),
+        ("sandbox_network", "sandbox_network = true\n", 1),
+        ("web_allow_private", "web_allow_private = true\n", 1),
+        ("web_allow", "web_allow = [\"intra\"]\n", 1),
+        ("permissions.default", "[permissions]\ndefault = \"ask\"\n", 2),
+        ("permissions.allow", "[permissions]\nallow = [\"read_file\"]\n", 2),
+        ("permissions.ask", "[permissions]\nask = [\"read_file\"]\n", 2),
+        ("permissions.deny", "[permissions]\ndeny = [\"read_file\"]\n", 2),
+        ("mcp_servers", "[mcp_servers.x]\ncommand = \"a\"\n", 1),
+        ("mcp_trust", "mcp_trust = true\n", 1),
+    ];
+
+    #[test]
+    fn every_declared_key_is_read_from_a_file_and_shown_with_its_line() {
+        let mut declared = Vec::new();
+        AgentArgs::declared(&mut declared);
+        for decl in &declared {
+            let crate::setup::settings::Key::Named(key) = decl.key else { continue };
+            let (_, text, line) = SAMPLES
+                .iter()
+                .find(|(k, ..)| *k == key)
+                .unwrap_or_else(|| panic!("{key} (--{}) has no sample in SAMPLES", decl.id));
+            let (_, applied) = merged(&[], &[loaded("/w/harnessx.toml", text)]).unwrap();
+            let place = format!("/w/harnessx.toml:{line}");
+            let from: Vec<String> = applied.settings.iter().map(|s| s.source.to_string()).collect();
+            assert!(
+                applied.settings.iter().any(|s| match &s.source {
+                    Source::File(at) => at == &place || (key == "mcp_servers" && at == "/w/harnessx.toml"),
+                    _ => false,
+                }),
+                "{key}: no setting came from {place}: {from:?}"
+            );
+        }
     }
 
     #[test]

@@ -3,9 +3,11 @@
 //! [`flags`]. Loading tools (with the base path, the sandbox and the web flags), the
 //! permission manager and who approves, MCP servers, the model: each exists once.
 
+pub(crate) mod agent_flags;
 pub(crate) mod flags;
 pub(crate) mod output;
 pub(crate) mod rules;
+pub(crate) mod settings;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -323,3 +323,27 @@ fn a_durable_run_keeps_its_system_prompt_across_resume() {
     assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
     assert!(dir.join("a").exists());
 }
+
+/// A flag typed at its default value beat the project's file on `run`, but the printed
+/// `resume` command left it out, so the resumed run took the file's value instead.
+#[test]
+fn the_resume_command_keeps_a_flag_typed_at_its_default_over_a_file() {
+    let place = Place::new();
+    place.project("max_turns = 1\n");
+    let out = place.harnessx(&[
+        "run",
+        "Write it.",
+        "--tools",
+        "write_file",
+        "--durable",
+        "runs.db",
+        "--run-id",
+        "d",
+        "--max-turns",
+        "50",
+    ]);
+    // No terminal, no --yes: the write waits for an approval.
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("harnessx resume d --durable runs.db --tools write_file --max-turns 50\n"), "{err}");
+}
