@@ -1,0 +1,519 @@
+//! [`AgentRuntime`]: runs an [`Agent`] with every step journaled before it is acted on.
+//!
+//! - `error`: [`DurableError`], and the errors every backend words the same way;
+//! - `fingerprint`: what a run depends on, and the hash a decision is bound to;
+//! - this file: the runtime's API (start, resume, status, approve, answer, conversations);
+//! - `replay`: what a run's journal says, indexed for the loop;
+//! - `journal_steps`: the steps of a journaled run, the seam the one loop calls;
+//! - `group_commit`: call results committed as they finish, several to a commit.
+
+mod error;
+mod fingerprint;
+mod group_commit;
+mod journal_steps;
+mod replay;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+use harnessx_agent::model::{Message, Usage};
+use harnessx_agent::output::{Output, OutputSpec};
+use harnessx_agent::{
+    Agent, AgentError, Events, NeedsInput, NeedsInputKind, RunResult, RunState, Start, spans,
+};
+use harnessx_core::ApprovalDecision;
+
+pub use error::DurableError;
+use error::durable_error_type;
+pub(crate) use error::not_awaited;
+pub use fingerprint::arguments_hash;
+pub(crate) use fingerprint::fingerprint;
+use journal_steps::JournalSteps;
+use replay::{Replay, continues};
+
+use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
+use crate::memory::{MemoryJournal, now_ms};
+use crate::sqlite::SqliteJournal;
+
+/// Where a run stands, as [`AgentRuntime::status`] reports it: the journal's header and
+/// the run's [`RunState`] read from its journal (status, answer or error, usage, turns,
+/// everything it waits for; the conversation itself comes from driving the run).
+///
+/// Serialises as `{"run": RunRecord, "turns", "calls", "needs_input", "usage"}`, the
+/// shape `harnessx runs show --json` has always printed, with `"limit"` once the run
+/// stopped at one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    /// The header.
+    pub run: RunRecord,
+    /// The run's state.
+    pub state: RunState,
+    /// Calls with a journaled result.
+    pub calls: usize,
+}
+
+impl serde::Serialize for RunReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("run", &self.run)?;
+        map.serialize_entry("turns", &self.state.turns)?;
+        map.serialize_entry("calls", &self.calls)?;
+        map.serialize_entry("needs_input", &self.state.needs_input)?;
+        map.serialize_entry("usage", &self.state.usage)?;
+        if let Some(limit) = self.state.limit {
+            map.serialize_entry("limit", &limit)?;
+        }
+        map.end()
+    }
+}
+
+/// Runs an [`Agent`] durably: the model's responses, each call's start, approval and
+/// result, and the final answer are committed to a [`JournalStore`] before they are
+/// acted on. After a crash, [`resume`](Self::resume) replays what was journaled and
+/// never asks the model or runs a tool again for a step that completed; a call that
+/// started and has no result is run again if its tool is `safe` or `idempotent` (with
+/// the same idempotency key), and for `manual` the run stops with
+/// [`NeedsInput`] instead. See `docs/durable.md`.
+pub struct AgentRuntime {
+    agent: Arc<Agent>,
+    journal: Arc<dyn JournalStore>,
+}
+
+impl std::fmt::Debug for AgentRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRuntime").field("agent", &self.agent).finish_non_exhaustive()
+    }
+}
+
+impl AgentRuntime {
+    /// A runtime over any journal.
+    pub fn new(agent: impl Into<Arc<Agent>>, journal: Arc<dyn JournalStore>) -> Self {
+        Self { agent: agent.into(), journal }
+    }
+
+    /// A runtime journaling to the SQLite file at `path` (created if missing).
+    pub fn sqlite(
+        agent: impl Into<Arc<Agent>>,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Self, DurableError> {
+        Ok(Self::new(agent, Arc::new(SqliteJournal::open(path)?)))
+    }
+
+    /// A runtime journaling in memory (tests; nothing survives the process).
+    pub fn in_memory(agent: impl Into<Arc<Agent>>) -> Self {
+        Self::new(agent, Arc::new(MemoryJournal::new()))
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// The journal.
+    pub fn journal(&self) -> &Arc<dyn JournalStore> {
+        &self.journal
+    }
+
+    /// What the run depends on, as (digest text, summary).
+    fn fingerprint(&self) -> (String, String) {
+        fingerprint(&self.agent)
+    }
+
+    /// Starts a run. `run_id` must be new in the journal.
+    pub async fn start(&self, run_id: &str, prompt: &str) -> Result<RunResult, DurableError> {
+        self.start_inner(run_id, prompt, None).await
+    }
+
+    /// Starts a typed run: its answer must fit `output` (see
+    /// [`Agent::run_with_output`](harnessx_agent::Agent::run_with_output)), and the
+    /// completed result's [`value`](RunResult::value) is it. The output is journaled
+    /// first, so `resume` (in any process) checks the answers the same way and counts the
+    /// attempts from the journaled responses; each attempt is a journaled step like any
+    /// other. `events` as for [`start_with_events`](Self::start_with_events).
+    pub async fn start_with_output(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        output: Output,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        self.start_run(run_id, prompt, None, Some(output), events).await
+    }
+
+    /// Starts a run that must answer with a `T` ([`start_with_output`](Self::start_with_output)
+    /// with `T`'s schema and decoding check); read it with [`RunResult::value_as`].
+    pub async fn start_typed<T>(&self, run_id: &str, prompt: &str) -> Result<RunResult, DurableError>
+    where
+        T: harnessx_core::schemars::JsonSchema + serde::de::DeserializeOwned + 'static,
+    {
+        self.start_with_output(run_id, prompt, Output::of::<T>(), None).await
+    }
+
+    /// [`resume`](Self::resume) of a typed run with `output` (the same schema, mode and
+    /// retries it was started with, else [`DurableError::Mismatch`]): answers are then
+    /// also checked to decode into the Rust type of [`Output::of`], which a plain
+    /// `resume` (the journaled schema alone) cannot do.
+    pub async fn resume_with_output(
+        &self,
+        run_id: &str,
+        output: Output,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        self.drive(run_id, events, Some(output)).await
+    }
+
+    /// [`start`](Self::start), sending the run's [`AgentEvent`](harnessx_agent::AgentEvent)s
+    /// to `events` as they happen: the shapes and order of
+    /// [`Agent::run_stream`](harnessx_agent::Agent::run_stream)'s, from the same loop.
+    pub async fn start_with_events(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        events: Events,
+    ) -> Result<RunResult, DurableError> {
+        self.start_inner(run_id, prompt, Some(events)).await
+    }
+
+    /// [`resume`](Self::resume), sending the events of what runs now (a replayed step
+    /// sends none) to `events`.
+    pub async fn resume_with_events(&self, run_id: &str, events: Events) -> Result<RunResult, DurableError> {
+        self.drive(run_id, Some(events), None).await
+    }
+
+    /// Starts run `run_id` as the next turn of a conversation: the model sees the
+    /// messages of run `previous` (completed; it may itself continue an earlier one)
+    /// followed by `prompt`. The link is journaled first, so a crash, a `resume` or a
+    /// later [`transcript`](Self::transcript) rebuilds the same conversation from the
+    /// journal alone, replaying the earlier turns without asking the model or running a
+    /// tool. `events` as for [`start_with_events`](Self::start_with_events).
+    pub async fn continue_conversation(
+        &self,
+        run_id: &str,
+        previous: &str,
+        prompt: &str,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        let (run, _) = self.load(previous)?;
+        if run.status != RunStatus::Completed {
+            return Err(DurableError::Conversation(format!(
+                "run {previous:?} is {}: a conversation goes on from a completed turn",
+                run.status.as_str()
+            )));
+        }
+        self.start_run(run_id, prompt, Some(previous), None, events).await
+    }
+
+    /// The messages of run `run_id` (completed) from the first turn of its conversation
+    /// on: the prompts, the model's answers and calls, the calls' results. Rebuilt by
+    /// replaying the journal (nothing is asked or run); the same conversation a
+    /// [`continue_conversation`](Self::continue_conversation) after it goes on from.
+    pub async fn transcript(&self, run_id: &str) -> Result<Vec<Message>, DurableError> {
+        self.conversation_through(Some(run_id.to_owned())).await
+    }
+
+    async fn start_inner(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        self.start_run(run_id, prompt, None, None, events).await
+    }
+
+    async fn start_run(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        previous: Option<&str>,
+        output: Option<Output>,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        // A tool choice that names no registered tool journals nothing.
+        self.agent.check_tool_choice()?;
+        // Nor does an output schema that cannot be used.
+        let spec =
+            output.as_ref().map(|o| o.spec(self.agent.config())).transpose().map_err(AgentError::from)?;
+        let (fingerprint, fingerprint_summary) = self.fingerprint();
+        let now = now_ms();
+        self.journal.create_run(&RunRecord {
+            run_id: run_id.to_owned(),
+            prompt: prompt.to_owned(),
+            fingerprint,
+            fingerprint_summary,
+            status: RunStatus::Running,
+            created_at_ms: now,
+            updated_at_ms: now,
+            output: None,
+        })?;
+        if let Some(previous) = previous {
+            self.journal.append(run_id, &[Entry::Continues { run_id: previous.to_owned() }], None)?;
+        }
+        if let Some(spec) = spec {
+            self.journal.append(run_id, &[Entry::Output { output: spec }], None)?;
+        }
+        self.drive(run_id, events, output).await
+    }
+
+    /// The messages of the conversation that run `last` ends (none for `None`): each run
+    /// of its chain replayed from the journal, oldest first.
+    async fn conversation_through(&self, mut last: Option<String>) -> Result<Vec<Message>, DurableError> {
+        let mut chain = Vec::new();
+        let mut seen = HashSet::new();
+        while let Some(run_id) = last {
+            if !seen.insert(run_id.clone()) {
+                return Err(DurableError::Conversation(format!(
+                    "run {run_id:?} continues its own conversation: the journal is damaged"
+                )));
+            }
+            let (run, entries) = self.load(&run_id)?;
+            if run.status != RunStatus::Completed {
+                return Err(DurableError::Conversation(format!(
+                    "run {run_id:?} is {}: a conversation goes on from a completed turn",
+                    run.status.as_str()
+                )));
+            }
+            last = continues(&entries);
+            chain.push((run, entries));
+        }
+        let mut history = Vec::new();
+        for (run, entries) in chain.into_iter().rev() {
+            let mut steps = JournalSteps::read_only(&run.run_id, self.journal.clone(), &entries);
+            let permissions = self.agent.permissions().session();
+            let output = journaled_output(&steps.replay)?;
+            let start = Start { history, prompt: run.prompt.clone(), limits: None, output, price: None };
+            let state = harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, None).await?;
+            if !state.is_completed() {
+                return Err(DurableError::Conversation(format!(
+                    "run {:?} does not replay to its answer with this agent",
+                    run.run_id
+                )));
+            }
+            history = state.messages;
+        }
+        Ok(history)
+    }
+
+    /// Continues a run from its journal: after a crash, after `approve`/`answer`, or
+    /// after a failure.
+    pub async fn resume(&self, run_id: &str) -> Result<RunResult, DurableError> {
+        self.drive(run_id, None, None).await
+    }
+
+    /// Where the run stands. The usage is rebuilt from the journal: every response's
+    /// (priced with this runtime's agent's price, if it has one), the specialists' usage
+    /// recorded with their calls, and the calls with a result; a run stopped at a limit
+    /// reports the usage it had there.
+    pub fn status(&self, run_id: &str) -> Result<RunReport, DurableError> {
+        let (run, entries) = self.load(run_id)?;
+        let replay = Replay::new(&entries);
+        let price = self.agent.price();
+        let mut usage = Usage::default();
+        for response in replay.responses.values() {
+            if let Some(u) =
+                response.get("usage").and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok())
+            {
+                let cost_usd = price.map(|p| p.cost(&u));
+                usage += Usage { requests: 0, tool_calls: 0, cost_usd, ..u };
+            }
+            usage.requests += 1;
+        }
+        for spent in replay.usage.values() {
+            usage += spent.values().copied().sum::<Usage>();
+        }
+        usage.tool_calls += replay.results.len() as u64;
+        let limit = match (run.status, replay.limit) {
+            (RunStatus::LimitReached, Some((limit, at))) => {
+                usage = at;
+                Some(limit)
+            }
+            _ => None,
+        };
+        let output = if run.status == RunStatus::Completed {
+            run.output.clone().unwrap_or_default()
+        } else {
+            String::new()
+        };
+        // A typed run's answer is its output, as JSON.
+        let value = match replay.output {
+            Some(_) if run.status == RunStatus::Completed => serde_json::from_str(&output).ok(),
+            _ => None,
+        };
+        let state = RunState {
+            run_id: Some(run.run_id.clone()),
+            status: run.status,
+            output,
+            value,
+            usage,
+            limit,
+            turns: replay.responses.len() as u32,
+            needs_input: if run.status == RunStatus::NeedsInput { replay.paused.clone() } else { Vec::new() },
+            error: if run.status == RunStatus::Failed { run.output.clone() } else { None },
+            ..RunState::default()
+        };
+        Ok(RunReport { calls: replay.results.len(), state, run })
+    }
+
+    /// Records a decision on an ASK call the run is waiting on. Then `resume` it (from
+    /// this process or another).
+    pub fn approve(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<(), DurableError> {
+        let pending = self.awaited(run_id, call_id, NeedsInputKind::Approval)?;
+        let arguments_hash = Some(arguments_hash(&pending.arguments));
+        self.journal.append(
+            run_id,
+            &[Entry::Approval { call_id: call_id.to_owned(), tool: pending.tool, decision, arguments_hash }],
+            None,
+        )?;
+        Ok(())
+    }
+
+    /// Answers whether a `manual` call whose outcome was unknown took effect; the text
+    /// becomes the call's result for the model. Then `resume` the run.
+    pub fn answer(&self, run_id: &str, call_id: &str, text: &str) -> Result<(), DurableError> {
+        self.awaited(run_id, call_id, NeedsInputKind::Outcome)?;
+        self.journal.append(
+            run_id,
+            &[Entry::Answer { call_id: call_id.to_owned(), text: text.to_owned() }],
+            None,
+        )?;
+        Ok(())
+    }
+
+    fn awaited(&self, run_id: &str, call_id: &str, kind: NeedsInputKind) -> Result<NeedsInput, DurableError> {
+        let (run, entries) = self.load(run_id)?;
+        let state = Replay::new(&entries);
+        let waiting: Vec<&NeedsInput> =
+            if run.status == RunStatus::NeedsInput { state.paused.iter().collect() } else { Vec::new() };
+        if let Some(n) = waiting.iter().find(|n| n.call_id == call_id && n.kind == kind) {
+            return Ok((*n).clone());
+        }
+        let waiting: Vec<NeedsInput> = waiting.into_iter().cloned().collect();
+        Err(not_awaited(run_id, call_id, kind, &waiting, run.status))
+    }
+
+    fn load(&self, run_id: &str) -> Result<(RunRecord, Vec<JournalEntry>), DurableError> {
+        Ok(self.journal.load_run(run_id)?.ok_or_else(|| JournalError::NoSuchRun(run_id.to_owned()))?)
+    }
+
+    async fn drive(
+        &self,
+        run_id: &str,
+        events: Option<Events>,
+        output: Option<Output>,
+    ) -> Result<RunResult, DurableError> {
+        // One driver at a time: a second `resume` while this one runs would run the
+        // same calls again.
+        let _lock = self.journal.lock_run(run_id)?;
+        let (run, entries) = self.load(run_id)?;
+        if run.status == RunStatus::Completed {
+            return Err(DurableError::Completed(run_id.to_owned()));
+        }
+        let (fingerprint, summary) = self.fingerprint();
+        if fingerprint != run.fingerprint {
+            return Err(DurableError::Mismatch {
+                run_id: run_id.to_owned(),
+                was: run.fingerprint_summary,
+                now: summary,
+            });
+        }
+        self.agent.check_tool_choice()?;
+        // The run's `invoke_agent` span, as for a direct run, with the run id; a resumed
+        // run (one with a journal to replay) says so.
+        let span = spans::invoke_agent(&self.agent);
+        if !span.is_disabled() {
+            span.record("harnessx.run_id", run_id);
+            if !entries.is_empty() {
+                span.record("harnessx.replayed", true);
+            }
+        }
+        let outcome =
+            self.drive_journaled(&run, &entries, events.as_ref(), output).instrument(span.clone()).await;
+        match &outcome {
+            Ok(result) => spans::record_result(&span, result),
+            Err(DurableError::Agent(e)) => spans::record_error(&span, spans::agent_error_type(e), e),
+            Err(e) => spans::record_error(&span, durable_error_type(e), e),
+        }
+        if let Err(DurableError::Agent(e)) = &outcome {
+            // Best effort: the run stays resumable whatever happens here.
+            let _ = self.journal.append(
+                run_id,
+                &[Entry::Failed { error: e.to_string() }],
+                Some((RunStatus::Failed, Some(e.to_string()))),
+            );
+        }
+        outcome
+    }
+
+    async fn drive_journaled(
+        &self,
+        run: &RunRecord,
+        entries: &[JournalEntry],
+        events: Option<&Events>,
+        output: Option<Output>,
+    ) -> Result<RunResult, DurableError> {
+        let replay = Replay::new(entries);
+        // The journaled output, or the caller's when it is the same (with its decoding
+        // check).
+        let output = match (output, journaled_output(&replay)?) {
+            (Some(given), Some(_)) => {
+                let (now, was) = (given.spec(self.agent.config()), replay.output.clone());
+                if now.as_ref().ok() != was.as_ref() {
+                    return Err(DurableError::Mismatch {
+                        run_id: run.run_id.clone(),
+                        was: format!("the output {}", describe_output(was.as_ref())),
+                        now: format!("the output {}", describe_output(now.ok().as_ref())),
+                    });
+                }
+                Some(given)
+            }
+            (Some(_), None) => {
+                return Err(DurableError::Mismatch {
+                    run_id: run.run_id.clone(),
+                    was: "no output schema".into(),
+                    now: "an output schema".into(),
+                });
+            }
+            (None, journaled) => journaled,
+        };
+        // The run's own manager: its session grants belong to the run, rebuilt from the
+        // journaled decisions.
+        let permissions = self.agent.permissions().session();
+        for tool in &replay.session_grants {
+            permissions.grant_session(tool.clone());
+        }
+        let history = self.conversation_through(replay.continues.clone()).await?;
+        let mut steps = JournalSteps {
+            run_id: run.run_id.clone(),
+            journal: self.journal.clone(),
+            replay,
+            pending: Vec::new(),
+            read_only: false,
+        };
+        let start = Start { history, prompt: run.prompt.clone(), limits: None, output, price: None };
+        harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
+    }
+}
+
+/// The output a run's journal says it must answer.
+fn journaled_output(replay: &Replay) -> Result<Option<Output>, DurableError> {
+    replay
+        .output
+        .as_ref()
+        .map(|spec| Output::from_spec(spec).map_err(|e| DurableError::Agent(e.into())))
+        .transpose()
+}
+
+/// An output as [`DurableError::Mismatch`] names it.
+fn describe_output(spec: Option<&OutputSpec>) -> String {
+    match spec {
+        Some(spec) => format!("schema {} in mode {} with {} retries", spec.schema, spec.mode, spec.retries),
+        None => "none".into(),
+    }
+}
