@@ -87,3 +87,65 @@ pub(crate) fn not_awaited(
     };
     DurableError::NotAwaited { run_id: run_id.to_owned(), call_id: call_id.to_owned(), what, waiting }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn need(kind: NeedsInputKind, call_id: &str) -> NeedsInput {
+        NeedsInput {
+            kind,
+            call_id: call_id.into(),
+            tool: "write_file".into(),
+            arguments: "{}".into(),
+            reason: "asks".into(),
+        }
+    }
+
+    #[test]
+    fn not_awaited_lists_what_the_run_waits_for_instead() {
+        let waiting = [need(NeedsInputKind::Approval, "c1"), need(NeedsInputKind::Outcome, "c2")];
+        let error = not_awaited("r1", "c9", NeedsInputKind::Approval, &waiting, RunStatus::NeedsInput);
+        assert_eq!(
+            error.to_string(),
+            r#"run "r1" is not waiting for an approval of call "c9"; it waits for: approval of "c1", answer of "c2""#
+        );
+    }
+
+    #[test]
+    fn not_awaited_of_a_run_waiting_for_nothing_says_where_it_stands() {
+        let error = not_awaited("r1", "c1", NeedsInputKind::Outcome, &[], RunStatus::Completed);
+        assert_eq!(
+            error.to_string(),
+            r#"run "r1" is not waiting for an answer of call "c1" (it is completed)"#
+        );
+        assert!(matches!(error, DurableError::NotAwaited { what: "an answer", .. }));
+    }
+
+    #[test]
+    fn each_failure_outside_the_agent_has_its_own_error_type() {
+        let errors = [
+            (DurableError::Journal(JournalError::NoSuchRun("r".into())), "journal"),
+            (DurableError::Mismatch { run_id: "r".into(), was: "a".into(), now: "b".into() }, "mismatch"),
+            (not_awaited("r", "c", NeedsInputKind::Approval, &[], RunStatus::Running), "not_awaited"),
+            (DurableError::Completed("r".into()), "completed"),
+            (DurableError::Cluster("down".into()), "cluster"),
+            (DurableError::Conversation("broken".into()), "conversation"),
+        ];
+        for (error, kind) in errors {
+            assert_eq!(durable_error_type(&error), kind, "{error}");
+        }
+    }
+
+    #[test]
+    fn a_mismatch_names_both_sides_and_what_to_do() {
+        let error =
+            DurableError::Mismatch { run_id: "r1".into(), was: "tools [a]".into(), now: "tools [b]".into() };
+        let text = error.to_string();
+        assert!(
+            text.starts_with(r#"run "r1" was started with tools [a]; this agent has tools [b]."#),
+            "{text}"
+        );
+        assert!(text.contains("or start a new run"), "{text}");
+    }
+}

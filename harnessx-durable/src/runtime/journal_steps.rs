@@ -349,3 +349,165 @@ impl Steps for JournalSteps {
         self.commit(vec![entry], Some((RunStatus::Completed, Some(output.to_owned()))))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::journal::RunRecord;
+    use crate::memory::MemoryJournal;
+
+    fn journal() -> Arc<dyn JournalStore> {
+        let journal = MemoryJournal::new();
+        journal
+            .create_run(&RunRecord {
+                run_id: "r".into(),
+                prompt: "p".into(),
+                fingerprint: String::new(),
+                fingerprint_summary: String::new(),
+                status: RunStatus::Running,
+                created_at_ms: 0,
+                updated_at_ms: 0,
+                output: None,
+            })
+            .unwrap();
+        Arc::new(journal)
+    }
+
+    fn steps(journal: &Arc<dyn JournalStore>, entries: Vec<Entry>, read_only: bool) -> JournalSteps {
+        let entries: Vec<JournalEntry> =
+            entries.into_iter().zip(1..).map(|(entry, seq)| JournalEntry { seq, at_ms: 0, entry }).collect();
+        let mut steps = JournalSteps::read_only("r", journal.clone(), &entries);
+        steps.read_only = read_only;
+        steps
+    }
+
+    fn start(call_id: &str) -> Entry {
+        Entry::CallStart {
+            turn: 1,
+            call_id: call_id.into(),
+            tool: "t".into(),
+            replay: "manual".into(),
+            idempotency_key: format!("r/{call_id}"),
+        }
+    }
+
+    fn committed(journal: &Arc<dyn JournalStore>) -> (RunStatus, Vec<Entry>) {
+        let (run, entries) = journal.load_run("r").unwrap().unwrap();
+        (run.status, entries.into_iter().map(|e| e.entry).collect())
+    }
+
+    #[test]
+    fn a_result_beats_an_answer_and_an_answer_beats_a_bare_start() {
+        let result = ToolResult::error("c1", "t", "failed");
+        let journal = journal();
+        let steps = steps(
+            &journal,
+            vec![
+                start("c1"),
+                Entry::CallResult {
+                    turn: 1,
+                    result: result.clone(),
+                    timed_out: false,
+                    usage: UsageByModel::new(),
+                },
+                start("c2"),
+                Entry::Answer { call_id: "c2".into(), text: "it was sent".into() },
+                start("c3"),
+            ],
+            false,
+        );
+        assert_eq!(steps.recorded("c1"), Recorded::Result(&result));
+        assert_eq!(steps.recorded("c2"), Recorded::Answer("it was sent"));
+        assert_eq!(steps.recorded("c3"), Recorded::Started);
+        assert_eq!(steps.recorded("c4"), Recorded::Nothing);
+    }
+
+    #[test]
+    fn a_recorded_decision_holds_only_for_the_arguments_it_was_made_on() {
+        let arguments = r#"{"path":"a.txt"}"#;
+        let journal = journal();
+        let steps = steps(
+            &journal,
+            vec![
+                Entry::Approval {
+                    call_id: "c1".into(),
+                    tool: "write".into(),
+                    decision: ApprovalDecision::Approve,
+                    arguments_hash: Some(arguments_hash(arguments)),
+                },
+                Entry::Approval {
+                    call_id: "c2".into(),
+                    tool: "write".into(),
+                    decision: ApprovalDecision::Approve,
+                    arguments_hash: None,
+                },
+            ],
+            false,
+        );
+        assert_eq!(steps.recorded_decision("c1", arguments), Some(ApprovalDecision::Approve));
+        assert_eq!(steps.recorded_decision("c1", r#"{"path":"b.txt"}"#), None, "other arguments");
+        assert_eq!(steps.recorded_decision("c2", arguments), None, "bound to no arguments");
+    }
+
+    #[test]
+    fn settled_results_go_in_the_next_commit_with_its_entries_and_status() {
+        let journal = journal();
+        let mut steps = steps(&journal, Vec::new(), false);
+        let denied = ToolResult::error("c1", "t", "Permission denied");
+        steps.record(1, &denied);
+        assert!(committed(&journal).1.is_empty(), "nothing written before the commit");
+        steps.commit(vec![start("c2")], Some((RunStatus::Running, None))).unwrap();
+        let (status, entries) = committed(&journal);
+        assert_eq!(status, RunStatus::Running);
+        assert_eq!(
+            entries,
+            [
+                Entry::CallResult { turn: 1, result: denied, timed_out: false, usage: UsageByModel::new() },
+                start("c2")
+            ]
+        );
+        // An empty commit with no status writes nothing.
+        steps.commit(Vec::new(), None).unwrap();
+        assert_eq!(committed(&journal).1.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_read_only_replay_writes_nothing_and_refuses_what_is_not_journaled() {
+        let journal = journal();
+        let mut steps = steps(&journal, Vec::new(), true);
+        steps.record(1, &ToolResult::error("c1", "t", "no"));
+        steps.commit(vec![start("c1")], Some((RunStatus::Completed, Some("x".into())))).unwrap();
+        assert_eq!(committed(&journal), (RunStatus::Running, Vec::new()));
+        let need = NeedsInput {
+            kind: harnessx_agent::NeedsInputKind::Approval,
+            call_id: "c1".into(),
+            tool: "t".into(),
+            arguments: "{}".into(),
+            reason: "asks".into(),
+        };
+        let error = steps.pause(1, &[need]).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"run "r" does not replay from its journal (an answer it waited for is not journaled)"#
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pause_is_committed_with_what_it_waits_for_and_the_runs_status() {
+        let journal = journal();
+        let mut steps = steps(&journal, Vec::new(), false);
+        let need = NeedsInput {
+            kind: harnessx_agent::NeedsInputKind::Outcome,
+            call_id: "c1".into(),
+            tool: "t".into(),
+            arguments: "{}".into(),
+            reason: "unknown".into(),
+        };
+        assert!(!steps.pause(1, std::slice::from_ref(&need)).await.unwrap(), "a journal's run stops");
+        let (status, entries) = committed(&journal);
+        assert_eq!(status, RunStatus::NeedsInput);
+        assert_eq!(entries, [Entry::Paused { needs_input: json!([need]) }]);
+    }
+}

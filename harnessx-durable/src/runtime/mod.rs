@@ -517,3 +517,60 @@ fn describe_output(spec: Option<&OutputSpec>) -> String {
         None => "none".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use harnessx_agent::Limit;
+    use serde_json::json;
+
+    use super::*;
+
+    fn report(status: RunStatus, limit: Option<Limit>) -> RunReport {
+        let run = RunRecord {
+            run_id: "r1".into(),
+            prompt: "p".into(),
+            fingerprint: "f".into(),
+            fingerprint_summary: "s".into(),
+            status,
+            created_at_ms: 1,
+            updated_at_ms: 2,
+            output: None,
+        };
+        let state = RunState {
+            status,
+            turns: 3,
+            limit,
+            usage: Usage { requests: 3, tool_calls: 2, ..Usage::default() },
+            ..RunState::default()
+        };
+        RunReport { run, state, calls: 2 }
+    }
+
+    #[test]
+    fn a_report_serialises_as_runs_show_has_always_printed_it() {
+        let value = serde_json::to_value(report(RunStatus::Completed, None)).unwrap();
+        let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["run", "turns", "calls", "needs_input", "usage"]);
+        assert_eq!(
+            (&value["run"]["run_id"], &value["turns"], &value["calls"]),
+            (&json!("r1"), &json!(3), &json!(2))
+        );
+        assert_eq!(value["usage"]["tool_calls"], 2);
+        assert_eq!(value["needs_input"], json!([]));
+    }
+
+    #[test]
+    fn a_report_of_a_run_stopped_at_a_limit_names_it() {
+        let value = serde_json::to_value(report(RunStatus::LimitReached, Some(Limit::ToolCalls))).unwrap();
+        assert_eq!(value["limit"], "tool_calls");
+    }
+
+    #[test]
+    fn a_mismatched_output_is_described_by_its_schema_mode_and_retries() {
+        assert_eq!(describe_output(None), "none");
+        let spec: OutputSpec =
+            serde_json::from_value(json!({"schema": {"type": "integer"}, "mode": "tool", "retries": 2}))
+                .unwrap();
+        assert_eq!(describe_output(Some(&spec)), r#"schema {"type":"integer"} in mode tool with 2 retries"#);
+    }
+}

@@ -94,3 +94,129 @@ impl Replay {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use harnessx_agent::NeedsInputKind;
+    use serde_json::json;
+
+    use super::*;
+
+    fn at(seq: u64, entry: Entry) -> JournalEntry {
+        JournalEntry { seq, at_ms: 0, entry }
+    }
+
+    fn read(entries: Vec<Entry>) -> Replay {
+        let entries: Vec<JournalEntry> = entries.into_iter().zip(1..).map(|(e, seq)| at(seq, e)).collect();
+        Replay::new(&entries)
+    }
+
+    #[test]
+    fn responses_starts_and_results_are_indexed_by_turn_and_call() {
+        let mut spent = UsageByModel::new();
+        spent.insert("sub".into(), Usage { input_tokens: 7, ..Usage::default() });
+        let replay = read(vec![
+            Entry::ModelResponse { turn: 1, response: json!({"content": "one"}) },
+            Entry::CallStart {
+                turn: 1,
+                call_id: "c1".into(),
+                tool: "t".into(),
+                replay: "safe".into(),
+                idempotency_key: "r/c1".into(),
+            },
+            Entry::CallStart {
+                turn: 1,
+                call_id: "c2".into(),
+                tool: "t".into(),
+                replay: "manual".into(),
+                idempotency_key: "r/c2".into(),
+            },
+            Entry::CallResult {
+                turn: 1,
+                result: ToolResult::error("c1", "t", "no"),
+                timed_out: false,
+                usage: spent.clone(),
+            },
+            Entry::ModelResponse { turn: 2, response: json!({"content": "two"}) },
+        ]);
+        assert_eq!(replay.responses.len(), 2);
+        assert_eq!(replay.responses[&2]["content"], "two");
+        assert_eq!(replay.started, HashSet::from(["c1".to_owned(), "c2".to_owned()]));
+        assert_eq!(replay.results.keys().collect::<Vec<_>>(), ["c1"], "c2 started and has no result");
+        assert_eq!(replay.usage.get("c1"), Some(&spent));
+    }
+
+    #[test]
+    fn a_session_grant_is_rebuilt_only_from_a_decision_bound_to_its_arguments() {
+        let replay = read(vec![
+            Entry::Approval {
+                call_id: "c1".into(),
+                tool: "write".into(),
+                decision: ApprovalDecision::ApproveForSession,
+                arguments_hash: Some("h1".into()),
+            },
+            // A decision from before decisions were bound to arguments grants nothing.
+            Entry::Approval {
+                call_id: "c2".into(),
+                tool: "delete".into(),
+                decision: ApprovalDecision::ApproveForSession,
+                arguments_hash: None,
+            },
+            Entry::Approval {
+                call_id: "c3".into(),
+                tool: "edit".into(),
+                decision: ApprovalDecision::Approve,
+                arguments_hash: Some("h3".into()),
+            },
+        ]);
+        assert_eq!(replay.session_grants, ["write"]);
+        assert_eq!(replay.decisions.len(), 3);
+        assert_eq!(replay.decisions["c3"], (Some("h3".to_owned()), ApprovalDecision::Approve));
+    }
+
+    #[test]
+    fn the_last_pause_and_the_last_limit_are_what_the_run_waits_on() {
+        let need = |call: &str| json!([{"kind": "approval", "call_id": call, "tool": "t", "arguments": "{}", "reason": "asks"}]);
+        let usage = Usage { requests: 2, ..Usage::default() };
+        let replay = read(vec![
+            Entry::Paused { needs_input: need("c1") },
+            Entry::Answer { call_id: "c0".into(), text: "it was sent".into() },
+            Entry::Paused { needs_input: need("c2") },
+            Entry::LimitReached { limit: Limit::Turns, usage: Usage::default() },
+            Entry::LimitReached { limit: Limit::ToolCalls, usage },
+        ]);
+        assert_eq!(replay.paused.len(), 1);
+        assert_eq!(
+            (replay.paused[0].kind, replay.paused[0].call_id.as_str()),
+            (NeedsInputKind::Approval, "c2")
+        );
+        assert_eq!(replay.answers["c0"], "it was sent");
+        assert_eq!(replay.limit, Some((Limit::ToolCalls, usage)));
+    }
+
+    #[test]
+    fn an_unreadable_pause_waits_for_nothing_rather_than_failing_the_read() {
+        let replay = read(vec![Entry::Paused { needs_input: json!({"not": "a list"}) }]);
+        assert!(replay.paused.is_empty());
+    }
+
+    #[test]
+    fn overflows_summaries_output_and_the_conversation_link_are_kept() {
+        let entries = vec![
+            Entry::Continues { run_id: "r0".into() },
+            Entry::ContextOverflow { turn: 3, message: "too long".into(), limit: Some(100), requested: None },
+            Entry::Compaction { turn: 3, attempt: 1, response: json!({"content": "summary"}) },
+        ];
+        let replay = read(entries.clone());
+        assert_eq!(replay.continues.as_deref(), Some("r0"));
+        assert!(matches!(
+            &replay.overflows[&3],
+            ModelError::ContextWindow { message, limit: Some(100), requested: None } if message == "too long"
+        ));
+        assert_eq!(replay.summaries[&(3, 1)]["content"], "summary");
+        assert!(replay.output.is_none());
+        let journal: Vec<JournalEntry> = entries.into_iter().zip(1..).map(|(e, seq)| at(seq, e)).collect();
+        assert_eq!(continues(&journal).as_deref(), Some("r0"));
+        assert_eq!(continues(&journal[1..]), None);
+    }
+}

@@ -185,3 +185,91 @@ pub struct Answer {
     /// Whether it took effect, and what it did; becomes its result.
     pub text: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_the_reference_vectors() {
+        // From the FNV reference (draft-eastlake-fnv): the empty string, "a", "foobar".
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn a_run_input_is_a_bare_prompt_or_an_object() {
+        let bare: RunInput = serde_json::from_value(json!("Tidy up")).unwrap();
+        assert_eq!(bare.prompt, "Tidy up");
+        assert!(
+            bare.expect.is_none() && bare.limits.is_none() && bare.output.is_none() && bare.price.is_none()
+        );
+
+        let full: RunInput = serde_json::from_value(json!({
+            "prompt": "Tidy up",
+            "expect": {"digest": "00ff", "summary": "tools []"},
+            "limits": {"max_tool_calls": 2},
+            "price": {"input": 1.0, "output": 2.0, "cached_input": 0.5, "cache_write": 1.0},
+        }))
+        .unwrap();
+        assert_eq!(full.expect.map(|e| e.digest).as_deref(), Some("00ff"));
+        assert_eq!(full.limits.and_then(|l| l.max_tool_calls), Some(2));
+        assert_eq!(full.price.map(|p| (p.input, p.output)), Some((1.0, 2.0)));
+        // What the client sends for options it does not set: nulls.
+        let nulls: RunInput = serde_json::from_value(
+            json!({"prompt": "p", "expect": null, "limits": null, "output": null, "price": null}),
+        )
+        .unwrap();
+        assert!(nulls.limits.is_none());
+    }
+
+    #[test]
+    fn a_run_input_that_is_neither_is_refused() {
+        assert!(serde_json::from_value::<RunInput>(json!({"limits": {}})).is_err(), "no prompt");
+        assert!(serde_json::from_value::<RunInput>(json!(42)).is_err());
+    }
+
+    #[test]
+    fn an_executed_call_leaves_out_empty_usage_and_reads_back_the_same() {
+        let executed = Executed {
+            result: ToolResult::error("c1", "t", "outcome unknown"),
+            unknown: Some(Unknown::Interrupted),
+            usage: UsageByModel::new(),
+        };
+        let value = serde_json::to_value(&executed).unwrap();
+        assert_eq!(value.get("usage"), None, "{value}");
+        let back: Executed = serde_json::from_value(value).unwrap();
+        assert_eq!((back.result, back.unknown), (executed.result, executed.unknown));
+    }
+
+    #[test]
+    fn an_invocation_carries_edited_arguments_only_when_a_person_gave_some() {
+        let config = WorkerConfig { digest: "d".into(), summary: "s".into() };
+        let plain = Invocation { call: ToolCall::new("c1", "t", "{}"), config: config.clone(), edited: None };
+        assert_eq!(serde_json::to_value(&plain).unwrap().get("edited"), None);
+        let edited = Invocation { edited: Some(json!({"n": 2})), ..plain };
+        let back: Invocation = serde_json::from_value(serde_json::to_value(&edited).unwrap()).unwrap();
+        assert_eq!((back.call.id.as_str(), back.edited), ("c1", Some(json!({"n": 2}))));
+    }
+
+    #[test]
+    fn approvals_answers_and_limit_stops_keep_their_wire_names() {
+        let approval: Approval =
+            serde_json::from_value(json!({"call_id": "c1", "decision": "approve_for_session"})).unwrap();
+        assert_eq!(approval.decision, ApprovalDecision::ApproveForSession);
+        let answer: Answer = serde_json::from_value(json!({"call_id": "c1", "text": "it was sent"})).unwrap();
+        assert_eq!(answer.text, "it was sent");
+        let stop = LimitStop {
+            key: "limit/1".into(),
+            limit: Limit::ToolCalls,
+            limits: RunLimits { max_tool_calls: Some(2), ..RunLimits::default() },
+            usage: Usage::default(),
+        };
+        let value = serde_json::to_value(&stop).unwrap();
+        assert_eq!((&value["key"], &value["limit"]), (&json!("limit/1"), &json!("tool_calls")));
+        assert_eq!(serde_json::from_value::<LimitStop>(value).unwrap(), stop);
+    }
+}

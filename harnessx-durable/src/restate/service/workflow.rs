@@ -460,3 +460,44 @@ async fn awaited(
     }
     Err(terminal(crate::runtime::not_awaited(ctx.key(), call_id, kind, &open, RunStatus::Running)))
 }
+
+#[cfg(test)]
+mod tests {
+    use harnessx_agent::AgentError;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn each_awaited_call_has_a_promise_of_its_own_per_kind() {
+        assert_eq!(promise_key(NeedsInputKind::Approval, "c1"), "approval/c1");
+        assert_eq!(promise_key(NeedsInputKind::Outcome, "c1"), "outcome/c1");
+        assert_ne!(promise_key(NeedsInputKind::Approval, "c1"), promise_key(NeedsInputKind::Approval, "c2"));
+    }
+
+    #[test]
+    fn a_context_length_refusal_is_journaled_as_a_value_and_read_back_the_same() {
+        let refusal =
+            Answered::Overflow { message: "too long".into(), limit: Some(128_000), requested: None };
+        let value = serde_json::to_value(&refusal).unwrap();
+        assert_eq!(value, json!({"Overflow": {"message": "too long", "limit": 128_000, "requested": null}}));
+        let back: Answered = serde_json::from_value(value).unwrap();
+        assert!(matches!(back, Answered::Overflow { limit: Some(128_000), requested: None, .. }));
+        let response = serde_json::to_value(Answered::Response(ModelResponse::text("hi"))).unwrap();
+        let back: Answered = serde_json::from_value(response).unwrap();
+        assert!(matches!(back, Answered::Response(r) if r.content == "hi"));
+    }
+
+    #[test]
+    fn a_fault_keeps_the_refusal_it_stands_for_so_the_loop_can_compact() {
+        let overflow =
+            ModelError::ContextWindow { message: "too long".into(), limit: None, requested: Some(9) };
+        let fault = Fault::from(AgentError::Model(overflow));
+        assert!(matches!(fault.1, Some(ModelError::ContextWindow { requested: Some(9), .. })));
+        // Any other failure of the agent is terminal and nothing to compact for.
+        let fault = Fault::from(AgentError::UnknownPrice { model: "m".into() });
+        assert!(fault.1.is_none());
+        let fault = Fault::from(TerminalError::new("stop"));
+        assert!(fault.1.is_none());
+    }
+}
