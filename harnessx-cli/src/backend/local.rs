@@ -12,8 +12,12 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use harnessx::ApprovalDecision;
+use harnessx::agent::budget::ModelPrice;
 use harnessx::agent::{Agent, Output, RunLimits, RunResult, RunState, RunStatus};
-use harnessx::durable::{AgentRuntime, DurableError, JournalEntry, RunRecord, RunReport, SqliteJournal};
+use harnessx::durable::{
+    AgentRuntime, DurableError, JournalEntry, ResumeOptions, RunRecord, RunReport, SqliteJournal,
+    StartOptions,
+};
 
 use super::Backend;
 use crate::error::CliError;
@@ -25,6 +29,9 @@ pub(crate) struct Local {
     path: PathBuf,
     /// The run's agent flags, for the printed `resume` command.
     flags: Vec<String>,
+    /// The model's price the command line gives (--price): a run started here keeps it,
+    /// and a resume makes it the run's from then on.
+    price: Option<ModelPrice>,
 }
 
 /// The journal at `path`, created if missing (`run --durable FILE`; its folder must exist).
@@ -54,7 +61,18 @@ impl Local {
             Some(agent) => agent,
             None => Agent::builder().build().map_err(CliError::failed)?,
         };
-        Ok(Self { runtime: AgentRuntime::new(agent, Arc::new(journal)), path: path.to_owned(), flags })
+        Ok(Self {
+            runtime: AgentRuntime::new(agent, Arc::new(journal)),
+            path: path.to_owned(),
+            flags,
+            price: None,
+        })
+    }
+
+    /// A run started or resumed here has this model price (--price) as its own.
+    pub(crate) fn with_price(mut self, price: Option<ModelPrice>) -> Self {
+        self.price = price;
+        self
     }
 
     /// Where the run stands after this process drove it: its journal's state, or failed
@@ -93,14 +111,15 @@ impl Backend for Local {
         run_id: &'a str,
         prompt: &'a str,
         output: Option<Output>,
+        limits: &'a RunLimits,
         _events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>> {
         async move {
             errln!("harnessx: run id {run_id}");
-            let outcome = match output {
-                Some(output) => self.runtime.start_with_output(run_id, prompt, output, None).await,
-                None => self.runtime.start(run_id, prompt).await,
-            };
+            // The run's own limits and price, journaled with it: a resume keeps them.
+            let limits = Some(limits.clone()).filter(|l| !l.is_empty());
+            let options = StartOptions { output, limits, price: self.price };
+            let outcome = self.runtime.start_with(run_id, prompt, options, None).await;
             self.settle(run_id, outcome).await
         }
         .boxed()
@@ -109,12 +128,13 @@ impl Backend for Local {
     fn resume<'a>(
         &'a self,
         run_id: &'a str,
-        // The agent has them: it was built from the same flags.
-        _changes: &'a RunLimits,
+        changes: &'a RunLimits,
         _events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>> {
         async move {
-            let outcome = self.runtime.resume(run_id).await;
+            // Journaled: the run's from now on (those not given keep the run's).
+            let options = ResumeOptions { limits: changes.clone(), price: self.price };
+            let outcome = self.runtime.resume_with(run_id, options, None).await;
             self.settle(run_id, outcome).await
         }
         .boxed()

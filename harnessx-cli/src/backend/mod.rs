@@ -19,13 +19,15 @@ use crate::report::Next;
 /// [`RunState`]; `start` and `resume` return once the run completed, failed or stopped
 /// to wait for input (or, on a backend where a run can be left running, once it is).
 pub(crate) trait Backend {
-    /// Starts run `run_id` on `prompt`; with `output`, a typed run (`--output-schema`).
-    /// `events`: say the run's steps on stderr as they happen, where the backend has them.
+    /// Starts run `run_id` on `prompt`; with `output`, a typed run (`--output-schema`);
+    /// `limits`: the run's own (those set). `events`: say the run's steps on stderr as
+    /// they happen, where the backend has them.
     fn start<'a>(
         &'a self,
         run_id: &'a str,
         prompt: &'a str,
         output: Option<Output>,
+        limits: &'a RunLimits,
         events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>>;
 

@@ -66,7 +66,9 @@ impl Place {
             (None, Some(path)) => {
                 let journal = local::existing(path)?;
                 let built = build_agent(agent, true, Approvals::here(agent.yes)).await?;
-                Ok(Box::new(Local::new(path, journal, Some(built), agent.to_flags())?))
+                Ok(Box::new(
+                    Local::new(path, journal, Some(built), agent.to_flags())?.with_price(agent.price),
+                ))
             }
             (None, None) => unreachable!("clap requires --durable without --restate"),
         }

@@ -79,6 +79,8 @@ impl Backend for Restate {
         run_id: &'a str,
         prompt: &'a str,
         output: Option<Output>,
+        // Given to `with_limits` already.
+        _limits: &'a RunLimits,
         events: bool,
     ) -> BoxFuture<'a, Result<RunState, CliError>> {
         async move {

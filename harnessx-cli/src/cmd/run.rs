@@ -69,7 +69,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             .with_limits(limits)
             .with_price(args.agent.price);
         let run_id = run_id(args.run_id)?;
-        return durable(&backend, &run_id, &args.prompt, output, args.json).await;
+        return durable(&backend, &run_id, &args.prompt, output, &RunLimits::default(), args.json).await;
     }
     if args.run_id.is_some() && args.durable.is_none() {
         return Err(CliError::Usage("--run-id needs --durable FILE or --restate URL".into()));
@@ -85,8 +85,10 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 return Err(e);
             }
         };
-        let backend = Local::new(path, journal, Some(agent), args.agent.to_flags())?;
-        return durable(&backend, &run_id, &args.prompt, output, args.json).await;
+        let backend =
+            Local::new(path, journal, Some(agent), args.agent.to_flags())?.with_price(args.agent.price);
+        let limits = args.agent.limit_changes();
+        return durable(&backend, &run_id, &args.prompt, output, &limits, args.json).await;
     }
     let agent = build_agent(&args.agent, !args.no_stream, approvals).await?;
     let mut shown = Shown::new(args.json).with_limits(args.agent.run_limits());
@@ -124,9 +126,10 @@ async fn durable(
     run_id: &str,
     prompt: &str,
     output: Option<Output>,
+    limits: &RunLimits,
     json: bool,
 ) -> Result<ExitCode, CliError> {
-    let state = backend.start(run_id, prompt, output, !json).await?;
+    let state = backend.start(run_id, prompt, output, limits, !json).await?;
     Ok(report::print(&state, &backend.next(), json))
 }
 

@@ -176,7 +176,35 @@ fn summary(entry: &Entry) -> (&'static str, String) {
         Entry::Final { output } => ("final", one_line(output, 80)),
         Entry::Failed { error } => ("failed", one_line(error, 80)),
         Entry::Continues { run_id } => ("continues", format!("the conversation of run {run_id}")),
+        Entry::Limits { limits, price } => ("limits", limits_summary(limits, price.as_ref())),
     }
+}
+
+/// A run's own limits and price as `runs show` prints them: the flags that give them.
+fn limits_summary(
+    limits: &harnessx::agent::RunLimits,
+    price: Option<&harnessx::agent::ModelPrice>,
+) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(n) = limits.max_turns {
+        parts.push(format!("--max-turns {n}"));
+    }
+    if let Some(n) = limits.max_tool_calls {
+        parts.push(format!("--max-tool-calls {n}"));
+    }
+    if let Some(n) = limits.max_tokens {
+        parts.push(format!("--max-tokens {n}"));
+    }
+    if let Some(usd) = limits.max_cost_usd {
+        parts.push(format!("--max-cost-usd {usd}"));
+    }
+    for (tool, n) in &limits.max_calls_per_tool {
+        parts.push(format!("{tool} at most {n} calls"));
+    }
+    if let Some(p) = price {
+        parts.push(format!("--price {},{},{}", p.input, p.output, p.cached_input));
+    }
+    parts.join(" ")
 }
 
 /// Milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM:SSZ` (UTC).

@@ -35,6 +35,7 @@ use replay::{Replay, continues};
 
 use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
 use crate::memory::{MemoryJournal, now_ms};
+use crate::runs::{ResumeOptions, StartOptions};
 use crate::sqlite::SqliteJournal;
 
 /// Where a run stands, as [`AgentRuntime::status`] reports it: the journal's header and
@@ -140,7 +141,23 @@ impl AgentRuntime {
         output: Output,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
-        self.start_run(run_id, prompt, None, Some(output), events).await
+        let options = StartOptions { output: Some(output), ..StartOptions::default() };
+        self.start_run(run_id, prompt, None, options, events).await
+    }
+
+    /// Starts a run with what [`StartOptions`] says besides its prompt: a typed run's
+    /// output, and the run's own limits and model price, which are journaled with it and
+    /// hold on every resume, whichever agent resumes it (a resume changes them with
+    /// [`resume_with`](Self::resume_with)). `events` as for
+    /// [`start_with_events`](Self::start_with_events).
+    pub async fn start_with(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        options: StartOptions,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        self.start_run(run_id, prompt, None, options, events).await
     }
 
     /// Starts a run that must answer with a `T` ([`start_with_output`](Self::start_with_output)
@@ -162,7 +179,7 @@ impl AgentRuntime {
         output: Output,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
-        self.drive(run_id, events, Some(output)).await
+        self.drive(run_id, events, Some(output), None).await
     }
 
     /// [`start`](Self::start), sending the run's [`AgentEvent`](harnessx_agent::AgentEvent)s
@@ -180,7 +197,7 @@ impl AgentRuntime {
     /// [`resume`](Self::resume), sending the events of what runs now (a replayed step
     /// sends none) to `events`.
     pub async fn resume_with_events(&self, run_id: &str, events: Events) -> Result<RunResult, DurableError> {
-        self.drive(run_id, Some(events), None).await
+        self.drive(run_id, Some(events), None, None).await
     }
 
     /// Starts run `run_id` as the next turn of a conversation: the model sees the
@@ -203,7 +220,7 @@ impl AgentRuntime {
                 run.status.as_str()
             )));
         }
-        self.start_run(run_id, prompt, Some(previous), None, events).await
+        self.start_run(run_id, prompt, Some(previous), StartOptions::default(), events).await
     }
 
     /// The messages of run `run_id` (completed) from the first turn of its conversation
@@ -220,7 +237,7 @@ impl AgentRuntime {
         prompt: &str,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
-        self.start_run(run_id, prompt, None, None, events).await
+        self.start_run(run_id, prompt, None, StartOptions::default(), events).await
     }
 
     async fn start_run(
@@ -228,9 +245,10 @@ impl AgentRuntime {
         run_id: &str,
         prompt: &str,
         previous: Option<&str>,
-        output: Option<Output>,
+        options: StartOptions,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
+        let StartOptions { output, limits, price } = options;
         // A tool choice that names no registered tool journals nothing.
         self.agent.check_tool_choice()?;
         // Nor does an output schema that cannot be used.
@@ -254,7 +272,11 @@ impl AgentRuntime {
         if let Some(spec) = spec {
             self.journal.append(run_id, &[Entry::Output { output: spec }], None)?;
         }
-        self.drive(run_id, events, output).await
+        if limits.is_some() || price.is_some() {
+            let entry = Entry::Limits { limits: limits.unwrap_or_default(), price };
+            self.journal.append(run_id, &[entry], None)?;
+        }
+        self.drive(run_id, events, output, None).await
     }
 
     /// The messages of the conversation that run `last` ends (none for `None`): each run
@@ -283,7 +305,8 @@ impl AgentRuntime {
             let mut steps = JournalSteps::read_only(&run.run_id, self.journal.clone(), &entries);
             let permissions = self.agent.permissions().session();
             let output = journaled_output(&steps.replay)?;
-            let start = Start { history, prompt: run.prompt.clone(), limits: None, output, price: None };
+            let (limits, price) = (steps.replay.limits.clone(), steps.replay.price);
+            let start = Start { history, prompt: run.prompt.clone(), limits, output, price };
             let state = harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, None).await?;
             if !state.is_completed() {
                 return Err(DurableError::Conversation(format!(
@@ -299,17 +322,32 @@ impl AgentRuntime {
     /// Continues a run from its journal: after a crash, after `approve`/`answer`, or
     /// after a failure.
     pub async fn resume(&self, run_id: &str) -> Result<RunResult, DurableError> {
-        self.drive(run_id, None, None).await
+        self.drive(run_id, None, None, None).await
+    }
+
+    /// [`resume`](Self::resume) with the changes `options` makes to the run's limits and
+    /// price: journaled first (once the run is known to be resumable), they are the
+    /// run's from then on, so a later plain `resume` keeps them. `events` as for
+    /// [`resume_with_events`](Self::resume_with_events).
+    pub async fn resume_with(
+        &self,
+        run_id: &str,
+        options: ResumeOptions,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        let changes =
+            (!options.is_empty()).then(|| Entry::Limits { limits: options.limits, price: options.price });
+        self.drive(run_id, events, None, changes).await
     }
 
     /// Where the run stands. The usage is rebuilt from the journal: every response's
-    /// (priced with this runtime's agent's price, if it has one), the specialists' usage
+    /// (priced at the run's own price, else this runtime's agent's, if either is known), the specialists' usage
     /// recorded with their calls, and the calls with a result; a run stopped at a limit
     /// reports the usage it had there.
     pub fn status(&self, run_id: &str) -> Result<RunReport, DurableError> {
         let (run, entries) = self.load(run_id)?;
         let replay = Replay::new(&entries);
-        let price = self.agent.price();
+        let price = replay.price.or_else(|| self.agent.price());
         let mut usage = Usage::default();
         for response in replay.responses.values() {
             if let Some(u) =
@@ -407,6 +445,7 @@ impl AgentRuntime {
         run_id: &str,
         events: Option<Events>,
         output: Option<Output>,
+        changes: Option<Entry>,
     ) -> Result<RunResult, DurableError> {
         // One driver at a time: a second `resume` while this one runs would run the
         // same calls again.
@@ -424,12 +463,20 @@ impl AgentRuntime {
             });
         }
         self.agent.check_tool_choice()?;
+        // A resume's changes to the run's limits and price, journaled before they apply.
+        let (run, entries) = match changes {
+            Some(entry) => {
+                self.journal.append(run_id, &[entry], None)?;
+                self.load(run_id)?
+            }
+            None => (run, entries),
+        };
         // The run's `invoke_agent` span, as for a direct run, with the run id; a resumed
-        // run (one with a journal to replay) says so.
+        // run (one with a journal to replay) says so. (Its own limits are not a step.)
         let span = spans::invoke_agent(&self.agent);
         if !span.is_disabled() {
             span.record("harnessx.run_id", run_id);
-            if !entries.is_empty() {
+            if entries.iter().any(|e| !matches!(e.entry, Entry::Limits { .. })) {
                 span.record("harnessx.replayed", true);
             }
         }
@@ -496,7 +543,9 @@ impl AgentRuntime {
             pending: Vec::new(),
             read_only: false,
         };
-        let start = Start { history, prompt: run.prompt.clone(), limits: None, output, price: None };
+        // The run's own limits and price, where it has some; the agent's otherwise.
+        let (limits, price) = (steps.replay.limits.clone(), steps.replay.price);
+        let start = Start { history, prompt: run.prompt.clone(), limits, output, price };
         harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
     }
 }

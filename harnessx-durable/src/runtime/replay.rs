@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use harnessx_agent::NeedsInput;
-use harnessx_agent::budget::{Limit, UsageByModel};
+use harnessx_agent::budget::{Limit, ModelPrice, RunLimits, UsageByModel};
 use harnessx_agent::model::{ModelError, Usage};
 use harnessx_agent::output::OutputSpec;
 use harnessx_core::{ApprovalDecision, ToolResult};
@@ -35,6 +35,10 @@ pub(super) struct Replay {
     pub(super) limit: Option<(Limit, Usage)>,
     /// What a typed run must answer.
     pub(super) output: Option<OutputSpec>,
+    /// The run's own limits (those set replace the agent's), when it was given some.
+    pub(super) limits: Option<RunLimits>,
+    /// The run's own model price, when it was given one.
+    pub(super) price: Option<ModelPrice>,
 }
 
 /// The run a run's journal says it continues.
@@ -88,6 +92,12 @@ impl Replay {
                 }
                 Entry::LimitReached { limit, usage } => s.limit = Some((*limit, *usage)),
                 Entry::Output { output } => s.output = Some(output.clone()),
+                Entry::Limits { limits, price } => {
+                    s.limits = Some(s.limits.take().unwrap_or_default().with(limits));
+                    if price.is_some() {
+                        s.price = *price;
+                    }
+                }
                 Entry::Final { .. } | Entry::Failed { .. } => {}
             }
         }
@@ -192,6 +202,27 @@ mod tests {
         );
         assert_eq!(replay.answers["c0"], "it was sent");
         assert_eq!(replay.limit, Some((Limit::ToolCalls, usage)));
+    }
+
+    #[test]
+    fn the_runs_own_limits_are_each_entrys_changes_over_the_last_and_its_price_the_last_given() {
+        assert_eq!((read(Vec::new()).limits, read(Vec::new()).price), (None, None), "the agent's");
+        let (cheap, dear) = (ModelPrice::new(1.0, 2.0), ModelPrice::new(3.0, 4.0));
+        let limits = |calls: Option<u64>, tokens: Option<u64>| RunLimits {
+            max_tool_calls: calls,
+            max_tokens: tokens,
+            ..RunLimits::default()
+        };
+        let replay = read(vec![
+            Entry::Limits { limits: limits(Some(1), Some(100)), price: Some(cheap) },
+            Entry::Limits { limits: limits(Some(5), None), price: None },
+        ]);
+        assert_eq!((replay.limits, replay.price), (Some(limits(Some(5), Some(100))), Some(cheap)));
+        let replay = read(vec![
+            Entry::Limits { limits: limits(Some(1), None), price: Some(cheap) },
+            Entry::Limits { limits: RunLimits::default(), price: Some(dear) },
+        ]);
+        assert_eq!((replay.limits, replay.price), (Some(limits(Some(1), None)), Some(dear)));
     }
 
     #[test]
