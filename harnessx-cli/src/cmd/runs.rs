@@ -39,7 +39,7 @@ pub(crate) enum RunsCommand {
 pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
     match command {
         RunsCommand::List { place, json } => {
-            let runs = place.open()?.list()?;
+            let runs = place.journal("list")?.journal().list_runs().map_err(CliError::failed)?;
             if json {
                 outln!("{}", serde_json::to_string(&runs).map_err(CliError::failed)?);
             } else {
@@ -49,7 +49,12 @@ pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
             }
         }
         RunsCommand::Show { run_id, place, json } => {
-            let (report, entries) = place.open()?.show(&run_id)?;
+            let runtime = place.journal("show")?;
+            let report = runtime.status(&run_id).map_err(CliError::failed)?;
+            let entries = match runtime.journal().load_run(&run_id).map_err(CliError::failed)? {
+                Some((_, entries)) => entries,
+                None => Vec::new(), // removed since `status` read it
+            };
             if json {
                 outln!("{}", json!({"report": report, "entries": entries}));
             } else {

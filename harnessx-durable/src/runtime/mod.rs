@@ -7,6 +7,7 @@
 //! - `journal_steps`: the steps of a journaled run, the seam the one loop calls;
 //! - `group_commit`: call results committed as they finish, several to a commit.
 
+mod durable_runs;
 mod error;
 mod fingerprint;
 mod group_commit;
@@ -248,7 +249,7 @@ impl AgentRuntime {
         options: StartOptions,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
-        let StartOptions { output, limits, price } = options;
+        let StartOptions { output, limits, price, progress: _ } = options;
         // A tool choice that names no registered tool journals nothing.
         self.agent.check_tool_choice()?;
         // Nor does an output schema that cannot be used.
@@ -336,7 +337,7 @@ impl AgentRuntime {
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
         let changes =
-            (!options.is_empty()).then(|| Entry::Limits { limits: options.limits, price: options.price });
+            (!options.is_empty()).then_some(Entry::Limits { limits: options.limits, price: options.price });
         self.drive(run_id, events, None, changes).await
     }
 
