@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use harnessx_agent::budget::{Limit, UsageByModel};
+use harnessx_agent::budget::{Limit, ModelPrice, RunLimits, UsageByModel};
 use harnessx_agent::model::Usage;
 use harnessx_core::{ApprovalDecision, ToolResult};
 
@@ -150,6 +150,18 @@ pub enum Entry {
     Failed {
         /// The error.
         error: String,
+    },
+    /// The run's own limits and model price, in place of its agent's: given when it was
+    /// started ([`StartOptions`](crate::StartOptions)), or changed on a resume
+    /// ([`ResumeOptions`](crate::ResumeOptions)); each such entry's limits replace those
+    /// before it that they set, and its price the earlier one.
+    Limits {
+        /// The limits set (those unset keep their earlier value, or the agent's).
+        #[serde(default, skip_serializing_if = "RunLimits::is_empty")]
+        limits: RunLimits,
+        /// The model's price, when one was given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        price: Option<ModelPrice>,
     },
     /// The run is the next turn of a conversation: it goes on from the messages of run
     /// `run_id` (completed), which may itself continue another

@@ -2,11 +2,13 @@
 
 pub mod journal;
 pub mod memory;
+pub mod runs;
 pub mod runtime;
 pub mod sqlite;
 
 pub use journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, RunRecord, RunStatus};
 pub use memory::MemoryJournal;
+pub use runs::{DurableRuns, Progress, ResumeOptions, StartOptions};
 pub use runtime::{AgentRuntime, DurableError, RunReport, arguments_hash};
 pub use sqlite::{SqliteJournal, Synchronous};
 #[cfg(feature = "restate")]

@@ -409,6 +409,7 @@ fn kind(entry: &Entry) -> &'static str {
         Entry::ContextOverflow { .. } => "context_overflow",
         Entry::Compaction { .. } => "compaction",
         Entry::Output { .. } => "output",
+        Entry::Limits { .. } => "limits",
     }
 }
 
@@ -495,6 +496,7 @@ mod tests {
             Entry::Continues { run_id: "r0".into() },
             Entry::ContextOverflow { turn: 2, message: "m".into(), limit: Some(8), requested: None },
             Entry::Compaction { turn: 2, attempt: 1, response: json!({}) },
+            Entry::Limits { limits: Default::default(), price: None },
         ];
         for entry in &all {
             assert_eq!(serde_json::to_value(entry).unwrap()["kind"], kind(entry), "{entry:?}");

@@ -4,10 +4,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use harnessx::durable::AgentRuntime;
 
-use super::Backend;
-use super::local::{self, Local};
-use super::restate::Restate;
+use super::{Backend, local, restate};
 use crate::error::CliError;
 use crate::setup::flags::AgentArgs;
 use crate::setup::{Approvals, build_agent};
@@ -39,12 +38,22 @@ impl Place {
         self.restate.is_some()
     }
 
-    /// The backend, for a command that asks no agent anything (`approve`, `answer`,
-    /// `runs`). A journal must exist.
-    pub(crate) fn open(&self) -> Result<Box<dyn Backend>, CliError> {
+    /// The backend, for a command that asks no agent anything (`approve`, `answer`). A
+    /// journal must exist.
+    pub(crate) fn open(&self) -> Result<Backend, CliError> {
         match (&self.restate, &self.path) {
-            (Some(ingress), _) => Ok(Box::new(Restate::new(ingress, self.restate_admin.as_deref(), None)?)),
-            (None, Some(path)) => Ok(Box::new(Local::new(path, local::existing(path)?, None, Vec::new())?)),
+            (Some(ingress), _) => restate::backend(ingress, self.restate_admin.as_deref(), None),
+            (None, Some(path)) => local::backend(path, local::existing(path)?, None, Vec::new()),
+            (None, None) => unreachable!("clap requires --durable without --restate"),
+        }
+    }
+
+    /// The journal's runtime for `runs COMMAND` (which must exist; a cluster keeps its
+    /// runs' journals itself: a usage error).
+    pub(crate) fn journal(&self, command: &str) -> Result<AgentRuntime, CliError> {
+        match (&self.restate, &self.path) {
+            (Some(_), _) => Err(restate::no_journal(command)),
+            (None, Some(path)) => Ok(local::runtime(local::existing(path)?, None)?.0),
             (None, None) => unreachable!("clap requires --durable without --restate"),
         }
     }
@@ -52,7 +61,7 @@ impl Place {
     /// The backend for `resume`: a journal's run is driven here by the agent `agent`
     /// makes (built once the journal is found); a cluster's goes on with its workers'
     /// agent, so agent flags are refused.
-    pub(crate) async fn open_to_resume(&self, agent: &AgentArgs) -> Result<Box<dyn Backend>, CliError> {
+    pub(crate) async fn open_to_resume(&self, agent: &AgentArgs) -> Result<Backend, CliError> {
         match (&self.restate, &self.path) {
             (Some(ingress), _) => {
                 if let Some(flag) = agent.given().first() {
@@ -61,12 +70,12 @@ impl Place {
                         flag.name
                     )));
                 }
-                Ok(Box::new(Restate::new(ingress, self.restate_admin.as_deref(), None)?))
+                restate::backend(ingress, self.restate_admin.as_deref(), None)
             }
             (None, Some(path)) => {
                 let journal = local::existing(path)?;
                 let built = build_agent(agent, true, Approvals::here(agent.yes)).await?;
-                Ok(Box::new(Local::new(path, journal, Some(built), agent.to_flags())?))
+                local::backend(path, journal, Some(built), agent.to_flags())
             }
             (None, None) => unreachable!("clap requires --durable without --restate"),
         }

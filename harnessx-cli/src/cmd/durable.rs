@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use harnessx::ApprovalDecision;
+use harnessx::durable::ResumeOptions;
 
 use crate::backend::place::Place;
 use crate::error::CliError;
@@ -119,7 +120,14 @@ pub(crate) struct AnswerArgs {
 /// `resume ID --durable FILE | --restate URL`.
 pub(crate) async fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
     let backend = args.place.open_to_resume(&args.agent).await?;
-    let state = backend.resume(&args.run_id, &args.agent.limit_changes(), !args.json).await?;
+    // The limit flags and --price given here are the run's from now on (journaled); a
+    // cluster's run stopped at a limit is given them.
+    let options = ResumeOptions {
+        limits: args.agent.limit_changes(),
+        price: args.agent.price,
+        progress: crate::cmd::run::progress(args.json),
+    };
+    let state = backend.resume(&args.run_id, options).await?;
     Ok(report::print(&state, &backend.next(), args.json))
 }
 

@@ -6,11 +6,12 @@ use std::process::ExitCode;
 
 use clap::Args;
 use futures_util::StreamExt;
-use harnessx::agent::{AgentEvent, Output, RunLimits, RunStatus};
+use std::sync::Arc;
 
-use crate::backend::Backend;
-use crate::backend::local::{self, Local};
-use crate::backend::restate::Restate;
+use harnessx::agent::{AgentEvent, Output, RunLimits, RunStatus};
+use harnessx::durable::StartOptions;
+
+use crate::backend::{Backend, local, restate};
 use crate::error::CliError;
 use crate::output::Stdout;
 use crate::report;
@@ -63,13 +64,9 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if let Some(ingress) = &args.restate {
         // The workers build the agent; the flags only say what it must be.
         let expect = setup::expectation(&args.agent)?;
-        let limits = Some(args.agent.limit_changes()).filter(|l| !l.is_empty());
-        // The run's own limits and price go with it; the workers' are for the rest.
-        let backend = Restate::new(ingress, args.restate_admin.as_deref(), expect)?
-            .with_limits(limits)
-            .with_price(args.agent.price);
-        let run_id = run_id(args.run_id)?;
-        return durable(&backend, &run_id, &args.prompt, output, args.json).await;
+        let backend = restate::backend(ingress, args.restate_admin.as_deref(), expect)?;
+        let run_id = run_id(args.run_id.clone())?;
+        return durable(&backend, &run_id, &args, output).await;
     }
     if args.run_id.is_some() && args.durable.is_none() {
         return Err(CliError::Usage("--run-id needs --durable FILE or --restate URL".into()));
@@ -77,7 +74,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let approvals = Approvals::here(args.agent.yes);
     if let Some(path) = &args.durable {
         let agent = build_agent(&args.agent, true, approvals).await?;
-        let opened = run_id(args.run_id).and_then(|run_id| Ok((run_id, local::create(path)?)));
+        let opened = run_id(args.run_id.clone()).and_then(|run_id| Ok((run_id, local::create(path)?)));
         let (run_id, journal) = match opened {
             Ok(opened) => opened,
             Err(e) => {
@@ -85,8 +82,8 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 return Err(e);
             }
         };
-        let backend = Local::new(path, journal, Some(agent), args.agent.to_flags())?;
-        return durable(&backend, &run_id, &args.prompt, output, args.json).await;
+        let backend = local::backend(path, journal, Some(agent), args.agent.to_flags())?;
+        return durable(&backend, &run_id, &args, output).await;
     }
     let agent = build_agent(&args.agent, !args.no_stream, approvals).await?;
     let mut shown = Shown::new(args.json).with_limits(args.agent.run_limits());
@@ -118,16 +115,35 @@ fn run_id(given: Option<String>) -> Result<String, CliError> {
     Ok(run_id)
 }
 
-/// A durable run: started, then reported.
+/// A durable run: started with its own limits and price (the flags'; those of the
+/// agent on the workers, or of a later `resume`, are for the rest), then reported.
 async fn durable(
-    backend: &dyn Backend,
+    backend: &Backend,
     run_id: &str,
-    prompt: &str,
+    args: &RunArgs,
     output: Option<Output>,
-    json: bool,
 ) -> Result<ExitCode, CliError> {
-    let state = backend.start(run_id, prompt, output, !json).await?;
-    Ok(report::print(&state, &backend.next(), json))
+    if backend.is_cluster()
+        && let Some(output) = &output
+    {
+        // A typed run on a cluster carries its schema: one the workers cannot use is the
+        // command line's fault.
+        output.spec(&harnessx::agent::AgentConfig::default()).map_err(CliError::usage)?;
+    }
+    let options = StartOptions {
+        output,
+        limits: Some(args.agent.limit_changes()).filter(|l| !l.is_empty()),
+        price: args.agent.price,
+        progress: progress(args.json),
+    };
+    let state = backend.start(run_id, &args.prompt, options).await?;
+    Ok(report::print(&state, &backend.next(), args.json))
+}
+
+/// Where a run followed from outside (on a cluster) says its steps: stderr, unless the
+/// output is JSON.
+pub(crate) fn progress(json: bool) -> Option<harnessx::durable::Progress> {
+    (!json).then(|| -> harnessx::durable::Progress { Arc::new(|event: &str| errln!("  {event}")) })
 }
 
 /// The most characters of the model's thinking the text mode shows (on one line).

@@ -39,7 +39,7 @@ pub(crate) enum RunsCommand {
 pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
     match command {
         RunsCommand::List { place, json } => {
-            let runs = place.open()?.list()?;
+            let runs = place.journal("list")?.journal().list_runs().map_err(CliError::failed)?;
             if json {
                 outln!("{}", serde_json::to_string(&runs).map_err(CliError::failed)?);
             } else {
@@ -49,7 +49,12 @@ pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
             }
         }
         RunsCommand::Show { run_id, place, json } => {
-            let (report, entries) = place.open()?.show(&run_id)?;
+            let runtime = place.journal("show")?;
+            let report = runtime.status(&run_id).map_err(CliError::failed)?;
+            let entries = match runtime.journal().load_run(&run_id).map_err(CliError::failed)? {
+                Some((_, entries)) => entries,
+                None => Vec::new(), // removed since `status` read it
+            };
             if json {
                 outln!("{}", json!({"report": report, "entries": entries}));
             } else {
@@ -176,7 +181,35 @@ fn summary(entry: &Entry) -> (&'static str, String) {
         Entry::Final { output } => ("final", one_line(output, 80)),
         Entry::Failed { error } => ("failed", one_line(error, 80)),
         Entry::Continues { run_id } => ("continues", format!("the conversation of run {run_id}")),
+        Entry::Limits { limits, price } => ("limits", limits_summary(limits, price.as_ref())),
     }
+}
+
+/// A run's own limits and price as `runs show` prints them: the flags that give them.
+fn limits_summary(
+    limits: &harnessx::agent::RunLimits,
+    price: Option<&harnessx::agent::ModelPrice>,
+) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(n) = limits.max_turns {
+        parts.push(format!("--max-turns {n}"));
+    }
+    if let Some(n) = limits.max_tool_calls {
+        parts.push(format!("--max-tool-calls {n}"));
+    }
+    if let Some(n) = limits.max_tokens {
+        parts.push(format!("--max-tokens {n}"));
+    }
+    if let Some(usd) = limits.max_cost_usd {
+        parts.push(format!("--max-cost-usd {usd}"));
+    }
+    for (tool, n) in &limits.max_calls_per_tool {
+        parts.push(format!("{tool} at most {n} calls"));
+    }
+    if let Some(p) = price {
+        parts.push(format!("--price {},{},{}", p.input, p.output, p.cached_input));
+    }
+    parts.join(" ")
 }
 
 /// Milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM:SSZ` (UTC).

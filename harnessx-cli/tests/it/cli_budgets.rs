@@ -373,3 +373,53 @@ fn a_durable_text_run_at_a_limit_prints_the_flag_to_raise_and_the_resume_command
     assert!(err.contains("harnessx: resume it with a higher --max-tool-calls: harnessx resume t --durable runs.db --model openai:gpt-4o --base-url "), "{err}");
     assert!(err.contains(" --tools run_bash --yes --max-tool-calls 1\n"), "{err}");
 }
+
+#[test]
+fn a_durable_run_keeps_the_limits_and_price_given_to_run_when_resumed_without_them() {
+    // Regression: a SQLite run took its limits and price from the agent of each command,
+    // so `runs show` priced nothing and a resume without the flags ran unlimited.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = Server::start(vec![
+        bash_turn(1, 3, usage(1000, 100, 0), false),
+        answer("All logged.", usage(10, 1, 0), false),
+    ]);
+    let base = format!("{}/v1", server.url);
+    // A model with no built-in price: the cost is the run's --price or nothing.
+    let agent: Vec<&str> =
+        vec!["--model", "openai:local-model", "--base-url", &base, "--tools", "run_bash", "--yes"];
+    let mut args = vec!["run", "Log the calls.", "--durable", "runs.db", "--run-id", "p", "--json"];
+    args.extend_from_slice(&agent);
+    args.extend_from_slice(&["--max-tool-calls", "2", "--price", "1,2"]);
+    let out = harnessx(d, &args);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert_eq!((calls_ran(d), server.requests().len()), (2, 1));
+    // $0.001 in, $0.0002 out.
+    let cost = |report: &Value| report["usage"]["cost_usd"].as_f64();
+    let stopped: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(cost(&stopped), Some(0.0012), "{stopped}");
+    let shown = harnessx(d, &["runs", "show", "p", "--durable", "runs.db", "--json"]);
+    let shown: Value = serde_json::from_str(stdout(&shown).trim()).unwrap();
+    assert_eq!(cost(&shown["report"]), Some(0.0012), "runs show prices at the run's price: {shown}");
+
+    // Resumed with the agent flags alone: the run's limit holds, nothing more runs.
+    let mut args = vec!["resume", "p", "--durable", "runs.db", "--json"];
+    args.extend_from_slice(&agent);
+    let out = harnessx(d, &args);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert_eq!((calls_ran(d), server.requests().len()), (2, 1), "the limit of 2 still holds");
+    let again: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!((&again["limit"], cost(&again)), (&json!("tool_calls"), Some(0.0012)), "{again}");
+
+    // A flag on resume raises it, and the price is still the run's.
+    args.extend_from_slice(&["--max-tool-calls", "5"]);
+    let out = harnessx(d, &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!((calls_ran(d), server.requests().len()), (3, 2));
+    let done: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    let shown = harnessx(d, &["runs", "show", "p", "--durable", "runs.db", "--json"]);
+    let shown: Value = serde_json::from_str(stdout(&shown).trim()).unwrap();
+    // Plus 10 in and 1 out at the same price.
+    assert!((cost(&shown["report"]).unwrap() - 0.001212).abs() < 1e-12, "{shown}");
+}

@@ -46,6 +46,8 @@ pub struct RunOptions<'a> {
 pub struct RestateRuntime {
     ingress: Url,
     admin: Option<Url>,
+    /// What runs started through [`DurableRuns`](crate::DurableRuns) ask of the workers.
+    pub(super) expect: Option<WorkerConfig>,
     http: reqwest::Client,
     poll: Duration,
 }
@@ -91,6 +93,7 @@ impl RestateRuntime {
         Ok(Self {
             ingress: base_url(ingress_url, "Restate ingress")?,
             admin: None,
+            expect: None,
             http: client()?,
             poll: Duration::from_millis(100),
         })
@@ -101,6 +104,13 @@ impl RestateRuntime {
     pub fn with_admin(mut self, admin_url: &str) -> Result<Self, DurableError> {
         self.admin = Some(base_url(admin_url, "Restate admin")?);
         Ok(self)
+    }
+
+    /// Runs started through [`DurableRuns::start`](crate::DurableRuns::start) ask for
+    /// workers with the configuration `expect` (see [`submit_expecting`](Self::submit_expecting)).
+    pub fn expecting(mut self, expect: Option<WorkerConfig>) -> Self {
+        self.expect = expect;
+        self
     }
 
     async fn send(
@@ -350,13 +360,34 @@ impl RestateRuntime {
               (target_service_name = 'HarnessxTool' AND target_service_key LIKE '{like}/%' ESCAPE '\\')) \
              ORDER BY modified_at DESC LIMIT 1"
         );
+        let rows = self.query(admin, &query).await?;
+        Ok(rows.first().and_then(|row| row["last_failure"].as_str()).map(failure_message))
+    }
+
+    /// The ids of the runs the cluster knows (those whose workflow it still keeps),
+    /// newest first, from the admin API.
+    pub async fn run_ids(&self) -> Result<Vec<String>, DurableError> {
+        let Some(admin) = &self.admin else {
+            return Err(DurableError::Cluster(
+                "listing a cluster's runs needs its admin API: give RestateRuntime::with_admin (--restate-admin URL)"
+                    .into(),
+            ));
+        };
+        let query = "SELECT target_service_key FROM sys_invocation WHERE target_service_name = 'HarnessxRun' \
+                     AND target_handler_name = 'run' ORDER BY created_at DESC";
+        let rows = self.query(admin, query).await?;
+        Ok(rows.iter().filter_map(|row| row["target_service_key"].as_str().map(str::to_owned)).collect())
+    }
+
+    /// The rows the admin API's SQL `query` answers.
+    async fn query(&self, admin: &Url, query: &str) -> Result<Vec<Value>, DurableError> {
         let (status, text) =
             self.send(Method::POST, join(admin, &["query"]), Some(json!({ "query": query }))).await?;
         if !status.is_success() {
             return Err(DurableError::Cluster(format!("the Restate admin API's query: {}", message(&text))));
         }
         let rows: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Ok(rows["rows"].get(0).and_then(|row| row["last_failure"].as_str()).map(failure_message))
+        Ok(rows["rows"].as_array().cloned().unwrap_or_default())
     }
 }
 

@@ -10,6 +10,7 @@
 //! See `docs/durable.md`, "On many machines".
 
 mod client;
+mod runs;
 mod service;
 
 use std::sync::Arc;

@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use harnessx_agent::budget::{Limit, RunLimits};
+use harnessx_agent::budget::{Limit, ModelPrice, RunLimits};
 use harnessx_agent::model::{FunctionModel, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::{Agent, AgentConfig, RunStatus, SubAgent};
 use harnessx_core::{ToolCall, ToolDefinition, ToolHandler};
-use harnessx_durable::{AgentRuntime, Entry, JournalStore, MemoryJournal};
+use harnessx_durable::{AgentRuntime, Entry, JournalStore, MemoryJournal, ResumeOptions, StartOptions};
 use serde_json::json;
 
 #[derive(Default)]
@@ -146,4 +146,45 @@ async fn a_journaled_run_stopped_at_its_turns_resumes_with_more() {
     let done = AgentRuntime::new(agent(&world, turns(5)), journal.clone()).resume("t").await.unwrap();
     assert_eq!(done.status, RunStatus::Completed);
     assert_eq!((world.requests.load(Ordering::SeqCst), world.counted.load(Ordering::SeqCst)), (3, 2));
+}
+
+#[tokio::test]
+async fn a_run_started_with_its_own_limits_and_price_keeps_them_across_resumes() {
+    // Regression: a SQLite run took its limits and price from the agent resuming it
+    // (`Start { limits: None, price: None }`), so they lasted one process.
+    let world = Arc::new(World::default());
+    let journal: Arc<dyn JournalStore> = Arc::new(MemoryJournal::new());
+    let price = ModelPrice::new(1.0, 2.0);
+    let unlimited = || AgentRuntime::new(agent(&world, RunLimits::default()), journal.clone());
+    let options = StartOptions { limits: Some(calls(1)), price: Some(price), ..StartOptions::default() };
+    let first = unlimited().start_with("o", "Go.", options, None).await.unwrap();
+    assert_eq!((first.status, first.limit), (RunStatus::LimitReached, Some(Limit::ToolCalls)), "{first:?}");
+    // 100 in and 10 out at $1 and $2 a million (the price is the run's model's: the
+    // specialist's own model has none).
+    let cost = (100.0 + 10.0 * 2.0) / 1e6;
+    assert!((first.usage.cost_usd.unwrap() - cost).abs() < 1e-12, "{:?}", first.usage);
+
+    // Resumed by an agent with no limits: the run's own still hold.
+    let again = unlimited().resume("o").await.unwrap();
+    assert_eq!((again.status, again.limit), (RunStatus::LimitReached, Some(Limit::ToolCalls)));
+    assert_eq!(world.counted.load(Ordering::SeqCst), 0, "the cut call did not run");
+
+    // Raised on resume: the change is the run's from then on.
+    let raised = ResumeOptions { limits: calls(2), ..ResumeOptions::default() };
+    let second = unlimited().resume_with("o", raised, None).await.unwrap();
+    assert_eq!((second.status, second.limit), (RunStatus::LimitReached, Some(Limit::ToolCalls)));
+    assert_eq!(world.counted.load(Ordering::SeqCst), 1);
+    let third = unlimited().resume("o").await.unwrap();
+    assert_eq!(third.status, RunStatus::LimitReached, "still 2, not unlimited");
+    let enough = ResumeOptions { limits: calls(10), ..ResumeOptions::default() };
+    let done = unlimited().resume_with("o", enough, None).await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+
+    // `status` prices the run at its own price, whatever the agent asking.
+    // Three responses: 600 in and 30 out.
+    let expected = (600.0 + 30.0 * 2.0) / 1e6;
+    let report = unlimited().status("o").unwrap();
+    let usage = report.state.usage;
+    assert!((usage.cost_usd.unwrap() - expected).abs() < 1e-12, "{usage:?}");
+    assert!((done.usage.cost_usd.unwrap() - expected).abs() < 1e-12, "{:?}", done.usage);
 }

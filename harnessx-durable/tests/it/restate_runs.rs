@@ -495,3 +495,61 @@ async fn one_scenario_runs_the_same_on_every_backend() {
     let _ = stop_tx.send(());
     let _ = serving.await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_is_durable_runs_as_a_journal_is() {
+    // The one trait: started with its own limits and price, listed, answered, resumed.
+    use harnessx_agent::RunStatus;
+    use harnessx_agent::budget::{Limit, ModelPrice, RunLimits};
+    use harnessx_durable::restate::RestateRuntime;
+    use harnessx_durable::{DurableRuns, ResumeOptions, StartOptions};
+
+    let Some(server) = tokio::task::spawn_blocking(RestateServer::start).await.unwrap() else { return };
+    let server = Arc::new(server);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let worker = format!("http://{}", listener.local_addr().unwrap());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(harnessx_durable::restate::serve(agent(runs.clone()), listener, async {
+        let _ = stop_rx.await;
+    }));
+    let s = server.clone();
+    tokio::task::spawn_blocking(move || s.register(&worker).unwrap()).await.unwrap();
+
+    let cluster = RestateRuntime::new(&server.ingress_url).unwrap().with_admin(&server.admin_url).unwrap();
+    let runs_of: &dyn DurableRuns = &cluster;
+    let options = StartOptions {
+        limits: Some(RunLimits { max_tool_calls: Some(1), ..RunLimits::default() }),
+        price: Some(ModelPrice::new(1.0, 2.0)),
+        ..StartOptions::default()
+    };
+    let stopped = runs_of.start("t1", "go", options).await.unwrap();
+    assert_eq!(
+        (stopped.status, stopped.limit),
+        (RunStatus::LimitReached, Some(Limit::ToolCalls)),
+        "{stopped:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the run's own limit of one call held");
+    let listed = runs_of.list().await.unwrap();
+    assert!(listed.iter().any(|r| r.run_id.as_deref() == Some("t1")), "{listed:?}");
+    // A call the run does not wait on is refused, naming where it stands.
+    let refused = runs_of.answer("t1", "c9", "it was sent").await.unwrap_err();
+    assert!(refused.to_string().contains("is not waiting for an answer of call \"c9\""), "{refused}");
+    // A price cannot change on a cluster; higher limits can.
+    let price = ResumeOptions { price: Some(ModelPrice::new(3.0, 4.0)), ..ResumeOptions::default() };
+    assert!(runs_of.resume("t1", price).await.is_err());
+    let more = ResumeOptions {
+        limits: RunLimits { max_tool_calls: Some(5), ..RunLimits::default() },
+        ..ResumeOptions::default()
+    };
+    let done = runs_of.resume("t1", more).await.unwrap();
+    assert_eq!((done.status, done.output.as_str()), (RunStatus::Completed, "saw: 2 | 3"), "{done:?}");
+    assert_eq!(runs_of.status("t1").await.unwrap().status, RunStatus::Completed);
+
+    // Without the admin API there is no list to read.
+    let ingress_only = RestateRuntime::new(&server.ingress_url).unwrap();
+    let error = DurableRuns::list(&ingress_only).await.unwrap_err();
+    assert!(error.to_string().contains("needs its admin API"), "{error}");
+    let _ = stop_tx.send(());
+    serving.await.unwrap();
+}

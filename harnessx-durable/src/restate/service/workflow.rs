@@ -1,32 +1,23 @@
-//! The two Restate services a worker serves.
-//!
-//! - `HarnessxRun`, a workflow keyed by run id, drives the agent: each model request is
-//!   a journaled `ctx.run`; each turn's calls fan out as invocations of `HarnessxTool`;
-//!   ASK calls and `manual` calls with an unknown outcome wait on durable promises that
-//!   its `approve` and `answer` handlers resolve, from any process.
-//! - `HarnessxTool`, a virtual object keyed `"{run}/{call}"`, runs one call: it journals
-//!   a start, then the execution. A start replayed with no execution journaled means an
-//!   earlier attempt died mid-call: a `manual` tool is then not run again.
+//! `HarnessxRun`: the workflow that drives one run, the one loop over [`RestateSteps`].
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
-
-use harnessx_agent::budget::{Limit, ModelPrice, RunLimits, UsageByModel, UsageSink};
-use harnessx_agent::model::{ModelError, ModelRequest, ModelResponse, Usage};
-use harnessx_agent::output::{Output, OutputSpec};
-use harnessx_agent::run::recovery;
-use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, Recovery, RunStatus, spans};
-use harnessx_core::{
-    ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, RunHooks, ToolCall,
-    ToolResult,
-};
 use tracing::Instrument;
 
-use crate::runtime::DurableError;
+use harnessx_agent::budget::{Limit, RunLimits};
+use harnessx_agent::model::{ModelError, ModelRequest, ModelResponse, Usage};
+use harnessx_agent::output::Output;
+use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, RunStatus, spans};
+use harnessx_core::{
+    ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolCall,
+};
+
+use super::tool::HarnessxToolClient;
+use super::wire::{Answer, Approval, Executed, Invocation, LimitStop, RunInput, WorkerConfig};
+use super::{Shared, terminal};
 
 /// The state key holding what the run waits for (`Vec<NeedsInput>`).
 const NEEDS_INPUT: &str = "needs_input";
@@ -38,195 +29,8 @@ const LIMIT: &str = "limit";
 /// The state key holding a typed run's answer (a JSON value), once it completed.
 const VALUE: &str = "value";
 
-/// A run stopped at a limit, waiting on a durable promise for higher limits
-/// (`HarnessxRun/raise`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LimitStop {
-    /// The promise `raise` resolves (`limit/N`: the run's N-th stop at a limit).
-    pub key: String,
-    /// The limit reached.
-    pub limit: Limit,
-    /// The limits in force.
-    pub limits: RunLimits,
-    /// What the run had used.
-    pub usage: Usage,
-}
-
-/// What a worker's agent is, as far as a run depends on it: its tools' schemas, its
-/// model, its system prompt and its tool choice settings when set. The first worker to run a run journals its own; every
-/// later step, on whatever worker, is refused by a worker whose configuration differs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkerConfig {
-    /// A digest of the configuration (64-bit FNV-1a of its canonical JSON, in hex).
-    pub digest: String,
-    /// `tools [..], model .., a system prompt of N characters` (`, tool choice ..` when
-    /// set), for the error.
-    pub summary: String,
-}
-
-impl WorkerConfig {
-    /// The configuration of `agent`.
-    pub fn of(agent: &Agent) -> Self {
-        let (full, summary) = crate::runtime::fingerprint(agent);
-        Self { digest: format!("{:016x}", fnv1a(full.as_bytes())), summary }
-    }
-
-    /// The error for a step of run `run_id`, started with `started`, reaching this worker.
-    fn refuse(&self, run_id: &str, started: &Self) -> Result<(), HandlerError> {
-        if started.digest == self.digest {
-            return Ok(());
-        }
-        let error = DurableError::Mismatch {
-            run_id: run_id.to_owned(),
-            was: started.summary.clone(),
-            now: self.summary.clone(),
-        };
-        tracing::error!(run_id, "{error}");
-        // Retryable: the run waits, nothing lost, for a worker with its configuration.
-        Err(Refused(error.to_string()).into())
-    }
-}
-
-/// A retryable error whose message reads the same through `Debug`, which is how the SDK
-/// reports it to Restate (and so what the admin API's `last_failure` shows).
-struct Refused(String);
-
-impl std::fmt::Debug for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
-
-/// 64-bit FNV-1a: stable across builds and machines (std's hashers are not), and the
-/// digest only has to tell configurations apart, not resist an attacker.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
-/// What both services share: the agent and its configuration.
-struct Shared {
-    agent: Arc<Agent>,
-    config: WorkerConfig,
-}
-
 /// The workflow that drives one run.
-pub struct HarnessxRun(Arc<Shared>);
-
-/// The object that runs one call.
-pub struct HarnessxTool(Arc<Shared>);
-
-/// Why a call's outcome is unknown (the recovery rules' type, on the wire).
-pub use harnessx_agent::Unknown;
-
-/// What `HarnessxTool/execute` answers.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Executed {
-    /// The call's result (for an unknown outcome, what the engine said).
-    pub result: ToolResult,
-    /// Set for a `manual` call whose outcome is unknown: the run asks instead.
-    pub unknown: Option<Unknown>,
-    /// What a specialist the call ran used, by model (absent for other tools).
-    #[serde(default, skip_serializing_if = "UsageByModel::is_empty")]
-    pub usage: UsageByModel,
-}
-
-/// The input of `HarnessxRun/run`: a prompt, as a JSON string or as
-/// `{"prompt": .., "expect": WorkerConfig, "limits": RunLimits, "output": OutputSpec,
-/// "price": ModelPrice}`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(from = "RunInputWire")]
-pub struct RunInput {
-    /// What to ask the agent.
-    pub prompt: String,
-    /// The configuration the caller expects the workers to have: when set, a run that
-    /// lands on workers with another one fails at once instead of running.
-    pub expect: Option<WorkerConfig>,
-    /// The run's limits, where they differ from the workers' agent's (those set replace
-    /// theirs).
-    pub limits: Option<RunLimits>,
-    /// What a typed run must answer (its schema, mode and retries); `None` for free text.
-    /// The workflow's output is then the answer's compact JSON, and `value` gives it as
-    /// a JSON value.
-    pub output: Option<OutputSpec>,
-    /// The model's price in place of the workers' agent's (for its cost and a cost
-    /// limit); `None` for theirs.
-    pub price: Option<ModelPrice>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-// Read once per run and turned into a `RunInput` at once: boxing would buy nothing.
-#[allow(clippy::large_enum_variant)]
-enum RunInputWire {
-    Prompt(String),
-    Full {
-        prompt: String,
-        #[serde(default)]
-        expect: Option<WorkerConfig>,
-        #[serde(default)]
-        limits: Option<RunLimits>,
-        #[serde(default)]
-        output: Option<OutputSpec>,
-        #[serde(default)]
-        price: Option<ModelPrice>,
-    },
-}
-
-impl From<RunInputWire> for RunInput {
-    fn from(wire: RunInputWire) -> Self {
-        match wire {
-            RunInputWire::Prompt(prompt) => {
-                Self { prompt, expect: None, limits: None, output: None, price: None }
-            }
-            RunInputWire::Full { prompt, expect, limits, output, price } => {
-                Self { prompt, expect, limits, output, price }
-            }
-        }
-    }
-}
-
-/// What the workflow asks `HarnessxTool/execute` to run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Invocation {
-    /// The call (its permission already decided by the workflow).
-    pub call: ToolCall,
-    /// The configuration the run was started with.
-    pub config: WorkerConfig,
-    /// The arguments a person edited the call to run with, when they did (the call's
-    /// own arguments are the model's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edited: Option<serde_json::Value>,
-}
-
-/// The body of `HarnessxRun/approve`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Approval {
-    /// The call.
-    pub call_id: String,
-    /// The decision (`"approve"`, `"approve_for_session"`, `"deny"`).
-    pub decision: ApprovalDecision,
-}
-
-/// The body of `HarnessxRun/answer`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Answer {
-    /// The call.
-    pub call_id: String,
-    /// Whether it took effect, and what it did; becomes its result.
-    pub text: String,
-}
-
-fn terminal(e: impl std::fmt::Display) -> HandlerError {
-    TerminalError::new(e.to_string()).into()
-}
+pub struct HarnessxRun(pub(super) Arc<Shared>);
 
 fn promise_key(kind: NeedsInputKind, call_id: &str) -> String {
     match kind {
@@ -657,85 +461,43 @@ async fn awaited(
     Err(terminal(crate::runtime::not_awaited(ctx.key(), call_id, kind, &open, RunStatus::Running)))
 }
 
-#[restate_sdk::object]
-impl HarnessxTool {
-    #[handler]
-    async fn execute(
-        &self,
-        ctx: ObjectContext<'_>,
-        invocation: Json<Invocation>,
-    ) -> Result<Json<Executed>, HandlerError> {
-        let Invocation { call, config, edited } = invocation.into_inner();
-        let key = ctx.key().to_owned();
-        let run_id = key.rsplit_once('/').map_or(key.as_str(), |(run, _)| run).to_owned();
-        self.0.config.refuse(&run_id, &config)?;
-        let fresh = Arc::new(AtomicBool::new(false));
-        let started = fresh.clone();
-        ctx.run(|| async move {
-            started.store(true, Ordering::SeqCst);
-            Ok(())
-        })
-        .name("start")
-        .await?;
-        let agent = self.0.agent.clone();
-        let executed: Json<Executed> = ctx
-            .run(|| async move {
-                let mut batch = agent.tools().plan_batch(std::slice::from_ref(&call));
-                let policy = batch.replay_policy(0).unwrap_or_default();
-                let tool = batch.tool(0).unwrap_or(&call.name).to_owned();
-                // Started by an earlier attempt whose worker died: the recovery rules.
-                if !fresh.load(Ordering::SeqCst)
-                    && let Recovery::Ask(_) =
-                        recovery::recover(policy, Unknown::Interrupted, &call.id, &tool, &call.arguments)
-                {
-                    let result = ToolResult::error(&call.id, &tool, "outcome unknown");
-                    return Ok(Json(Executed {
-                        result,
-                        unknown: Some(Unknown::Interrupted),
-                        usage: UsageByModel::new(),
-                    }));
-                }
-                // Stable across attempts and workers: the same for every re-run.
-                batch.set_idempotency_key(0, key);
-                // Approved with the arguments a person gave (checked by the workflow).
-                if let Some(arguments) = edited
-                    && batch.edit(0, arguments).is_err()
-                {
-                    let result = batch.result(0).cloned().unwrap_or_else(|| {
-                        ToolResult::error(
-                            &call.id,
-                            &tool,
-                            "the edited arguments are invalid; the call did not run",
-                        )
-                    });
-                    return Ok(Json(Executed { result, unknown: None, usage: UsageByModel::new() }));
-                }
-                batch.authorize(0);
-                let ctx = RunContext::new().with_permissions(agent.permissions().clone());
-                let hooks = RunHooks::new().retry_timeouts(recovery::retry_timeouts(true));
-                let spent = UsageSink::new();
-                let outcome = spent
-                    .scope(agent.tools().run_planned(batch, &ctx, &hooks))
-                    .await
-                    .pop()
-                    .expect("one call");
-                let unknown = (outcome.timed_out
-                    && matches!(
-                        recovery::recover(policy, Unknown::TimedOut, &call.id, &tool, &call.arguments),
-                        Recovery::Ask(_)
-                    ))
-                .then_some(Unknown::TimedOut);
-                let usage = spent.take(&call.id);
-                Ok(Json(Executed { result: outcome.result, unknown, usage }))
-            })
-            .name("exec")
-            .await?;
-        Ok(executed)
-    }
-}
+#[cfg(test)]
+mod tests {
+    use harnessx_agent::AgentError;
+    use serde_json::json;
 
-/// The endpoint serving both services over `agent`.
-pub(crate) fn endpoint(agent: Arc<Agent>) -> Endpoint {
-    let shared = Arc::new(Shared { config: WorkerConfig::of(&agent), agent });
-    Endpoint::builder().bind(HarnessxRun(shared.clone())).bind(HarnessxTool(shared)).build()
+    use super::*;
+
+    #[test]
+    fn each_awaited_call_has_a_promise_of_its_own_per_kind() {
+        assert_eq!(promise_key(NeedsInputKind::Approval, "c1"), "approval/c1");
+        assert_eq!(promise_key(NeedsInputKind::Outcome, "c1"), "outcome/c1");
+        assert_ne!(promise_key(NeedsInputKind::Approval, "c1"), promise_key(NeedsInputKind::Approval, "c2"));
+    }
+
+    #[test]
+    fn a_context_length_refusal_is_journaled_as_a_value_and_read_back_the_same() {
+        let refusal =
+            Answered::Overflow { message: "too long".into(), limit: Some(128_000), requested: None };
+        let value = serde_json::to_value(&refusal).unwrap();
+        assert_eq!(value, json!({"Overflow": {"message": "too long", "limit": 128_000, "requested": null}}));
+        let back: Answered = serde_json::from_value(value).unwrap();
+        assert!(matches!(back, Answered::Overflow { limit: Some(128_000), requested: None, .. }));
+        let response = serde_json::to_value(Answered::Response(ModelResponse::text("hi"))).unwrap();
+        let back: Answered = serde_json::from_value(response).unwrap();
+        assert!(matches!(back, Answered::Response(r) if r.content == "hi"));
+    }
+
+    #[test]
+    fn a_fault_keeps_the_refusal_it_stands_for_so_the_loop_can_compact() {
+        let overflow =
+            ModelError::ContextWindow { message: "too long".into(), limit: None, requested: Some(9) };
+        let fault = Fault::from(AgentError::Model(overflow));
+        assert!(matches!(fault.1, Some(ModelError::ContextWindow { requested: Some(9), .. })));
+        // Any other failure of the agent is terminal and nothing to compact for.
+        let fault = Fault::from(AgentError::UnknownPrice { model: "m".into() });
+        assert!(fault.1.is_none());
+        let fault = Fault::from(TerminalError::new("stop"));
+        assert!(fault.1.is_none());
+    }
 }

@@ -1,0 +1,185 @@
+//! `HarnessxTool`: the object that runs one call, journaling its start, then its
+//! execution.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use restate_sdk::prelude::*;
+
+use harnessx_agent::budget::{UsageByModel, UsageSink};
+use harnessx_agent::run::recovery;
+use harnessx_agent::{Agent, Recovery, Unknown};
+use harnessx_core::{RunContext, RunHooks, ToolCall, ToolResult};
+
+use super::Shared;
+use super::wire::{Executed, Invocation};
+
+/// The object that runs one call.
+pub struct HarnessxTool(pub(super) Arc<Shared>);
+
+#[restate_sdk::object]
+impl HarnessxTool {
+    #[handler]
+    async fn execute(
+        &self,
+        ctx: ObjectContext<'_>,
+        invocation: Json<Invocation>,
+    ) -> Result<Json<Executed>, HandlerError> {
+        let Invocation { call, config, edited } = invocation.into_inner();
+        let key = ctx.key().to_owned();
+        self.0.config.refuse(run_of(&key), &config)?;
+        let fresh = Arc::new(AtomicBool::new(false));
+        let started = fresh.clone();
+        ctx.run(|| async move {
+            started.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+        .name("start")
+        .await?;
+        let agent = self.0.agent.clone();
+        let executed: Json<Executed> = ctx
+            .run(|| async move {
+                Ok(Json(run_call(&agent, call, key, edited, fresh.load(Ordering::SeqCst)).await))
+            })
+            .name("exec")
+            .await?;
+        Ok(executed)
+    }
+}
+
+/// The run of a `HarnessxTool` key, `"{run}/{call}"` (a run id may itself hold `/`).
+fn run_of(key: &str) -> &str {
+    key.rsplit_once('/').map_or(key, |(run, _)| run)
+}
+
+/// Runs `call` on `agent`'s tools, as the journaled step of `HarnessxTool/execute`:
+/// `key` is its idempotency key, `edited` the arguments a person approved it with, and
+/// `fresh` says no earlier attempt journaled its start (else it was interrupted, and the
+/// recovery rules decide whether it runs again).
+async fn run_call(
+    agent: &Agent,
+    call: ToolCall,
+    key: String,
+    edited: Option<serde_json::Value>,
+    fresh: bool,
+) -> Executed {
+    let mut batch = agent.tools().plan_batch(std::slice::from_ref(&call));
+    let policy = batch.replay_policy(0).unwrap_or_default();
+    let tool = batch.tool(0).unwrap_or(&call.name).to_owned();
+    // Started by an earlier attempt whose worker died: the recovery rules.
+    if !fresh
+        && let Recovery::Ask(_) =
+            recovery::recover(policy, Unknown::Interrupted, &call.id, &tool, &call.arguments)
+    {
+        let result = ToolResult::error(&call.id, &tool, "outcome unknown");
+        return Executed { result, unknown: Some(Unknown::Interrupted), usage: UsageByModel::new() };
+    }
+    // Stable across attempts and workers: the same for every re-run.
+    batch.set_idempotency_key(0, key);
+    // Approved with the arguments a person gave (checked by the workflow).
+    if let Some(arguments) = edited
+        && batch.edit(0, arguments).is_err()
+    {
+        let result = batch.result(0).cloned().unwrap_or_else(|| {
+            ToolResult::error(&call.id, &tool, "the edited arguments are invalid; the call did not run")
+        });
+        return Executed { result, unknown: None, usage: UsageByModel::new() };
+    }
+    batch.authorize(0);
+    let run = RunContext::new().with_permissions(agent.permissions().clone());
+    let hooks = RunHooks::new().retry_timeouts(recovery::retry_timeouts(true));
+    let spent = UsageSink::new();
+    let outcome = spent.scope(agent.tools().run_planned(batch, &run, &hooks)).await.pop().expect("one call");
+    let unknown = (outcome.timed_out
+        && matches!(
+            recovery::recover(policy, Unknown::TimedOut, &call.id, &tool, &call.arguments),
+            Recovery::Ask(_)
+        ))
+    .then_some(Unknown::TimedOut);
+    let usage = spent.take(&call.id);
+    Executed { result: outcome.result, unknown, usage }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use harnessx_core::{ReplayPolicy, ToolDefinition, ToolHandler};
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// The runs of a tool: (arguments, idempotency key) each.
+    type Ran = Arc<Mutex<Vec<(Value, String)>>>;
+
+    /// An agent with one tool `t` of `policy` taking `{"n": integer}`; every run it makes
+    /// is logged as (arguments, idempotency key).
+    fn agent_with(policy: ReplayPolicy) -> (Agent, Ran) {
+        let ran: Ran = Arc::default();
+        let log = ran.clone();
+        let tool = ToolDefinition::new(
+            "t",
+            "A tool.",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+            ToolHandler::from_async(move |args, ctx| {
+                let key = ctx.idempotency_key().unwrap_or("-").to_owned();
+                log.lock().unwrap().push((args, key));
+                async { Ok("ran".to_owned().into()) }
+            }),
+        )
+        .with_replay_policy(policy);
+        (Agent::builder().tool(tool).build().unwrap(), ran)
+    }
+
+    fn call() -> ToolCall {
+        ToolCall::new("c1", "t", r#"{"n": 1}"#)
+    }
+
+    #[test]
+    fn a_key_names_its_run_even_when_the_run_id_holds_a_slash() {
+        assert_eq!(run_of("r1/c1"), "r1");
+        assert_eq!(run_of("team/r1/c1"), "team/r1");
+        assert_eq!(run_of("no-slash"), "no-slash");
+    }
+
+    #[tokio::test]
+    async fn a_first_attempt_runs_the_call_with_the_objects_key() {
+        let (agent, ran) = agent_with(ReplayPolicy::Manual);
+        let executed = run_call(&agent, call(), "r1/c1".into(), None, true).await;
+        assert_eq!((executed.result.is_error, executed.unknown), (false, None), "{executed:?}");
+        assert_eq!(*ran.lock().unwrap(), [(json!({"n": 1}), "r1/c1".to_owned())]);
+    }
+
+    #[tokio::test]
+    async fn an_interrupted_manual_call_is_not_run_again_and_its_outcome_is_unknown() {
+        let (agent, ran) = agent_with(ReplayPolicy::Manual);
+        let executed = run_call(&agent, call(), "r1/c1".into(), None, false).await;
+        assert_eq!(executed.unknown, Some(Unknown::Interrupted));
+        assert!(
+            executed.result.is_error && executed.result.content.contains("outcome unknown"),
+            "{executed:?}"
+        );
+        assert!(ran.lock().unwrap().is_empty(), "not run again");
+    }
+
+    #[tokio::test]
+    async fn an_interrupted_idempotent_call_runs_again_with_the_same_key() {
+        let (agent, ran) = agent_with(ReplayPolicy::Idempotent);
+        let executed = run_call(&agent, call(), "r1/c1".into(), None, false).await;
+        assert_eq!(executed.unknown, None);
+        assert_eq!(*ran.lock().unwrap(), [(json!({"n": 1}), "r1/c1".to_owned())]);
+    }
+
+    #[tokio::test]
+    async fn edited_arguments_run_in_place_of_the_models_once_they_fit_the_schema() {
+        let (agent, ran) = agent_with(ReplayPolicy::Manual);
+        let executed = run_call(&agent, call(), "r1/c1".into(), Some(json!({"n": 2})), true).await;
+        assert!(!executed.result.is_error, "{executed:?}");
+        assert_eq!(ran.lock().unwrap()[0].0, json!({"n": 2}));
+
+        let (agent, ran) = agent_with(ReplayPolicy::Manual);
+        let executed = run_call(&agent, call(), "r1/c1".into(), Some(json!({"n": "two"})), true).await;
+        assert!(executed.result.is_error, "{executed:?}");
+        assert!(ran.lock().unwrap().is_empty(), "arguments that do not fit never run");
+    }
+}
