@@ -9,9 +9,11 @@ Reads a JSON list of steps on standard input and prints one JSON line per step:
       (W untimed calls, then N timed ones)
 then {"elicitations": [{"message", "schema"}]}.
 
---answers gives the answers to the server's elicitations, in order: accept, session
-(accept with allow_for_session), decline, cancel. Without it the client declares no
-elicitation support.
+--answers gives the answers to the server's elicitations, in order: accept (no fields),
+fill (accept with every field filled in: booleans true, choices and texts their default,
+else the first choice or some text), session (accept with the decision
+approve_for_session), decline, cancel. Without it the client declares no elicitation
+support.
 """
 
 import asyncio
@@ -22,6 +24,23 @@ import time
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+
+def filled(schema):
+    """What a client that ticks and fills in every field of `schema` sends."""
+
+    def fill(field):
+        if field.get("type") == "boolean":
+            return True
+        if "default" in field:
+            return field["default"]
+        if "oneOf" in field:
+            return field["oneOf"][0]["const"]
+        if "enum" in field:
+            return field["enum"][0]
+        return "filled in by the client"
+
+    return {name: fill(field) for name, field in schema["properties"].items()}
 
 
 def text_of(result):
@@ -80,8 +99,10 @@ async def main(argv):
             answer = answers.pop(0) if answers else "decline"
             if answer == "accept":
                 return types.ElicitResult(action="accept", content={})
+            if answer == "fill":
+                return types.ElicitResult(action="accept", content=filled(params.requested_schema))
             if answer == "session":
-                return types.ElicitResult(action="accept", content={"allow_for_session": True})
+                return types.ElicitResult(action="accept", content={"decision": "approve_for_session"})
             return types.ElicitResult(action=answer)
 
     if argv[0] == "--stdio":

@@ -1,8 +1,8 @@
 //! `harnessx mcp serve` driven by the official Python MCP client (PyPI `mcp` 2.3.0,
 //! installed by the test into its own virtual environment), over stdio and streamable
 //! HTTP: the tools listed with their annotations, every built-in bundle called, a DENY,
-//! schema errors, a containment refusal, ASK through elicitation (accepted, declined,
-//! dismissed, allowed for the session) and without it; an HTTP session ended by the
+//! schema errors, a containment refusal, ASK through elicitation (accepted, accepted with
+//! every field filled in, declined, dismissed, allowed for the session) and without it; an HTTP session ended by the
 //! client's DELETE (200, then 404), as the reference servers answer it.
 //!
 //! Without `python3` these tests print why and pass; `harnessx-mcp/tests/serve_rmcp.rs`
@@ -319,30 +319,37 @@ fn http_delete_of_a_session_answers_200_then_404() {
 
 const ASK_WRITES: [&str; 5] = ["--tools", "filesystem", "--default-permission", "ask", "--allow"];
 
-/// ASK through elicitation: declined, dismissed, accepted once, accepted for the session.
+/// ASK through elicitation: declined, dismissed, accepted once (with no fields, and with
+/// every field filled in), accepted for the session.
 fn elicitation(venv: &Path, via: Via<'_>, base: &Path) {
     let steps = json!([
         call("write_file", json!({"path": "a.txt", "content": "declined"})),
         call("write_file", json!({"path": "a.txt", "content": "dismissed"})),
         call("write_file", json!({"path": "a.txt", "content": "once"})),
+        call("write_file", json!({"path": "f.txt", "content": "filled"})),
         call("write_file", json!({"path": "b.txt", "content": "session"})),
         call("write_file", json!({"path": "c.txt", "content": "granted"})),
         call("read_file", json!({"path": "a.txt"})),
     ]);
-    let (r, asked) = drive(venv, via, Some("decline,cancel,accept,session"), &steps);
+    let (r, asked) = drive(venv, via, Some("decline,cancel,accept,fill,session"), &steps);
     assert_eq!(err(&r[0]), "Permission denied: the user declined to run write_file");
     assert_eq!(err(&r[1]), "Permission denied: the user dismissed the request to run write_file");
     ok(&r[2]);
+    // Regression: every field filled in ticked the old form's `refuse` box, refusing.
     ok(&r[3]);
     ok(&r[4]);
-    assert!(ok(&r[5]).contains("once"));
+    ok(&r[5]);
+    assert!(ok(&r[6]).contains("once"));
+    assert_eq!(std::fs::read_to_string(base.join("f.txt")).unwrap(), "filled");
     assert_eq!(std::fs::read_to_string(base.join("c.txt")).unwrap(), "granted");
-    // Four questions: the fifth write ran on the session grant, read_file is allowed.
-    assert_eq!(asked.len(), 4, "{asked:?}");
+    // Five questions: the sixth write ran on the session grant, read_file is allowed.
+    assert_eq!(asked.len(), 5, "{asked:?}");
     let message = asked[0]["message"].as_str().unwrap();
     assert!(message.starts_with("Allow the tool write_file to run with these arguments?"), "{message}");
     assert!(message.contains(r#""content": "declined""#), "{message}");
-    assert_eq!(asked[0]["schema"]["properties"]["allow_for_session"]["type"], "boolean");
+    let decision = &asked[0]["schema"]["properties"]["decision"];
+    assert_eq!(decision["default"], "approve", "{decision}");
+    assert_eq!(decision["oneOf"][2]["const"], "refuse", "{decision}");
 }
 
 #[test]

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 struct Client {
     answers: Option<Arc<Mutex<VecDeque<&'static str>>>>,
     asked: Arc<Mutex<Vec<String>>>,
+    forms: Arc<Mutex<Vec<Value>>>,
 }
 
 impl Client {
@@ -38,6 +39,11 @@ impl Client {
 
     fn asked(&self) -> Vec<String> {
         self.asked.lock().unwrap().clone()
+    }
+
+    /// The requested schemas, as JSON.
+    fn forms(&self) -> Vec<Value> {
+        self.forms.lock().unwrap().clone()
     }
 }
 
@@ -55,26 +61,55 @@ impl ClientHandler for Client {
         request: ElicitRequestParams,
         _ctx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
-            self.asked.lock().unwrap().push(message);
-        }
+        let ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        self.asked.lock().unwrap().push(message);
+        let schema = serde_json::to_value(&requested_schema).unwrap();
+        self.forms.lock().unwrap().push(schema.clone());
         let answer = self.answers.as_ref().and_then(|a| a.lock().unwrap().pop_front()).unwrap_or("decline");
+        let accept = |content: Value| ElicitResult::new(ElicitationAction::Accept).with_content(content);
         Ok(match answer {
-            "accept" => ElicitResult::new(ElicitationAction::Accept).with_content(json!({})),
-            "session" => {
-                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"allow_for_session": true}))
-            }
+            "accept" => accept(json!({})),
+            "accept empty" => ElicitResult::new(ElicitationAction::Accept),
+            "fill" => accept(filled(&schema)),
+            "session" => accept(json!({"decision": "approve_for_session"})),
             "cancel" => ElicitResult::new(ElicitationAction::Cancel),
-            "edit" => ElicitResult::new(ElicitationAction::Accept)
-                .with_content(json!({"arguments": r#"{"path": "edited.txt", "content": "e"}"#})),
-            "edit badly" => {
-                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"arguments": "{"}))
-            }
-            "refuse" => ElicitResult::new(ElicitationAction::Accept)
-                .with_content(json!({"refuse": true, "reason": "write to notes.txt instead"})),
+            "edit" => accept(json!({"arguments": r#"{"path": "edited.txt", "content": "e"}"#})),
+            "edit badly" => accept(json!({"arguments": "{"})),
+            "edit and refuse" => accept(json!({
+                "decision": "refuse",
+                "reason": "no",
+                "arguments": r#"{"path": "edited.txt", "content": "e"}"#,
+            })),
+            "refuse" => accept(json!({"decision": "refuse", "reason": "write to notes.txt instead"})),
+            "refuse plainly" => accept(json!({"decision": "refuse"})),
+            "approve with a reason" => accept(json!({"decision": "approve", "reason": "looks fine"})),
+            "unknown" => accept(json!({"decision": "maybe"})),
+            "not a string" => accept(json!({"decision": true})),
+            "not an object" => accept(json!("yes")),
             _ => ElicitResult::new(ElicitationAction::Decline),
         })
     }
+}
+
+/// What a client that ticks and fills in everything sends: each boolean `true`, each
+/// choice its default (else its first option), each text its default (else some text).
+fn filled(schema: &Value) -> Value {
+    let properties = schema["properties"].as_object().expect("a form with properties");
+    let fill = |field: &Value| match field["type"].as_str() {
+        Some("boolean") => json!(true),
+        Some("string") if !field["default"].is_null() => field["default"].clone(),
+        Some("string") if field["oneOf"].is_array() => field["oneOf"][0]["const"].clone(),
+        Some("string") if field["enum"].is_array() => field["enum"][0].clone(),
+        Some("string") => json!("filled in by the client"),
+        other => panic!("a field of type {other:?}: {field}"),
+    };
+    properties
+        .iter()
+        .map(|(name, field)| (name.clone(), fill(field)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 type Connected = RunningService<RoleClient, Client>;
@@ -319,7 +354,7 @@ async fn the_form_edits_arguments_and_refuses_with_a_reason() {
     let base = dir.path().join("base");
     let registry = registry(&base, Arc::default());
     let manager = PermissionManager::new(PermissionLevel::Ask);
-    let client = Client::answering(&["edit", "refuse", "edit badly"]);
+    let client = Client::answering(&["edit", "refuse", "edit badly", "edit and refuse"]);
     let (server, connected) = connect(registry, manager, Via::Io, client.clone()).await;
     let write = json!({"path": "a.txt", "content": "a"});
     let edited = call(&connected, "write_file", write.clone()).await;
@@ -329,9 +364,94 @@ async fn the_form_edits_arguments_and_refuses_with_a_reason() {
     assert_eq!(std::fs::read_to_string(base.join("edited.txt")).unwrap(), "e");
     assert!(!base.join("a.txt").exists());
     assert_eq!(err(&call(&connected, "write_file", write.clone()).await), "write to notes.txt instead");
-    let bad = err(&call(&connected, "write_file", write).await);
+    let bad = err(&call(&connected, "write_file", write.clone()).await);
     assert!(bad.contains("not valid JSON"), "{bad}");
-    assert!(!base.join("a.txt").exists());
+    // A refusal wins over edited arguments.
+    std::fs::remove_file(base.join("edited.txt")).unwrap();
+    assert_eq!(err(&call(&connected, "write_file", write).await), "no");
+    assert!(!base.join("a.txt").exists() && !base.join("edited.txt").exists());
+    connected.cancel().await.unwrap();
+    server.stop();
+}
+
+// Regression: the form's `refuse` checkbox, ticked by a client that ticks every box,
+// refused a call the client had accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accepting_with_every_field_filled_in_approves() {
+    let dir = workspace();
+    let base = dir.path().join("base");
+    let registry = registry(&base, Arc::default());
+    let client = Client::answering(&["fill"]);
+    let (server, connected) =
+        connect(registry, PermissionManager::new(PermissionLevel::Ask), Via::Io, client.clone()).await;
+    ok(&call(&connected, "write_file", json!({"path": "a.txt", "content": "a"})).await);
+    assert_eq!(std::fs::read_to_string(base.join("a.txt")).unwrap(), "a");
+    assert_eq!(client.asked().len(), 1);
+    connected.cancel().await.unwrap();
+    server.stop();
+}
+
+/// The choice is one titled single-select field (`oneOf` of `const`/`title`, as the
+/// 2025-11-25 schema has it) whose default approves; no checkbox can refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_form_offers_one_choice_that_defaults_to_approve() {
+    let dir = workspace();
+    let registry = registry(&dir.path().join("base"), Arc::default());
+    let client = Client::answering(&["accept"]);
+    let (server, connected) =
+        connect(registry, PermissionManager::new(PermissionLevel::Ask), Via::Io, client.clone()).await;
+    ok(&call(&connected, "write_file", json!({"path": "a.txt", "content": "a"})).await);
+    let form = &client.forms()[0];
+    let decision = &form["properties"]["decision"];
+    assert_eq!(decision["type"], "string", "{form}");
+    assert_eq!(decision["default"], "approve", "{form}");
+    let choices: Vec<&Value> = decision["oneOf"].as_array().unwrap().iter().map(|c| &c["const"]).collect();
+    assert_eq!(choices, [&json!("approve"), &json!("approve_for_session"), &json!("refuse")], "{form}");
+    assert!(decision["oneOf"].as_array().unwrap().iter().all(|c| c["title"].is_string()), "{form}");
+    let properties = form["properties"].as_object().unwrap();
+    assert!(properties.values().all(|p| p["type"] != "boolean"), "{form}");
+    assert_eq!(properties["arguments"]["default"], r#"{"path":"a.txt","content":"a"}"#, "{form}");
+    connected.cancel().await.unwrap();
+    server.stop();
+}
+
+/// The decision, every way it can come back: no content approves, a reason outside a
+/// refusal is ignored, a refusal without one says `Permission denied`, and a decision
+/// that is not one of the three refuses, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_forms_decision_approves_refuses_or_fails_closed() {
+    let dir = workspace();
+    let base = dir.path().join("base");
+    let registry = registry(&base, Arc::default());
+    let answers = [
+        "accept empty",
+        "approve with a reason",
+        "refuse plainly",
+        "unknown",
+        "not a string",
+        "not an object",
+    ];
+    let client = Client::answering(&answers);
+    let (server, connected) =
+        connect(registry, PermissionManager::new(PermissionLevel::Ask), Via::Io, client.clone()).await;
+    let write = |path: &str| json!({"path": path, "content": path});
+    ok(&call(&connected, "write_file", write("a.txt")).await);
+    ok(&call(&connected, "write_file", write("b.txt")).await);
+    assert_eq!(err(&call(&connected, "write_file", write("c.txt")).await), "Permission denied");
+    assert_eq!(
+        err(&call(&connected, "write_file", write("c.txt")).await),
+        r#"Permission denied: the approval form for write_file came back with the decision "maybe", not one of approve, approve_for_session or refuse; the call did not run"#
+    );
+    assert_eq!(
+        err(&call(&connected, "write_file", write("c.txt")).await),
+        "Permission denied: the approval form for write_file came back with the decision true, not one of approve, approve_for_session or refuse; the call did not run"
+    );
+    assert_eq!(
+        err(&call(&connected, "write_file", write("c.txt")).await),
+        r#"Permission denied: the approval form for write_file came back as "yes", not as the form's fields; the call did not run"#
+    );
+    assert!(!base.join("c.txt").exists());
+    assert_eq!(client.asked().len(), answers.len());
     connected.cancel().await.unwrap();
     server.stop();
 }
