@@ -37,8 +37,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let rules = PermissionRules::new()
         .base_path("/work/project")
-        .with(PermissionLevel::Allow, "run_bash(git status*)")?
-        .with(PermissionLevel::Deny, "run_bash(rm*)")?
+        .with(PermissionLevel::Allow, "run_bash(git status *)")?
+        .with(PermissionLevel::Deny, "run_bash(rm *)")?
         .with(PermissionLevel::Allow, "write_file(path=notes/**)")?;
     rules.check(&registry)?;
 

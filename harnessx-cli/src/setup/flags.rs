@@ -95,7 +95,8 @@ impl From<Level> for PermissionLevel {
 
 settings! {
     /// Permission flags. A RULE is `NAME` (every call of the tool) or `NAME(PATTERN)`:
-    /// `run_bash(git status*)` (a command prefix; `run_bash(ls)` exact) or
+    /// `run_bash(git status *)` (a command's words; `run_bash(ls*)` a character prefix,
+    /// `run_bash(ls)` exact, as in Claude Code) or
     /// `write_file(path=src/**)` (a glob on an argument). Deny rules win over ask rules, ask
     /// over allow; see docs/permissions.md.
     #[derive(Debug, Clone, Default, Args)]

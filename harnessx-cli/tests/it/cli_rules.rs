@@ -43,6 +43,36 @@ fn an_allow_rule_lets_its_commands_run_and_nothing_else() {
     assert!(!dir.path().join("other").exists());
 }
 
+// Issue 41: `--allow 'run_bash(echo hx-ok*)'` did not let `echo hx-ok-1` run.
+#[test]
+fn rules_spelled_as_claude_code_spells_them_decide_as_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let denied = |v: &Value, out: &Output| {
+        assert_eq!((out.status.code(), v["content"].as_str()), (Some(1), Some("Permission denied")), "{v}");
+    };
+    for allow in ["run_bash(echo hx-ok*)", "run_bash(echo *)", "run_bash(echo:*)", "run_bash(* hx-ok-1)"] {
+        let (v, out) = bash(dir.path(), "echo hx-ok-1", &["--allow", allow]);
+        assert_eq!(out.status.code(), Some(0), "{allow}: {v}");
+        assert!(v["content"].as_str().unwrap().contains("hx-ok-1"), "{allow}: {v}");
+        // Every command of the script must match, still.
+        let (v, out) = bash(dir.path(), "echo hx-ok-1 && touch pwned", &["--allow", allow]);
+        denied(&v, &out);
+        assert!(!dir.path().join("pwned").exists(), "{allow}");
+    }
+    // A space before the star stops at the word: `echox` is not `echo *`.
+    let (v, out) = bash(dir.path(), "echox", &["--allow", "run_bash(echo *)"]);
+    denied(&v, &out);
+    // A deny rule finds its command anywhere in the script.
+    for deny in ["run_bash(touch *)", "run_bash(touch:*)", "run_bash(tou*)", "run_bash(* pwned)"] {
+        let (v, out) = bash(dir.path(), "echo a && touch pwned", &["--allow", "run_bash", "--deny", deny]);
+        denied(&v, &out);
+        assert!(!dir.path().join("pwned").exists(), "{deny}");
+    }
+    let (v, out) =
+        bash(dir.path(), "echo hx-ok-1", &["--allow", "run_bash", "--deny", "run_bash(echo hx-ok*)"]);
+    denied(&v, &out);
+}
+
 #[test]
 fn no_shell_construct_slips_a_command_past_an_allow_rule() {
     let dir = tempfile::tempdir().unwrap();
@@ -161,7 +191,7 @@ fn bad_rules_are_usage_errors_that_name_them() {
     let dir = tempfile::tempdir().unwrap();
     for (rules, named) in [
         (&["--allow", "no_such_tool"][..], "no_such_tool"),
-        (&["--deny", "run_bash(git * x)"][..], "run_bash(git * x)"),
+        (&["--deny", "run_bash(git | x)"][..], "run_bash(git | x)"),
         (&["--ask", "read_file(nope=*)"][..], "nope"),
         (&["--allow", "read_file(git status*)"][..], "command"),
         (&["--allow", "run_bash("][..], "run_bash("),

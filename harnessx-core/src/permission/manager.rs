@@ -239,7 +239,7 @@ impl PermissionManager {
     /// let manager = PermissionManager::new(PermissionLevel::Ask).with_rules(
     ///     PermissionRules::new()
     ///         .with(PermissionLevel::Allow, "read_file(path=src/**)")?
-    ///         .with(PermissionLevel::Deny, "run_bash(rm*)")?,
+    ///         .with(PermissionLevel::Deny, "run_bash(rm *)")?,
     /// );
     /// # Ok::<(), harnessx_core::RuleError>(())
     /// ```

@@ -3,11 +3,14 @@
 
 pub mod approval;
 pub mod authorizer;
+mod command;
 pub mod level;
 pub mod manager;
 pub mod path;
+mod rule;
 pub mod rules;
 pub mod shell;
+mod suggest;
 
 pub use approval::{
     ApprovalDecision, ApprovalFn, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError,
@@ -18,4 +21,5 @@ pub use authorizer::{
 };
 pub use level::PermissionLevel;
 pub use manager::{DenyReason, PermissionManager};
-pub use rules::{PermissionRules, Rule, RuleError, RuleLists, suggest_rule};
+pub use rules::{PermissionRules, Rule, RuleError, RuleLists};
+pub use suggest::suggest_rule;

@@ -107,7 +107,8 @@ struct Walker<'a, 'w> {
     workspace: Option<&'w std::path::Path>,
 }
 
-fn options() -> ParserOptions {
+/// The parser's options, shared with the reading of command patterns.
+pub(crate) fn options() -> ParserOptions {
     // Plain bash, as `bash -c` runs it: extglob on (as brush's default), tilde expansion.
     ParserOptions::default()
 }

@@ -4,6 +4,7 @@
 mod batch_ordering;
 mod common;
 mod permissions_precedence;
+mod permissions_rules;
 mod pipeline_arguments;
 mod pipeline_execution;
 mod pipeline_flat;
