@@ -1,6 +1,6 @@
 //! [`AgentConfig`]: the agent-wide settings.
 
-use crate::budget::{ModelPrice, RunLimits};
+use crate::budget::{DEFAULT_MAX_TURNS, ModelPrice, RunLimits};
 use crate::context::ContextPolicy;
 use crate::model::{ModelRetry, ToolChoice};
 use crate::output::{DEFAULT_OUTPUT_RETRIES, OutputMode};
@@ -15,12 +15,11 @@ pub struct AgentConfig {
     /// Registry-wide tool options, adopted by the agent's registry below the registry's
     /// own values.
     pub tools: ToolPolicy,
-    /// Most model requests in one run (default 50). A run that reaches it ends with
+    /// What a run may not exceed: model requests, tool calls, tokens, dollars, calls per
+    /// tool. See [`RunLimits`]. The default sets none; a run without
+    /// [`RunLimits::max_turns`] is held to [`DEFAULT_MAX_TURNS`] (50) requests (see
+    /// [`run_limits`](Self::run_limits)), and one that reaches its turn limit ends with
     /// [`RunStatus::LimitReached`](crate::RunStatus::LimitReached) ([`Limit::Turns`](crate::budget::Limit::Turns)).
-    /// [`RunLimits::max_turns`] in [`limits`](Self::limits), when set, takes its place.
-    pub max_turns: u32,
-    /// What a run may not exceed besides `max_turns`: tool calls, tokens, dollars, calls
-    /// per tool (default: no limit). See [`RunLimits`].
     pub limits: RunLimits,
     /// The price of the agent's model, for the cost of its runs; `None` (the default)
     /// takes the built-in price of its model's name
@@ -51,7 +50,7 @@ pub struct AgentConfig {
     /// [`ToolChoice::Auto`] (default `true`, as the OpenAI Agents SDK's
     /// `reset_tool_choice`), so [`ToolChoice::Required`] cannot call tools forever. With
     /// `false` every request uses [`tool_choice`](Self::tool_choice) and a run under
-    /// `Required` ends only at `max_turns`.
+    /// `Required` ends only at its turn limit ([`RunLimits::max_turns`]).
     pub reset_tool_choice: bool,
     /// How a run keeps its requests within the model's context window: the window,
     /// when to compact, how many turns stay, who summarises (see [`ContextPolicy`]).
@@ -79,7 +78,6 @@ impl Default for AgentConfig {
         Self {
             planning: true,
             tools: ToolPolicy::default(),
-            max_turns: 50,
             limits: RunLimits::default(),
             price: None,
             budget_note: false,
@@ -100,10 +98,24 @@ impl Default for AgentConfig {
 
 impl AgentConfig {
     /// The limits a run is held to: [`limits`](Self::limits), with
-    /// [`max_turns`](Self::max_turns) when `limits` does not set it.
+    /// [`DEFAULT_MAX_TURNS`] as [`RunLimits::max_turns`] when `limits` does not set it, so
+    /// every run has a turn limit. (The default is applied here rather than written into
+    /// `AgentConfig::default().limits`: a config that sets `limits` from
+    /// `RunLimits::default()` would otherwise lose it and run without a turn limit.)
+    ///
+    /// ```
+    /// use harnessx_agent::AgentConfig;
+    /// use harnessx_agent::budget::{DEFAULT_MAX_TURNS, RunLimits};
+    ///
+    /// let limits = RunLimits { max_tool_calls: Some(3), ..RunLimits::default() };
+    /// let config = AgentConfig { limits, ..AgentConfig::default() };
+    /// assert_eq!(config.run_limits().max_turns, Some(DEFAULT_MAX_TURNS));
+    /// let limits = RunLimits { max_turns: Some(4), ..RunLimits::default() };
+    /// assert_eq!(AgentConfig { limits, ..AgentConfig::default() }.run_limits().max_turns, Some(4));
+    /// ```
     pub fn run_limits(&self) -> RunLimits {
         let mut limits = self.limits.clone();
-        limits.max_turns = Some(limits.max_turns.unwrap_or(self.max_turns));
+        limits.max_turns.get_or_insert(DEFAULT_MAX_TURNS);
         limits
     }
 }

@@ -5,6 +5,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// The turn limit of a run whose [`RunLimits`] do not set [`RunLimits::max_turns`]
+/// (what [`AgentConfig::run_limits`](crate::AgentConfig::run_limits) fills in).
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+
 /// What a run may not exceed; `None` (and an empty map) for no limit. Checked in the one
 /// run loop, so they hold on every backend (direct, SQLite, Restate).
 ///
@@ -28,8 +32,8 @@ use serde::{Deserialize, Serialize};
 /// [`RunStatus::LimitReached`](crate::RunStatus::LimitReached), not an error; a durable
 /// run pauses there, and resuming it under a higher limit continues it.
 ///
-/// `max_turns` here overrides [`AgentConfig::max_turns`](crate::AgentConfig::max_turns)
-/// when set.
+/// A run whose limits leave `max_turns` unset is held to [`DEFAULT_MAX_TURNS`]
+/// ([`AgentConfig::run_limits`](crate::AgentConfig::run_limits)): every run has a turn limit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunLimits {
@@ -85,7 +89,7 @@ impl RunLimits {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Limit {
-    /// [`RunLimits::max_turns`] (or [`AgentConfig::max_turns`](crate::AgentConfig::max_turns)).
+    /// [`RunLimits::max_turns`] (or [`DEFAULT_MAX_TURNS`] when unset).
     Turns,
     /// [`RunLimits::max_tool_calls`].
     ToolCalls,

@@ -16,7 +16,7 @@ mod sink;
 
 use std::collections::BTreeMap;
 
-pub use limits::{Limit, RunLimits};
+pub use limits::{DEFAULT_MAX_TURNS, Limit, RunLimits};
 pub use price::{ModelPrice, PRICES_CHECKED, ParsePriceError};
 pub use sink::{UsageByModel, UsageSink, report};
 

@@ -146,14 +146,17 @@ pub type RunResult = RunState;
 /// How a run ended, or where it stands: [`RunState::run_outcome`].
 ///
 /// ```
-/// use harnessx_agent::{Agent, AgentConfig, RunOutcome};
+/// use harnessx_agent::{Agent, AgentConfig, RunLimits, RunOutcome};
 /// use harnessx_agent::model::TestModel;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// // The test model calls the planning tools, then answers: one turn is not enough.
 /// let agent = Agent::builder()
 ///     .model(TestModel::new())
-///     .config(AgentConfig { max_turns: 1, ..AgentConfig::default() })
+///     .config(AgentConfig {
+///         limits: RunLimits { max_turns: Some(1), ..RunLimits::default() },
+///         ..AgentConfig::default()
+///     })
 ///     .build()
 ///     .unwrap();
 /// match agent.run("Make a plan.").await.unwrap().run_outcome() {

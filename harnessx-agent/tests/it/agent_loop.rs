@@ -8,8 +8,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use harnessx_agent::model::{FunctionModel, Message, ModelRequest, ModelResponse, TestModel};
 use harnessx_agent::{
-    Agent, AgentConfig, AgentError, AgentEvent, KnowledgeSource, Limit, PLANNING_PROMPT_LINE, RunStatus,
-    SkillSource, SubAgent,
+    Agent, AgentConfig, AgentError, AgentEvent, KnowledgeSource, Limit, PLANNING_PROMPT_LINE, RunLimits,
+    RunStatus, SkillSource, SubAgent,
 };
 use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PERMISSION_DENIED, PermissionLevel, PermissionManager, ToolCall,
@@ -319,7 +319,10 @@ async fn max_turns_stops_a_model_that_never_answers() {
         FunctionModel::new(|_| Ok(ModelResponse::tool_calls(vec![ToolCall::new("", "read_todos", "{}")])));
     let agent = Agent::builder()
         .model(model)
-        .config(AgentConfig { max_turns: 3, ..AgentConfig::default() })
+        .config(AgentConfig {
+            limits: RunLimits { max_turns: Some(3), ..RunLimits::default() },
+            ..AgentConfig::default()
+        })
         .build()
         .unwrap();
     // A limit, not an error: the calls of the third turn ran, and no fourth request went.

@@ -245,7 +245,8 @@ async fn the_run_end_event_says_completed_or_which_limit_with_the_usage() {
         openai_calls(1, openai_usage(20, 1, 0, 0), true),
     ]);
     let calls = Arc::new(Mutex::new(0));
-    let config = AgentConfig { max_turns: 2, ..no_planning() };
+    let config =
+        AgentConfig { limits: RunLimits { max_turns: Some(2), ..RunLimits::default() }, ..no_planning() };
     let agent = openai_agent(&server, calls.clone(), config);
     let events: Vec<AgentEvent> = agent.run_stream("Count.").collect().await;
     let end = serde_json::to_value(events.last().unwrap()).unwrap();
@@ -350,8 +351,13 @@ async fn the_budget_note_tells_the_model_what_is_left_and_keeps_each_request_a_p
         ],
         seen.clone(),
     );
-    let limits = RunLimits { max_tool_calls: Some(5), max_tokens: Some(10_000), ..RunLimits::default() };
-    let config = AgentConfig { limits, max_turns: 4, budget_note: true, ..no_planning() };
+    let limits = RunLimits {
+        max_turns: Some(4),
+        max_tool_calls: Some(5),
+        max_tokens: Some(10_000),
+        ..RunLimits::default()
+    };
+    let config = AgentConfig { limits, budget_note: true, ..no_planning() };
     let agent = Agent::builder().model(model).tool(counter(Arc::default())).config(config).build().unwrap();
     assert_eq!(agent.run("Count.").await.unwrap().status, RunStatus::Completed);
     let seen = seen.lock().unwrap().clone();
@@ -547,7 +553,7 @@ async fn a_summary_s_tokens_count_toward_the_run_s_usage_and_limits() {
         Agent::builder()
             .model(verbose(12))
             .tool(counter(Arc::default()))
-            .config(AgentConfig { limits, context, max_turns: 50, ..no_planning() })
+            .config(AgentConfig { limits, context, ..no_planning() })
             .build()
             .unwrap()
     };

@@ -8,7 +8,7 @@
 
 use futures_util::StreamExt;
 use harnessx_agent::model::{AnthropicModel, Model, OpenAiModel};
-use harnessx_agent::{Agent, AgentConfig, AgentError, AgentEvent, ContextPolicy};
+use harnessx_agent::{Agent, AgentConfig, AgentError, AgentEvent, ContextPolicy, RunLimits};
 use harnessx_core::{ResultDir, ToolCall, ToolHandler, ToolOptions, ToolPolicy, ToolRegistry};
 use harnessx_test_support::window::{Dialect, Seen, WindowServer};
 use serde_json::{Value, json};
@@ -43,7 +43,7 @@ fn agent(model: impl Model + 'static, registry: ToolRegistry, window: Option<u64
     let config = AgentConfig {
         planning: false,
         stream: false,
-        max_turns: 200,
+        limits: RunLimits { max_turns: Some(200), ..RunLimits::default() },
         context: ContextPolicy { window, keep_turns: 3, ..ContextPolicy::default() },
         ..AgentConfig::default()
     };

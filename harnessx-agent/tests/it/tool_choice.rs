@@ -12,7 +12,7 @@ use harnessx_agent::model::{
     AnthropicModel, FunctionModel, Message, Model, ModelRequest, ModelResponse, OpenAiModel, TestModel,
     collect_response,
 };
-use harnessx_agent::{Agent, AgentConfig, AgentError, ToolChoice};
+use harnessx_agent::{Agent, AgentConfig, AgentError, RunLimits, ToolChoice};
 use harnessx_core::registry::ToolSpec;
 use harnessx_core::{ToolCall, ToolDefinition, ToolHandler};
 use harnessx_test_support::sse::openai as openai_sse;
@@ -205,7 +205,13 @@ fn obedient(log: Arc<Mutex<Vec<ToolChoice>>>) -> FunctionModel {
 }
 
 fn config(tool_choice: ToolChoice, reset_tool_choice: bool) -> AgentConfig {
-    AgentConfig { planning: false, tool_choice, reset_tool_choice, max_turns: 4, ..AgentConfig::default() }
+    AgentConfig {
+        planning: false,
+        tool_choice,
+        reset_tool_choice,
+        limits: RunLimits { max_turns: Some(4), ..RunLimits::default() },
+        ..AgentConfig::default()
+    }
 }
 
 #[tokio::test]

@@ -16,8 +16,8 @@ use super::flags::{McpArgs, PermissionArgs, SandboxArgs, WebArgs};
 use super::settings::{Declared, Given, Role, defaults, settings};
 use crate::error::CliError;
 
-/// The default of `--max-turns`.
-pub(crate) const DEFAULT_MAX_TURNS: u32 = 50;
+/// The default of `--max-turns`: the library's, a run's turn limit when none is set.
+pub(crate) const DEFAULT_MAX_TURNS: u32 = harnessx::agent::budget::DEFAULT_MAX_TURNS;
 
 /// The default of `--max-result-chars`.
 pub(crate) const DEFAULT_MAX_RESULT_CHARS: usize = harnessx::DEFAULT_MAX_RESULT_CHARS;

@@ -461,7 +461,6 @@ fn agent_builder(
         permissions(&args.permissions, approvals, tools.base_path.dir().map(PathBuf::as_path))?;
     let mut builder =
         Agent::builder().model_arc(model).registry(registry).permissions(manager).config(AgentConfig {
-            max_turns: args.max_turns,
             tools: harnessx::ToolPolicy {
                 max_result_chars: Some(args.max_result_chars),
                 ..Default::default()
@@ -471,7 +470,7 @@ fn agent_builder(
                 ..harnessx::agent::ContextPolicy::default()
             },
             result_dir,
-            limits: args.limit_changes(),
+            limits: args.run_limits(),
             price: args.price,
             stream,
             tool_choice: args.tool_choice.clone(),

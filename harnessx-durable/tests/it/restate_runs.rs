@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use harnessx_agent::model::{FunctionModel, Message, ModelResponse};
-use harnessx_agent::{Agent, AgentConfig, ToolChoice};
+use harnessx_agent::{Agent, AgentConfig, RunLimits, ToolChoice};
 use harnessx_core::{ReplayPolicy, ToolCall, ToolDefinition, ToolHandler};
 use harnessx_test_support::restate::{RestateServer, http};
 use serde_json::json;
@@ -231,7 +231,7 @@ async fn required_resets_to_auto_after_the_calls_as_in_a_direct_run() {
             .config(AgentConfig {
                 planning: false,
                 tool_choice: ToolChoice::Required,
-                max_turns: 3,
+                limits: RunLimits { max_turns: Some(3), ..RunLimits::default() },
                 ..AgentConfig::default()
             })
             .build()
