@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod backoff;
 pub mod catalog;
 pub mod depth;
 pub mod engine;
@@ -20,6 +21,7 @@ pub mod tool;
 pub mod __private;
 
 pub use __private::{CollectedTool, Toolbox};
+pub use backoff::Backoff;
 pub use catalog::{BuiltinBundle, BuiltinOptions, BundleRequest};
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::cap::{DEFAULT_MAX_RESULT_CHARS, ResultDir};

@@ -66,6 +66,8 @@ pub fn set_up(
     mut migrate: impl FnMut(&Transaction<'_>, u32) -> rusqlite::Result<()>,
 ) -> rusqlite::Result<u32> {
     let deadline = Instant::now() + SETUP_WAIT;
+    // Doubling from 5 ms up to 200 ms. By hand, not with `harnessx_core::Backoff` (the
+    // workspace's back-off everywhere else): this crate depends on no harnessx crate.
     let mut pause = Duration::from_millis(5);
     loop {
         match set_up_once(writer, version, &mut migrate) {

@@ -42,7 +42,7 @@ pub use response::{FinishReason, ModelEvent, ModelResponse, Usage};
 pub use test_model::TestModel;
 pub use tool_choice::{ParseToolChoiceError, ToolChoice};
 
-use harnessx_core::ToolSpec;
+use harnessx_core::{Backoff, ToolSpec};
 
 /// One request to a model: the system prompt, the conversation and the tools, all
 /// provider-neutral. Adapters translate it to their wire format (and schema dialect).
@@ -254,11 +254,19 @@ impl Default for ModelRetry {
 }
 
 impl ModelRetry {
-    /// The delay before attempt `next_attempt` (2 for the first retry).
+    /// The delay before attempt `next_attempt` (2 for the first retry):
+    /// [`backoff`](Self::backoff)'s wait after `next_attempt - 2` earlier ones.
     pub fn delay_before(&self, next_attempt: u32) -> Duration {
-        let factor = 2f64.powi(next_attempt.saturating_sub(2).min(30) as i32);
-        harnessx_core::tool::policy::duration_from_secs(
-            (self.initial_delay_seconds * factor).min(self.max_delay_seconds),
+        self.backoff().delay(next_attempt.saturating_sub(2))
+    }
+
+    /// The waits between attempts as a [`Backoff`]: doubling from
+    /// `initial_delay_seconds`, capped at `max_delay_seconds`.
+    pub fn backoff(&self) -> Backoff {
+        use harnessx_core::tool::policy::duration_from_secs;
+        Backoff::doubling(
+            duration_from_secs(self.initial_delay_seconds),
+            duration_from_secs(self.max_delay_seconds),
         )
     }
 }
@@ -278,4 +286,21 @@ pub fn response_to_events(response: ModelResponse) -> Vec<ModelEvent> {
     }
     events.push(ModelEvent::Done(response));
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_retries_wait_one_second_doubling_up_to_thirty() {
+        let waits: Vec<u64> = (2..=8).map(|n| ModelRetry::default().delay_before(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
+    }
+
+    #[test]
+    fn a_cap_below_the_first_model_retry_delay_is_the_delay() {
+        let r = ModelRetry { max_attempts: 3, initial_delay_seconds: 2.0, max_delay_seconds: 0.5 };
+        assert_eq!(r.delay_before(2), Duration::from_millis(500));
+    }
 }

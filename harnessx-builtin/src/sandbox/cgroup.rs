@@ -29,6 +29,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use harnessx_core::Backoff;
+
 /// Tasks (processes and threads) kept free for the harness in every cgroup above a
 /// command's, when there is room (else half of what is free).
 pub const HEADROOM: u64 = 64;
@@ -38,6 +40,9 @@ pub const DEFAULT_PIDS_MAX: u64 = 4096;
 
 /// How long to wait for a killed cgroup to empty, and for its folder to go.
 const GONE_WITHIN: Duration = Duration::from_secs(5);
+
+/// The pauses between tries to remove a cgroup's folder: 100 µs, doubling up to 20 ms.
+const REMOVE_PAUSE: Backoff = Backoff::doubling(Duration::from_micros(100), Duration::from_millis(20));
 
 /// Limits on the cgroup each command runs in (see `docs/builtin-bash.md`). `None` in a
 /// field: that limit is not set (the command still gets its own cgroup, for the kill).
@@ -152,7 +157,7 @@ impl CommandCgroup {
     pub(crate) fn remove(self) {
         for dir in &self.dirs {
             let deadline = Instant::now() + GONE_WITHIN;
-            let mut pause = Duration::from_micros(100);
+            let mut tries = 0;
             loop {
                 match std::fs::remove_dir(dir) {
                     Ok(()) => break,
@@ -162,8 +167,8 @@ impl CommandCgroup {
                         break;
                     }
                     Err(_) => {
-                        std::thread::sleep(pause);
-                        pause = (pause * 2).min(Duration::from_millis(20));
+                        std::thread::sleep(REMOVE_PAUSE.delay(tries));
+                        tries += 1;
                     }
                 }
             }

@@ -4,6 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::backoff::Backoff;
 use crate::error::ParsePolicyError;
 
 /// The built-in per-call timeout, in seconds, used when neither the tool, the registry
@@ -118,13 +119,18 @@ impl ToolRetry {
         Self::immediate(1)
     }
 
-    /// The delay before attempt number `next_attempt` (2 for the first retry).
+    /// The delay before attempt number `next_attempt` (2 for the first retry):
+    /// [`backoff`](Self::backoff)'s wait after `next_attempt - 2` earlier ones.
     pub fn delay_before(&self, next_attempt: u32) -> Duration {
-        let retries_so_far = next_attempt.saturating_sub(2);
-        let factor = self.backoff_multiplier.max(1.0).powi(retries_so_far.min(64) as i32);
-        let secs =
-            (self.initial_delay_seconds * factor).min(self.max_delay_seconds.max(self.initial_delay_seconds));
-        duration_from_secs(secs)
+        self.backoff().delay(next_attempt.saturating_sub(2))
+    }
+
+    /// The waits between attempts as a [`Backoff`]. A `max_delay_seconds` below
+    /// `initial_delay_seconds` does not shorten the first wait (the cap is the larger).
+    pub fn backoff(&self) -> Backoff {
+        let initial = duration_from_secs(self.initial_delay_seconds);
+        let max = duration_from_secs(self.max_delay_seconds).max(initial);
+        Backoff::new(initial, self.backoff_multiplier, max)
     }
 }
 
@@ -222,6 +228,15 @@ mod tests {
         assert_eq!(r.delay_before(3), Duration::from_secs(3));
         assert_eq!(r.delay_before(4), Duration::from_secs(5));
         assert_eq!(ToolRetry::immediate(3).delay_before(3), Duration::ZERO);
+        let default: Vec<Duration> = (2..=6).map(|n| ToolRetry::DEFAULT.delay_before(n)).collect();
+        assert_eq!(default, [0.5, 1.0, 2.0, 4.0, 8.0].map(Duration::from_secs_f64), "0.5 s, doubling");
+        assert_eq!(ToolRetry::DEFAULT.delay_before(7), Duration::from_secs(10), "capped at 10 s");
+    }
+
+    #[test]
+    fn a_cap_below_the_first_retry_delay_keeps_that_delay() {
+        let r = ToolRetry { initial_delay_seconds: 2.0, max_delay_seconds: 1.0, ..ToolRetry::DEFAULT };
+        assert_eq!((r.delay_before(2), r.delay_before(5)), (Duration::from_secs(2), Duration::from_secs(2)));
     }
 
     #[test]

@@ -8,8 +8,8 @@ use harnessx_infra::http_client::SharedClient;
 use reqwest::{Method, StatusCode, Url};
 use serde_json::{Value, json};
 
-use harnessx_core::ApprovalDecision;
 use harnessx_core::error::error_chain;
+use harnessx_core::{ApprovalDecision, Backoff};
 
 use harnessx_agent::budget::RunLimits;
 
@@ -49,8 +49,11 @@ pub struct RestateRuntime {
     /// What runs started through [`DurableRuns`](crate::DurableRuns) ask of the workers.
     pub(super) expect: Option<WorkerConfig>,
     http: reqwest::Client,
-    poll: Duration,
 }
+
+/// The pauses between polls of a run that [`RestateRuntime::wait`] follows: 100 ms,
+/// doubling up to half a second.
+const POLL: Backoff = Backoff::doubling(Duration::from_millis(100), Duration::from_millis(500));
 
 /// The process-wide HTTP client.
 fn client() -> Result<reqwest::Client, DurableError> {
@@ -95,7 +98,6 @@ impl RestateRuntime {
             admin: None,
             expect: None,
             http: client()?,
-            poll: Duration::from_millis(100),
         })
     }
 
@@ -233,7 +235,7 @@ impl RestateRuntime {
     pub async fn wait(&self, run_id: &str, mut on_event: impl FnMut(&str)) -> Result<RunState, DurableError> {
         let mut seen = 0;
         let mut failure: Option<String> = None;
-        let mut pause = self.poll;
+        let mut polls = 0;
         // The ingress answers `attach` the moment the run finishes; the polls between
         // catch a run that stops for input, its events and why it is stuck.
         let attach_url = join(&self.ingress, &["restate", "workflow", "HarnessxRun", run_id, "attach"]);
@@ -257,7 +259,7 @@ impl RestateRuntime {
             tokio::select! {
                 // Finished (or the attach failed: then polling alone goes on).
                 _ = &mut attach, if !attached => attached = true,
-                () = tokio::time::sleep(pause) => pause = (pause * 2).min(Duration::from_millis(500)),
+                () = tokio::time::sleep(POLL.delay(polls)) => polls = polls.saturating_add(1),
             }
         }
     }

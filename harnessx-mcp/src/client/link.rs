@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harnessx_core::WeakToolRegistry;
+use harnessx_core::{Backoff, WeakToolRegistry};
 use indexmap::IndexMap;
 use rmcp::model::Tool;
 use tokio::sync::Mutex;
@@ -14,10 +14,9 @@ use super::connect::{Service, connect};
 use super::endpoint::McpServer;
 use super::options::McpOptions;
 
-/// The first wait before restarting a server that died, doubled after each failed
-/// restart up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(250);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The wait before restarting a server that died: 250 ms after the first failed restart,
+/// doubled after each further one, up to 30 s.
+const RESTART: Backoff = Backoff::doubling(Duration::from_millis(250), Duration::from_secs(30));
 
 /// A server and its current connection, shared by its tools' handlers.
 pub(super) struct Link {
@@ -48,19 +47,14 @@ pub(super) struct LinkState {
     pub(super) pid: Option<u32>,
     /// No restart before this.
     not_before: Option<Instant>,
-    backoff: Duration,
+    /// Failed restarts in a row: the count [`RESTART`] waits by.
+    failed_restarts: u32,
     pub(super) closed: bool,
 }
 
 impl LinkState {
     pub(super) fn up(service: Service, pid: Option<u32>) -> Self {
-        Self {
-            service: Some(Arc::new(service)),
-            pid,
-            not_before: None,
-            backoff: FIRST_BACKOFF,
-            closed: false,
-        }
+        Self { service: Some(Arc::new(service)), pid, not_before: None, failed_restarts: 0, closed: false }
     }
 }
 
@@ -92,15 +86,16 @@ impl Link {
                 state.service = Some(service.clone());
                 state.pid = pid;
                 state.not_before = None;
-                state.backoff = FIRST_BACKOFF;
+                state.failed_restarts = 0;
                 // The new process may offer other tools.
                 self.changed.announce();
                 Ok(service)
             }
             Err(e) => {
-                state.not_before = Some(Instant::now() + state.backoff);
-                state.backoff = (state.backoff * 2).min(MAX_BACKOFF);
-                Err(format!("{e}; retried after {:.1} s", state.backoff.as_secs_f64() / 2.0))
+                let wait = RESTART.delay(state.failed_restarts);
+                state.failed_restarts = state.failed_restarts.saturating_add(1);
+                state.not_before = Some(Instant::now() + wait);
+                Err(format!("{e}; retried after {:.1} s", wait.as_secs_f64()))
             }
         }
     }
@@ -117,5 +112,16 @@ impl Link {
     /// The server's tools in the registry, by the server's name.
     pub(super) fn registered(&self) -> std::sync::MutexGuard<'_, IndexMap<String, (String, Tool)>> {
         self.registered.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restarts_wait_a_quarter_second_doubling_up_to_thirty() {
+        let waits: Vec<u128> = [0, 1, 2, 6, 7, 40].map(|n| RESTART.delay(n).as_millis()).to_vec();
+        assert_eq!(waits, [250, 500, 1000, 16_000, 30_000, 30_000]);
     }
 }
