@@ -389,7 +389,7 @@ mod tests {
             call_id: call_id.into(),
             tool: "t".into(),
             replay: "manual".into(),
-            idempotency_key: format!("r/{call_id}"),
+            idempotency_key: harnessx_agent::run::recovery::idempotency_key("r", call_id),
         }
     }
 

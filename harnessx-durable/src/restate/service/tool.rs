@@ -47,7 +47,8 @@ impl HarnessxTool {
     }
 }
 
-/// The run of a `HarnessxTool` key, `"{run}/{call}"` (a run id may itself hold `/`).
+/// The run of a `HarnessxTool` key: the call's idempotency key,
+/// [`recovery::idempotency_key`] (`"{run}/{call}"`; a run id may itself hold `/`).
 fn run_of(key: &str) -> &str {
     key.rsplit_once('/').map_or(key, |(run, _)| run)
 }
@@ -140,6 +141,7 @@ mod tests {
         assert_eq!(run_of("r1/c1"), "r1");
         assert_eq!(run_of("team/r1/c1"), "team/r1");
         assert_eq!(run_of("no-slash"), "no-slash");
+        assert_eq!(run_of(&recovery::idempotency_key("team/r1", "c1")), "team/r1", "the key the workflow gives");
     }
 
     #[tokio::test]

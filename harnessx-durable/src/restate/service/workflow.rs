@@ -10,6 +10,7 @@ use tracing::Instrument;
 use harnessx_agent::budget::{Limit, RunLimits};
 use harnessx_agent::model::{ModelError, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::output::Output;
+use harnessx_agent::run::recovery;
 use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, RunStatus, spans};
 use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolCall,
@@ -241,7 +242,8 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         let ctx = &self.ctx;
         let config = &self.config;
         let invoke = |i: usize| {
-            ctx.object_client::<HarnessxToolClient<'_>>(format!("{run_id}/{}", calls[i].id))
+            // The object's key is the call's idempotency key: `HarnessxTool` hands it to the tool.
+            ctx.object_client::<HarnessxToolClient<'_>>(recovery::idempotency_key(&run_id, &calls[i].id))
                 .execute(Json(Invocation {
                     call: calls[i].clone(),
                     config: config.clone(),
