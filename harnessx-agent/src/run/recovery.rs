@@ -50,12 +50,6 @@ pub fn ask(why: Unknown, call_id: &str, tool: &str, arguments: &str) -> NeedsInp
     }
 }
 
-/// Whether a durable run retries `safe` and `idempotent` calls that time out (under
-/// their `ToolRetry`); a direct run answers the timeout to the model.
-pub const fn retry_timeouts(durable: bool) -> bool {
-    durable
-}
-
 /// The sentence a person reads about a `manual` call whose outcome is unknown.
 pub fn reason(why: Unknown, tool: &str) -> String {
     match why {

@@ -268,8 +268,9 @@ impl Steps for JournalSteps {
             let unknown = unknown.clone();
             let settled: HashSet<usize> = (0..calls.len()).filter(|&i| batch.result(i).is_some()).collect();
             let calls = calls.clone();
+            // A durable run retries `safe` and `idempotent` calls that time out.
             RunHooks::new()
-                .retry_timeouts(recovery::retry_timeouts(true))
+                .retry_timeouts(true)
                 .on_start(move |i| {
                     // A call whose start was not in the batch commit: commit it now,
                     // before its handler runs.

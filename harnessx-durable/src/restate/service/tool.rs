@@ -88,7 +88,8 @@ async fn run_call(
     }
     batch.authorize(0);
     let run = RunContext::new().with_permissions(agent.permissions().clone());
-    let hooks = RunHooks::new().retry_timeouts(recovery::retry_timeouts(true));
+    // A durable run retries `safe` and `idempotent` calls that time out.
+    let hooks = RunHooks::new().retry_timeouts(true);
     let spent = UsageSink::new();
     let outcome = spent.scope(agent.tools().run_planned(batch, &run, &hooks)).await.pop().expect("one call");
     let unknown = (outcome.timed_out
@@ -141,7 +142,11 @@ mod tests {
         assert_eq!(run_of("r1/c1"), "r1");
         assert_eq!(run_of("team/r1/c1"), "team/r1");
         assert_eq!(run_of("no-slash"), "no-slash");
-        assert_eq!(run_of(&recovery::idempotency_key("team/r1", "c1")), "team/r1", "the key the workflow gives");
+        assert_eq!(
+            run_of(&recovery::idempotency_key("team/r1", "c1")),
+            "team/r1",
+            "the key the workflow gives"
+        );
     }
 
     #[tokio::test]
