@@ -1,8 +1,8 @@
 //! Docs that stay true: the README's layout table and `docs/workspace.md` list every
 //! workspace package (as `cargo metadata` has them) and state the facade's real default
 //! features, and every page of `docs/` is compiled as a doctest (included with
-//! `#[doc = include_str!(..)]` in some package's sources). A new crate, feature or page
-//! fails here until the docs say so.
+//! `#[doc = include_str!(..)]` in some package's sources), and so is every crate's
+//! README (its crate doc). A new crate, feature or page fails here until the docs say so.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -177,4 +177,61 @@ fn every_page_of_docs_is_compiled_as_a_doctest_and_listed_in_the_summary() {
         "pages of docs/ no doctest compiles (add `#[doc = include_str!(\"../docs/PAGE\")]` to \
          src/guide.rs): {left_out:?}"
     );
+}
+
+/// How many code blocks of a Markdown text rustdoc compiles as doctests: fenced ones
+/// with no language, or with `rust` or one of rustdoc's attributes first.
+fn rust_blocks(doc: &str) -> usize {
+    let mut open = false;
+    let mut count = 0;
+    for line in doc.lines() {
+        let Some(info) = line.trim_start().strip_prefix("```") else { continue };
+        if open {
+            open = false;
+            continue;
+        }
+        open = true;
+        let first = info.split(',').next().unwrap_or_default().trim();
+        let rustdoc = ["", "rust", "ignore", "no_run", "should_panic", "compile_fail", "edition2024"];
+        if rustdoc.contains(&first) {
+            count += 1;
+        }
+    }
+    count
+}
+
+#[test]
+fn every_crates_readme_is_its_crate_doc_so_its_snippets_are_compiled() {
+    const INCLUDED: &str = "#![doc = include_str!(\"../README.md\")]";
+    for package in metadata().packages {
+        let dir = package.manifest_path.parent().unwrap();
+        let readme = dir.join("README.md");
+        if !readme.exists() {
+            continue; // harnessx-test-support: not published, no README
+        }
+        let (lib, main) = (dir.join("src/lib.rs"), dir.join("src/main.rs"));
+        if lib.exists() {
+            assert!(
+                read(&lib).contains(INCLUDED),
+                "{}: src/lib.rs must begin with {INCLUDED}, so `cargo test --doc` compiles the README's snippets",
+                package.name
+            );
+        } else {
+            assert!(read(&main).contains(INCLUDED), "{}: src/main.rs must say {INCLUDED}", package.name);
+            // rustdoc does not run a binary's doctests: a Rust snippet here would go unchecked.
+            assert_eq!(
+                rust_blocks(&read(&readme)),
+                0,
+                "{}'s README has Rust snippets, which no doctest compiles (a binary's docs are not \
+                 tested): mark them ```sh or ```text, or move them to a library's docs",
+                package.name
+            );
+        }
+    }
+}
+
+#[test]
+fn rust_blocks_counts_what_rustdoc_compiles() {
+    let doc = "```sh\nls\n```\n```\nlet a = 1;\n```\n```rust,no_run\nx();\n```\n```text\nhi\n```\n";
+    assert_eq!(rust_blocks(doc), 2);
 }
