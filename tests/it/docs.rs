@@ -2,7 +2,9 @@
 //! workspace package (as `cargo metadata` has them) and state the facade's real default
 //! features, and every page of `docs/` is compiled as a doctest (included with
 //! `#[doc = include_str!(..)]` in some package's sources), and so is every crate's
-//! README (its crate doc). A new crate, feature or page fails here until the docs say so.
+//! README (its crate doc); the pages that are not the guide's (the summary, the
+//! performance diary) stay out of it. A new crate, feature or page fails here until the
+//! docs say so.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -133,6 +135,16 @@ fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
+/// The pages of `docs/` that are not guide pages: neither compiled nor listed in the
+/// summary.
+const NOT_GUIDE_PAGES: [(&str, &str); 2] = [
+    ("SUMMARY.md", "the table of contents: no snippet to compile"),
+    (
+        "performance-history.md",
+        "the measurement diary behind performance.md: superseded figures, not a guide page",
+    ),
+];
+
 #[test]
 fn every_page_of_docs_is_compiled_as_a_doctest_and_listed_in_the_summary() {
     let meta = metadata();
@@ -163,8 +175,11 @@ fn every_page_of_docs_is_compiled_as_a_doctest_and_listed_in_the_summary() {
     let mut left_out = Vec::new();
     for page in pages {
         let name = page.file_name().unwrap().to_str().unwrap().to_owned();
-        // The table of contents: no snippet to compile.
-        if name == "SUMMARY.md" {
+        if NOT_GUIDE_PAGES.iter().any(|(not_guide, _)| *not_guide == name) {
+            // Kept out of the guide, and so of its doctests: a Rust snippet there would
+            // go unchecked.
+            assert!(!included.contains(&page.canonicalize().unwrap()), "docs/{name} is not a guide page");
+            assert_eq!(rust_blocks(&read(&page)), 0, "docs/{name} is not compiled: no Rust snippets there");
             continue;
         }
         assert!(summary.contains(&format!("]({name})")), "docs/SUMMARY.md does not list {name}");
