@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use harnessx_core::{
-    ApprovalDecision, ApprovalRequest, AuthRequest, Authorization, Authorizer, Decision, PermissionManager,
-    Permit, PlannedBatch, PlannedCall, RunContext, ToolCall, ToolOutput, ToolResult,
+    ApprovalDecision, ApprovalRequest, AuthRequest, Authorization, Authorizer, Decision, PermissionLevel,
+    PermissionManager, Permit, PlannedBatch, PlannedCall, RunContext, ToolCall, ToolOutput, ToolResult,
 };
 
 use crate::Agent;
@@ -40,7 +40,7 @@ pub(super) async fn run_batch<S: Steps>(
     // The lists built-in `write_todos` calls write, read before anything settles them:
     // kept once the batch is done, whether the call ran here, elsewhere or was replayed.
     let writes: Vec<_> = match planning {
-        Some(_) => batch.iter_mut().filter_map(|c| todo_write(&c)).collect(),
+        Some(_) => batch.iter_mut().filter_map(|mut c| todo_write(&mut c)).collect(),
         None => Vec::new(),
     };
     // [output] `final_result` calls are answered here, checked, never run.
@@ -274,6 +274,18 @@ impl RunAuthorizer<'_> {
 }
 
 impl Authorizer for RunAuthorizer<'_> {
+    /// By name as the agent's authorizer or the manager's rules decide, while no decision
+    /// is recorded in the batch (a recorded one is found by the call's id).
+    fn authorize_by_name(&self, tool: &str, permission: Option<PermissionLevel>) -> Option<Authorization> {
+        if !self.recorded.is_empty() {
+            return None;
+        }
+        match self.agent {
+            Some(agent) => agent.authorize_by_name(tool, permission),
+            None => self.permissions.rules_only().authorize_by_name(tool, permission),
+        }
+    }
+
     fn authorize<'a>(&'a self, request: AuthRequest<'a>) -> Decision<'a> {
         let inner = match self.agent {
             Some(agent) => agent.authorize(request),
@@ -316,7 +328,7 @@ fn show_edits(messages: &mut [Message], edits: &Edits) {
 /// is one that will run. Kept in this process's planning state once its result is a
 /// success, whichever process or worker ran (or journaled) it, so the next request
 /// shows the list on every backend.
-fn todo_write(planned: &PlannedCall<'_>) -> Option<(usize, Vec<serde_json::Value>)> {
+fn todo_write(planned: &mut PlannedCall<'_>) -> Option<(usize, Vec<serde_json::Value>)> {
     if planned.tool()? != "write_todos" {
         return None;
     }

@@ -373,3 +373,106 @@ fn log_panic(tool: &str, payload: &(dyn Any + Send)) {
         .unwrap_or("<non-string panic payload>");
     tracing::error!(tool, panic = message, "tool handler panicked");
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::engine::pipeline::prepare::{Prepared, prepare};
+    use crate::{ReplayPolicy, ToolOptions, ToolRegistry, ToolRetry};
+
+    /// `t` registered with `options`, sleeping `sleep` seconds before it answers "ok".
+    fn planned(options: ToolOptions, sleep: u64) -> (ToolRegistry, ReadyCall, ToolCall) {
+        let registry = ToolRegistry::new();
+        let handler = ToolHandler::from_async(move |_, _| async move {
+            tokio::time::sleep(Duration::from_secs(sleep)).await;
+            Ok("ok".into())
+        });
+        registry.register_with_schema("t", "d", json!({"type": "object"}), handler, options).unwrap();
+        let call = ToolCall::new("1", "t", "{}");
+        let Prepared::Ready(ready) = prepare(registry.read().target("t"), &call, false) else {
+            unreachable!()
+        };
+        (registry, ready, call)
+    }
+
+    fn text(invoked: &Invoked) -> &str {
+        &invoked.answer.output.content
+    }
+
+    #[test]
+    fn a_timeout_says_the_call_may_have_partly_run_and_after_how_many_attempts() {
+        let (_r, ready, _) = planned(ToolOptions::new().timeout_seconds(2.0), 0);
+        let once = conclude(&ready, Outcome::TimedOut, 1);
+        assert_eq!(
+            text(&once),
+            "tool t timed out after 2s and may have partly run; check its effects before calling it again"
+        );
+        assert!(once.timed_out && once.answer.is_error);
+        assert_eq!(once.error, Some(ErrorType::Timeout));
+        assert!(text(&conclude(&ready, Outcome::TimedOut, 3)).ends_with(" (timed out 3 attempts)"));
+    }
+
+    #[test]
+    fn a_transient_failure_says_how_many_attempts_it_took_and_an_ordinary_one_does_not() {
+        let (_r, ready, _) = planned(ToolOptions::new(), 0);
+        let busy = || Outcome::Done(Err(ToolError::transient("busy")));
+        assert_eq!(text(&conclude(&ready, busy(), 3)), "busy (failed 3 attempts)");
+        assert_eq!(text(&conclude(&ready, busy(), 1)), "busy");
+        let broken = conclude(&ready, Outcome::Done(Err(ToolError::new("broken"))), 2);
+        assert_eq!((text(&broken), broken.error), ("broken", Some(ErrorType::ToolError)));
+    }
+
+    #[test]
+    fn a_panic_is_an_internal_error_and_a_result_nested_too_deeply_is_refused() {
+        let (_r, ready, _) = planned(ToolOptions::new(), 0);
+        let panicked = conclude(&ready, Outcome::Panicked, 1);
+        assert_eq!(
+            text(&panicked),
+            "tool t failed with an internal error; the details were logged for the operator"
+        );
+        assert_eq!(panicked.error, Some(ErrorType::Panic));
+        let mut deep = json!(1);
+        for _ in 0..=MAX_JSON_DEPTH {
+            deep = json!([deep]);
+        }
+        let output = ToolOutput { content: "x".into(), structured_content: Some(deep) };
+        let refused = conclude(&ready, Outcome::Done(Ok(output)), 1);
+        assert!(
+            text(&refused).starts_with("tool t ran, but its result is nested too deeply"),
+            "{}",
+            text(&refused)
+        );
+        assert!(refused.answer.output.structured_content.is_none());
+    }
+
+    #[test]
+    fn only_safe_and_idempotent_tools_take_more_than_one_attempt() {
+        let retry = ToolRetry::immediate(4);
+        for (policy, attempts) in
+            [(ReplayPolicy::Safe, 4), (ReplayPolicy::Idempotent, 4), (ReplayPolicy::Manual, 1)]
+        {
+            let (_r, ready, _) = planned(ToolOptions::new().replay_policy(policy).retry(retry), 0);
+            assert_eq!(attempts_allowed(&ready), attempts, "{policy:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_ends_at_its_deadline_and_a_quick_one_sets_no_timer() {
+        let (_r, ready, call) = planned(ToolOptions::new().timeout_seconds(1.0), 30);
+        let def = ready.tool.definition();
+        let info = CallInfo::new(&call.id, ready.tool.name(), None);
+        let args = Arguments::Value(json!({}));
+        let outcome = run_once(&def.handler, ready.tool.name(), args, info, timeout_of(&ready)).await;
+        assert!(matches!(outcome, Outcome::TimedOut));
+
+        let (_r, quick, call) = planned(ToolOptions::new().timeout_seconds(1.0), 0);
+        let def = quick.tool.definition();
+        let info = CallInfo::new(&call.id, quick.tool.name(), None);
+        let outcome =
+            run_once(&def.handler, quick.tool.name(), Arguments::Value(json!({})), info, timeout_of(&quick));
+        let outcome = outcome.await;
+        assert!(matches!(outcome, Outcome::Done(Ok(ref out)) if out.content == "ok"));
+    }
+}

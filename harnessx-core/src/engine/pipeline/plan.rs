@@ -58,8 +58,9 @@ impl std::fmt::Debug for PlannedBatch {
 
 impl PlannedBatch {
     pub(crate) fn new(targets: Vec<CallTarget>, calls: &[ToolCall]) -> Self {
-        // Parsed now: a runtime that plans looks at the arguments of every call.
-        Self { calls: calls.to_vec(), items: plan_items(targets, calls, false) }
+        // Checked from their text where the tool's schema is flat, as a direct call's:
+        // parsed only when something asks for the value ([`PlannedCall::arguments`]).
+        Self { calls: calls.to_vec(), items: plan_items(targets, calls, true) }
     }
 
     /// Number of calls.
@@ -217,9 +218,13 @@ impl PlannedCall<'_> {
         self.ready().and_then(|r| r.tool.definition().permission)
     }
 
-    /// The validated arguments, when the call will run.
-    pub fn arguments(&self) -> Option<&Value> {
-        self.ready().and_then(|r| r.args.as_deref())
+    /// The validated arguments, when the call will run. Arguments checked straight from
+    /// their text (a flat schema) are parsed here, once, hence `&mut`.
+    pub fn arguments(&mut self) -> Option<&Value> {
+        match &mut self.item.prepared {
+            Prepared::Ready(ready) => Some(ready.with_value(self.call).1),
+            Prepared::Done(..) => None,
+        }
     }
 
     /// Whether the call runs alongside others (`false`: it takes its turn in call order).
@@ -334,5 +339,64 @@ impl PlannedCall<'_> {
                 Permit::Settled
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{PermissionLevel, ToolHandler, ToolOptions, ToolRegistry};
+
+    fn registry() -> ToolRegistry {
+        let registry = ToolRegistry::new();
+        let ok = ToolHandler::from_async(|_, _| async { Ok("ran".into()) });
+        let schema = json!({"type": "object"});
+        registry.register_with_schema("a", "d", schema.clone(), ok.clone(), ToolOptions::new()).unwrap();
+        let serial = ToolOptions::new().concurrent(false).permission(PermissionLevel::Ask);
+        registry.register_with_schema("s", "d", schema, ok, serial).unwrap();
+        registry
+    }
+
+    #[test]
+    fn handles_follow_call_order_and_a_repeated_id_finds_the_first() {
+        let registry = registry();
+        let calls =
+            [ToolCall::new("x", "a", "{}"), ToolCall::new("x", "s", "{}"), ToolCall::new("y", "zz", "{}")];
+        let mut batch = registry.plan_batch(&calls);
+        assert_eq!(batch.get_mut("x").unwrap().tool(), Some("a"));
+        let seen: Vec<_> = batch.iter_mut().map(|c| (c.position(), c.tool().map(str::to_owned))).collect();
+        assert_eq!(seen, [(0, Some("a".into())), (1, Some("s".into())), (2, None)]);
+        assert_eq!(batch.iter_mut().len(), 3);
+    }
+
+    #[test]
+    fn the_schedule_sees_what_was_settled() {
+        let registry = registry();
+        let calls =
+            [ToolCall::new("1", "s", "{}"), ToolCall::new("2", "a", "{}"), ToolCall::new("3", "s", "{}")];
+        let mut batch = registry.plan_batch(&calls);
+        assert_eq!(batch.schedule().start(), vec![1, 0]);
+        batch.get_mut("1").unwrap().settle(ToolResult::error("1", "s", "no"));
+        // The first serial call settled: the next one starts with the concurrent ones.
+        assert_eq!(batch.schedule().start(), vec![1, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_settled_call_is_not_asked_and_an_authorized_one_runs_unasked() {
+        let registry = registry();
+        let calls = [ToolCall::new("1", "s", "{}"), ToolCall::new("2", "s", "{}")];
+        let mut batch = registry.plan_batch(&calls);
+        batch.get_mut("1").unwrap().settle(ToolResult::error("1", "s", "no"));
+        batch.get_mut("2").unwrap().authorize_unasked();
+        // Nobody could answer an ASK: yet nothing is asked.
+        let manager = PermissionManager::default();
+        let done = batch.authorize(&manager.rules_only(), Some(&manager)).await;
+        assert_eq!(done, Authorized::default());
+        let mut second = batch.get_mut("2").unwrap();
+        assert!(second.is_authorized());
+        assert_eq!(second.authorize(&manager.rules_only(), None).await, Permit::Runs);
+        assert!(format!("{second:?}").contains("position: 1"));
     }
 }
