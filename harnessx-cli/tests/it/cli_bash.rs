@@ -261,13 +261,14 @@ const READ_ALL_PROCESSES: &str = r#"
 echo processes; for d in /proc/[0-9]*; do echo "${d#/proc/} $(sed -n 's/^Name:\t*//p' $d/status 2>/dev/null)"; done
 echo environs; cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c sk-host-secret"#;
 
-/// The `pid name` lines [`READ_ALL_PROCESSES`] printed.
+/// The `pid name` lines [`READ_ALL_PROCESSES`] printed (output arrives in order, so the
+/// `[stderr]` chunk of [`READ_ANCESTORS`] may come between them).
 fn processes_seen(content: &str) -> Vec<(u32, String)> {
     let listed = content.split("processes\n").nth(1).unwrap().split("environs").next().unwrap();
     listed
         .lines()
         .filter_map(|l| l.split_once(' '))
-        .map(|(pid, name)| (pid.parse().unwrap(), name.to_owned()))
+        .filter_map(|(pid, name)| Some((pid.parse().ok()?, name.to_owned())))
         .collect()
 }
 
