@@ -306,6 +306,37 @@ fn as_root_a_local_command_cannot_read_the_harness_environment() {
     assert!(!content.contains("sk-host-secret"), "{content}");
 }
 
+// Where no namespace may be made (root without `CAP_SYS_ADMIN` and user namespaces off,
+// as a container's root often is), a local command still runs, on the host's processes;
+// there root's commands can read the harness's environment, as the docs say.
+#[test]
+fn where_no_namespace_may_be_made_a_local_command_runs_on_the_host_as_documented() {
+    if ensure_debian_package("util-linux", "unshare").is_none() {
+        return;
+    }
+    if !is_root() {
+        harnessx_test_support::skip_or_fail("needs root to take CAP_SYS_ADMIN away");
+        return;
+    }
+    // Root of a user namespace of its own, where it turns user namespaces off, then
+    // without CAP_SYS_ADMIN; `unshare` and `setpriv` exec, so the harness keeps the pid.
+    let mut confined = std::process::Command::new("unshare");
+    confined.args([
+        "--user",
+        "--map-root-user",
+        "sh",
+        "-c",
+        r#"echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --bounding-set=-sys_admin --inh-caps=-sys_admin -- "$0" "$@""#,
+        env!("CARGO_BIN_EXE_harnessx"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (v, out, pid) =
+        call_as(confined, dir.path(), json!({"command": READ_ANCESTORS}), &["--sandbox", "local"]);
+    assert_eq!(v["is_error"], false, "{v} {}", stderr(&out));
+    let content = v["content"].as_str().unwrap();
+    assert!(content.contains(&format!("ppid={pid}\nname=harnessx\nread {pid}\n")), "{content}");
+}
+
 #[test]
 fn a_bubblewrap_command_cannot_see_the_harness_at_all() {
     let dir = tempfile::tempdir().unwrap();
