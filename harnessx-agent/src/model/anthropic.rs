@@ -178,3 +178,16 @@ impl Model for AnthropicModel {
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_from_base_urls() {
+        let at = |base: &str| AnthropicModel::new("m").base_url(base).endpoint();
+        assert_eq!(at("https://api.anthropic.com"), "https://api.anthropic.com/v1/messages");
+        assert_eq!(at("http://h/v1/"), "http://h/v1/messages");
+        assert_eq!(at("http://h/v1/messages"), "http://h/v1/messages");
+    }
+}

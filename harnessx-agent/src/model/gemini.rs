@@ -156,3 +156,26 @@ impl Model for GeminiModel {
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_from_base_urls_and_model_names() {
+        let model = GeminiModel::new("models/gemini-2.5-flash").base_url("http://h/v1beta/");
+        assert_eq!(model.model(), "gemini-2.5-flash");
+        assert_eq!(
+            model.endpoint(true),
+            "http://h/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(
+            GeminiModel::new("m").base_url("http://h").endpoint(false),
+            "http://h/v1beta/models/m:generateContent"
+        );
+        assert_eq!(
+            GeminiModel::new("m").base_url("http://h/v1").endpoint(false),
+            "http://h/v1/models/m:generateContent"
+        );
+    }
+}

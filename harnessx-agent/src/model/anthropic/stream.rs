@@ -229,3 +229,58 @@ impl Decoder for AnthropicDecoder {
         parse_message(body)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn feed(events: &[Value]) -> Result<(Vec<ModelEvent>, ModelResponse), ModelError> {
+        let mut decoder = AnthropicDecoder::default();
+        let mut out = Vec::new();
+        let mut complete = false;
+        for e in events {
+            let step =
+                decoder.event(SseEvent { event: String::new(), data: e.to_string(), id: None }, &mut out)?;
+            complete = step == Step::Complete;
+        }
+        Ok((out, decoder.finish(complete)?))
+    }
+
+    #[test]
+    fn text_and_a_tool_call_are_assembled_with_their_usage() {
+        let (events, response) = feed(&[
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "cache_read_input_tokens": 4}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t", "name": "w", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"a\":"}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "1}"}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 7}}),
+            json!({"type": "message_stop"}),
+        ])
+        .unwrap();
+        assert_eq!(events.len(), 4, "{events:?}");
+        assert_eq!(response.content, "Hi");
+        assert_eq!(response.tool_calls, [ToolCall::new("t", "w", r#"{"a":1}"#)]);
+        assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(
+            (response.usage.input_tokens, response.usage.cached_input_tokens, response.usage.output_tokens),
+            (14, 4, 7)
+        );
+    }
+
+    #[test]
+    fn a_stream_cut_off_never_reads_as_a_whole_answer() {
+        let start = json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}});
+        let e = feed(std::slice::from_ref(&start)).unwrap_err();
+        assert!(matches!(e, ModelError::Transport(_)), "{e:?}");
+        let tool = json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "w"}});
+        let (_, response) = feed(&[start, tool]).unwrap();
+        assert_eq!(response.tool_calls[0].arguments, http::CUT_OFF_EMPTY_ARGUMENTS);
+        assert_eq!(response.finish_reason, FinishReason::Other("incomplete".into()));
+    }
+}

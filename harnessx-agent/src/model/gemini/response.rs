@@ -329,3 +329,64 @@ impl Decoder for GeminiDecoder {
         decoder.finish(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thoughts_text_and_calls_keep_their_signatures_and_a_call_finishes_as_tool_calls() {
+        let body = concat!(
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"why\",\"thought\":true},",
+            "{\"text\":\"Hi \",\"thoughtSignature\":\"T\"}]}}]}\r\n\r\n",
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\",\"args\":{\"a\":1}},",
+            "\"thoughtSignature\":\"C\"}]},\"finishReason\":\"STOP\"}],",
+            "\"usageMetadata\":{\"promptTokenCount\":5,\"candidatesTokenCount\":2,\"thoughtsTokenCount\":3}}\r\n\r\n",
+        );
+        let (events, response) = parse_sse(body.as_bytes()).unwrap();
+        assert_eq!(
+            events,
+            [
+                ModelEvent::ReasoningDelta("why".into()),
+                ModelEvent::TextDelta("Hi ".into()),
+                ModelEvent::ToolCallStart { index: 0, id: String::new(), name: "f".into() },
+                ModelEvent::ToolCallDelta { index: 0, delta: r#"{"a":1}"#.into() },
+            ]
+        );
+        assert_eq!(response.content, "Hi ");
+        assert_eq!(response.tool_calls, [ToolCall::new("", "f", r#"{"a":1}"#)]);
+        assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+        assert_eq!((response.usage.input_tokens, response.usage.output_tokens), (5, 5));
+        assert_eq!(response.usage.reasoning_tokens, 3);
+        assert_eq!(
+            response.reasoning,
+            [
+                Reasoning {
+                    provider: REASONING_PROVIDER.into(),
+                    text: "why".into(),
+                    signature: None,
+                    data: json!({"part": "thought"}),
+                },
+                signed(String::new(), "T".into(), json!({"part": "text", "start": 0, "end": 3})),
+                signed(String::new(), "C".into(), json!({"part": "call", "call": 0})),
+            ]
+        );
+    }
+
+    #[test]
+    fn parts_it_cannot_represent_and_errors_in_the_answer_are_errors() {
+        let chunk = |json: &str| parse_sse(format!("data: {json}\r\n\r\n").as_bytes());
+        let e = chunk(r#"{"candidates":[{"content":{"parts":[{"inlineData":{"data":""}}]}}]}"#).unwrap_err();
+        assert!(matches!(&e, ModelError::Protocol(m) if m.contains("inlineData")), "{e:?}");
+        let e = chunk(
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","partialArgs":[]}}]}}]}"#,
+        )
+        .unwrap_err();
+        assert!(matches!(&e, ModelError::Protocol(m) if m.contains("partialArgs")), "{e:?}");
+        let e = chunk(r#"{"error":{"code":429,"message":"slow down","status":"RESOURCE_EXHAUSTED"}}"#)
+            .unwrap_err();
+        assert!(matches!(e, ModelError::Http { status: 429, .. }), "{e:?}");
+        let e = chunk(r#"{"promptFeedback":{"blockReason":"SAFETY"}}"#).unwrap();
+        assert_eq!(e.1.finish_reason, FinishReason::ContentFilter);
+    }
+}

@@ -148,3 +148,19 @@ fn wire_message(message: &Message, host: Host) -> Value {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harnessx_core::ToolCall;
+
+    #[test]
+    fn auto_and_empty_content_are_spelled_out_for_servers_other_than_openai() {
+        assert_eq!(wire_tool_choice(&ToolChoice::Auto, Host::OpenAi), None);
+        assert_eq!(wire_tool_choice(&ToolChoice::Auto, Host::Compatible), Some(json!("auto")));
+        let call = Message::assistant("", vec![ToolCall::new("c", "f", "[1]")]);
+        assert_eq!(wire_message(&call, Host::OpenAi)["content"], Value::Null);
+        assert_eq!(wire_message(&call, Host::Compatible)["content"], json!(""));
+        assert_eq!(wire_message(&call, Host::OpenAi)["tool_calls"][0]["function"]["arguments"], "{}");
+    }
+}

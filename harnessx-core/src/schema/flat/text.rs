@@ -162,3 +162,40 @@ fn locate<'t>(text: &'t str, names: &[&str], values: &mut [Option<&'t str>]) -> 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_located_by_name_and_an_escaped_key_is_refused() {
+        let text = r#" {"a": 12, "s": "x\"y" , "n": null} "#;
+        let mut values = [None; 3];
+        assert!(locate_values(text, &["s", "a", "missing"], &mut values));
+        assert_eq!(values, [Some(r#""x\"y""#), Some("12"), None]);
+        let mut values = [None];
+        assert!(!locate_values(r#"{"\u0061": 1}"#, &["a"], &mut values));
+    }
+
+    #[test]
+    fn plain_integers_stop_where_serde_json_reads_a_float() {
+        let int = |s: &str| Cursor { text: s, at: 0 }.plain_integer();
+        assert_eq!(int("-12"), Some(-12));
+        assert_eq!(int("0"), Some(0));
+        assert_eq!(int("123456789012345678"), Some(123_456_789_012_345_678));
+        for float_or_wide in ["-0", "01", "1.5", "1e3", "1E3", "1234567890123456789", "-", ""] {
+            assert_eq!(int(float_or_wide), None, "{float_or_wide}");
+        }
+    }
+
+    #[test]
+    fn plain_strings_end_at_an_escape_or_a_control_character() {
+        fn string(text: &str) -> Option<&str> {
+            Cursor { text, at: 0 }.plain_string()
+        }
+        assert_eq!(string(r#"héllo" rest"#), Some("héllo"));
+        assert_eq!(string(r#"a\"b""#), None);
+        assert_eq!(string("a\u{1}b\""), None);
+        assert_eq!(string("unterminated"), None);
+    }
+}
