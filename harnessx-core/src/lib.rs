@@ -28,15 +28,16 @@ pub use engine::cap::{DEFAULT_MAX_RESULT_CHARS, ResultDir};
 pub use engine::context::RunContext;
 pub use engine::events::{ToolEvent, ToolEventSink};
 pub use engine::pipeline::{
-    CallOutcome, EndHook, PERMISSION_DENIED, PlannedBatch, RunHooks, Schedule, Slot, StartHook,
+    Authorized, CallOutcome, EndHook, PERMISSION_DENIED, Permit, PlannedBatch, PlannedCall, Question,
+    RunHooks, Schedule, Slot, StartHook,
 };
 pub use engine::serial::SerialQueue;
 pub use error::{ParsePolicyError, RegistryError, ToolError, TransientToolError};
 pub use memory::{Memory, MemoryError, MemoryHit, MemoryId, MemoryStore, MemoryUpdate, NewMemory, Saved};
 pub use permission::{
     ApprovalDecision, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError, AuthRequest,
-    Authorization, Authorizer, Decision, DenyReason, MemoryApprovalStore, PermissionLevel, PermissionManager,
-    PermissionRules, RuleError, RuleLists,
+    Authorization, Authorizer, Decision, DenyReason, ManagerRules, MemoryApprovalStore, PermissionLevel,
+    PermissionManager, PermissionRules, RuleError, RuleLists,
 };
 pub use registry::resolve::UnknownTool;
 pub use registry::{NameResolution, ToolRegistry, ToolSource, ToolSpec, WeakToolRegistry};

@@ -19,7 +19,7 @@
 use serde_json::Value;
 
 use harnessx_core::tool::name::{repair_key, strip_known_prefixes};
-use harnessx_core::{PlannedBatch, ToolCall, ToolOutput, ToolResult, ToolSpec};
+use harnessx_core::{PlannedBatch, ToolOutput, ToolResult, ToolSpec};
 
 use super::schema::OutputSchema;
 use super::{Decode, FINAL_RESULT_TOOL, Output, OutputError, OutputMode, answer_json};
@@ -153,14 +153,15 @@ impl Attempts {
     /// Answers the `final_result` calls of a turn (mode `tool`) without running them:
     /// the first whose arguments fit is the answer (a later one is not used), the others
     /// get their error. The rest of the batch is untouched.
-    pub(crate) fn settle_calls(&mut self, calls: &[ToolCall], batch: &mut PlannedBatch) {
+    pub(crate) fn settle_calls(&mut self, batch: &mut PlannedBatch) {
         self.turn_answer = None;
         self.turn_error = None;
         if self.mode != OutputMode::Tool {
             return;
         }
         let key = repair_key(FINAL_RESULT_TOOL);
-        for (index, call) in calls.iter().enumerate() {
+        for mut planned in batch.iter_mut() {
+            let call = planned.call();
             if repair_key(strip_known_prefixes(&call.name)) != key {
                 continue;
             }
@@ -179,7 +180,7 @@ impl Attempts {
                     }
                 }
             };
-            batch.settle(index, result);
+            planned.settle(result);
         }
     }
 

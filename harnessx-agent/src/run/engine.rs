@@ -5,18 +5,14 @@
 
 use std::sync::Arc;
 
-use harnessx_core::{
-    ApprovalDecision, ApprovalRequest, AuthRequest, Authorization, PermissionManager, PlannedBatch,
-    RunContext, ToolCall, ToolEvent, ToolOutput, ToolResult,
-};
+use harnessx_core::{PermissionManager, RunContext, ToolCall, ToolEvent, ToolResult};
 
 use crate::budget::{Budget, Limit, RunLimits};
 use crate::model::fallback::{Circuit, run_scope};
 use crate::model::{FinishReason, Message};
 use crate::output::attempts::{Attempts, Verdict};
-use crate::run::recovery::{self, Recovery, Unknown};
-use crate::run::state::{NeedsInput, NeedsInputKind, RunState, RunStatus};
-use crate::run::steps::{Answer, Executed, Recorded, Steps};
+use crate::run::state::{NeedsInput, RunState, RunStatus};
+use crate::run::steps::Steps;
 use crate::run::{Events, agent_event, call_ids_for_turn, history_safe};
 use crate::{Agent, AgentError, AgentEvent};
 
@@ -129,7 +125,6 @@ async fn run<S: Steps>(
             if let Some(o) = &output {
                 o.tools_refreshed(&mut request.tools);
             }
-            steps.tools_changed(agent)?;
         }
         while let Some(limit) = budget.before_request(turn) {
             if !hold(steps, &mut budget, turn - 1, limit).await? {
@@ -205,7 +200,7 @@ async fn run<S: Steps>(
             if allowed > 0 {
                 let chunk = &calls[done..done + allowed];
                 budget.count_calls(turn, allowed);
-                let ran = run_batch(
+                let ran = super::batch::run_batch(
                     agent,
                     steps,
                     permissions,
@@ -253,83 +248,6 @@ async fn run<S: Steps>(
         }
         agent.after_tool_calls(&mut request);
     }
-}
-
-/// Plans, authorises and runs the calls of one batch (all of a turn's, or those the
-/// tool-call limit lets through). `Ok(Err(needs))`: the run stopped to wait for them.
-#[allow(clippy::too_many_arguments)] // the loop's state for one batch, passed as it is
-async fn run_batch<S: Steps>(
-    agent: &Agent,
-    steps: &mut S,
-    permissions: &PermissionManager,
-    turn: u32,
-    calls: &[ToolCall],
-    budget: &mut Budget,
-    output: Option<&mut Attempts>,
-    planning: Option<&crate::planning::PlanningState>,
-    ctx: &RunContext,
-    messages: &mut [Message],
-) -> Result<Result<Vec<ToolResult>, Vec<NeedsInput>>, S::Error> {
-    let mut batch = agent.tools().plan_batch(calls);
-    // [output] `final_result` calls are answered here, checked, never run.
-    if let Some(o) = output {
-        o.settle_calls(calls, &mut batch);
-    }
-    let mut edits = Vec::new();
-    let needs =
-        plan(agent, steps, permissions, turn, calls, &mut batch, budget, planning, &mut edits).await?;
-    if !needs.is_empty() {
-        // Nothing of this batch runs until every question is answered.
-        if !steps.pause(turn, &needs).await? {
-            return Ok(Err(needs));
-        }
-        for need in &needs {
-            answer(agent, steps, permissions, turn, calls, &mut batch, need, &mut edits).await?;
-        }
-        steps.resumed().await?;
-    }
-    // The calls a person edited show the arguments they ran with from the next request
-    // on.
-    show_edits(messages, &edits);
-
-    let writes: Vec<_> = match &planning {
-        Some(_) => (0..batch.len()).filter_map(|i| todo_write(&batch, i)).collect(),
-        None => Vec::new(),
-    };
-    let executed = steps.execute(agent, turn, batch, ctx).await?;
-    if let Some(p) = &planning {
-        for (index, todos) in writes {
-            if executed.get(index).is_some_and(|e| !e.result.is_error && e.unknown.is_none()) {
-                p.replace(todos);
-            }
-        }
-    }
-    let mut results: Vec<ToolResult> = Vec::with_capacity(executed.len());
-    let mut unknown: Vec<NeedsInput> = Vec::new();
-    for (call, Executed { result, unknown: why, usage }) in calls.iter().zip(executed) {
-        if let Some(why) = why {
-            unknown.push(recovery::ask(why, &call.id, &result.name, &call.arguments));
-        }
-        if !usage.is_empty() {
-            budget.specialist(turn, &usage);
-        }
-        results.push(result);
-    }
-    if !unknown.is_empty() {
-        if !steps.pause(turn, &unknown).await? {
-            return Ok(Err(unknown));
-        }
-        for need in &unknown {
-            let text = match steps.wait(need).await? {
-                Answer::Outcome(text) => text,
-                Answer::Decision(_) => need.reason.clone(),
-            };
-            let i = calls.iter().position(|c| c.id == need.call_id).unwrap_or_default();
-            results[i] = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
-        }
-        steps.resumed().await?;
-    }
-    Ok(Ok(results))
 }
 
 /// The error results of calls a limit keeps from running (`first` is the position of the
@@ -498,293 +416,4 @@ fn emit(events: Option<&Events>, event: impl FnOnce() -> AgentEvent) {
     if let Some(tx) = events {
         let _ = tx.send(event());
     }
-}
-
-/// Settles what the backend already knows of each call, applies the recovery rules to
-/// calls that started and have no result, and authorises the rest. Returns what a person
-/// has to answer before the batch can run.
-#[allow(clippy::too_many_arguments)] // the loop's state for one batch, passed as it is
-async fn plan<S: Steps>(
-    agent: &Agent,
-    steps: &mut S,
-    permissions: &PermissionManager,
-    turn: u32,
-    calls: &[ToolCall],
-    batch: &mut PlannedBatch,
-    budget: &mut Budget,
-    planning: Option<&crate::planning::PlanningState>,
-    edits: &mut Vec<(String, serde_json::Value)>,
-) -> Result<Vec<NeedsInput>, S::Error> {
-    let run_id = steps.run_id().map(str::to_owned);
-    let mut needs = Vec::new();
-    for (index, call) in calls.iter().enumerate() {
-        // Counted in call order whether the call runs now or is replayed, so a resumed
-        // run counts as the first did.
-        let over = match batch.tool(index) {
-            Some(tool) if budget.has_per_tool() => budget.per_tool(tool).map(|max| (max, tool.to_owned())),
-            _ => None,
-        };
-        match steps.recorded(&call.id) {
-            Recorded::Result(result) => {
-                let result = result.clone();
-                if let Some(usage) = steps.recorded_usage(&call.id) {
-                    budget.specialist(turn, usage);
-                }
-                if let Some(ApprovalDecision::ApproveEdited { arguments, .. }) =
-                    steps.recorded_decision(&call.id, &call.arguments)
-                {
-                    edits.push((call.id.clone(), arguments));
-                }
-                // Its handler is not run again: the todo list it wrote is.
-                keep_todos(planning, batch, index, &result);
-                batch.settle_replayed(index, result);
-                continue;
-            }
-            Recorded::Answer(text) => {
-                let tool = batch.tool(index).unwrap_or(&call.name).to_owned();
-                let result = ToolResult::success(&call.id, tool, ToolOutput::from(text.to_owned()));
-                steps.record(turn, &result);
-                batch.settle(index, result);
-                continue;
-            }
-            Recorded::Started | Recorded::Nothing => {}
-        }
-        if let Some(result) = batch.result(index) {
-            // Refused before it could run (unknown tool, bad arguments).
-            let result = result.clone();
-            steps.record(turn, &result);
-            continue;
-        }
-        if let Some((max, tool)) = over {
-            // The tool used its own limit up; the run goes on without it.
-            let text = format!("tool-call limit of {max} for {tool} reached: this call was not run");
-            let result = ToolResult::error(&call.id, tool, text);
-            steps.record(turn, &result);
-            batch.settle(index, result);
-            continue;
-        }
-        let policy = batch.replay_policy(index).unwrap_or_default();
-        if let Some(run_id) = &run_id {
-            batch.set_idempotency_key(index, recovery::idempotency_key(run_id, &call.id));
-        }
-        if steps.recorded(&call.id) == Recorded::Started {
-            let tool = batch.tool(index).unwrap_or(&call.name).to_owned();
-            match recovery::recover(policy, Unknown::Interrupted, &call.id, &tool, &call.arguments) {
-                Recovery::RunAgain => {
-                    // It runs again as it was approved: with the arguments a person gave.
-                    let decided = match steps.recorded_decision(&call.id, &call.arguments) {
-                        Some(decision @ ApprovalDecision::ApproveEdited { .. }) => {
-                            permissions.apply(&tool, decision)
-                        }
-                        _ => Authorization::Allow,
-                    };
-                    conclude(steps, permissions, turn, batch, index, &call.id, &tool, decided, edits);
-                }
-                Recovery::Ask(need) => needs.push(need),
-            }
-            continue;
-        }
-        // The rules (or the agent's authorizer) first, on borrowed values: an ALLOW (the
-        // common case) allocates nothing.
-        let mut decided = {
-            let request = AuthRequest {
-                tool: batch.tool(index).unwrap_or(&call.name),
-                permission: batch.permission(index),
-                call_id: &call.id,
-                arguments: batch.arguments(index).unwrap_or(&serde_json::Value::Null),
-            };
-            rules(agent, permissions, request).await
-        };
-        if let Authorization::Allow = decided {
-            batch.authorize(index);
-            continue;
-        }
-        let tool = batch.tool(index).unwrap_or(&call.name).to_owned();
-        if let Authorization::Wait { question } = decided {
-            decided = if let Some(decision) = steps.recorded_decision(&call.id, &call.arguments) {
-                permissions.apply(&tool, decision)
-            } else if permissions.can_decide() {
-                let arguments = batch.arguments(index).cloned().unwrap_or_default();
-                let ask = ApprovalRequest { tool_name: tool.clone(), call_id: call.id.clone(), arguments };
-                match steps.decide(permissions, ask, &call.arguments).await? {
-                    Some(decision) => permissions.apply(&tool, decision),
-                    None => Authorization::Wait { question },
-                }
-            } else {
-                Authorization::Wait { question }
-            };
-        }
-        match decided {
-            Authorization::Wait { question } if run_id.is_some() => needs.push(NeedsInput {
-                kind: NeedsInputKind::Approval,
-                call_id: call.id.clone(),
-                tool,
-                arguments: call.arguments.clone(),
-                reason: question,
-            }),
-            decided => conclude(steps, permissions, turn, batch, index, &call.id, &tool, decided, edits),
-        }
-    }
-    Ok(needs)
-}
-
-/// The decision on a call before any person is asked: the agent's
-/// [`Authorizer`](harnessx_core::Authorizer) when it has one (asked failing closed),
-/// else the manager's rules (levels, overrides, argument rules, grants).
-async fn rules(agent: &Agent, permissions: &PermissionManager, request: AuthRequest<'_>) -> Authorization {
-    match agent.authorizer() {
-        Some(authorizer) => harnessx_core::permission::ask(&**authorizer, request).resolve().await,
-        None => permissions.rules(request),
-    }
-}
-
-/// Acts on the authorisation of one call: it runs (with the arguments a person edited,
-/// once they pass the schema and the deny rules again), or it gets its refusal.
-#[allow(clippy::too_many_arguments)] // the loop's state for one call, passed as it is
-fn conclude<S: Steps>(
-    steps: &mut S,
-    permissions: &PermissionManager,
-    turn: u32,
-    batch: &mut PlannedBatch,
-    index: usize,
-    call_id: &str,
-    tool: &str,
-    decided: Authorization,
-    edits: &mut Vec<(String, serde_json::Value)>,
-) {
-    match decided {
-        Authorization::Allow => batch.authorize(index),
-        Authorization::AllowEdited { arguments } => {
-            if batch.edit(index, arguments.clone()).is_err() {
-                // Settled with the reason, for the model.
-                if let Some(result) = batch.result(index) {
-                    let result = result.clone();
-                    steps.record(turn, &result);
-                }
-                return;
-            }
-            let rechecked = permissions.recheck_edited(
-                tool,
-                batch.permission(index),
-                batch.arguments(index).unwrap_or(&serde_json::Value::Null),
-            );
-            match rechecked {
-                Authorization::Allow => {
-                    batch.authorize(index);
-                    edits.push((call_id.to_owned(), arguments));
-                }
-                refused => deny(steps, turn, batch, index, call_id, tool, refused),
-            }
-        }
-        refused => deny(steps, turn, batch, index, call_id, tool, refused),
-    }
-}
-
-/// Puts the arguments calls ran with into the assistant message that made them (the last
-/// one), so the model sees what ran.
-fn show_edits(messages: &mut [Message], edits: &[(String, serde_json::Value)]) {
-    if edits.is_empty() {
-        return;
-    }
-    let Some(Message::Assistant { tool_calls, .. }) =
-        messages.iter_mut().rev().find(|m| matches!(m, Message::Assistant { .. }))
-    else {
-        return;
-    };
-    for (call_id, arguments) in edits {
-        if let Some(call) = tool_calls.iter_mut().find(|c| &c.id == call_id) {
-            call.arguments = arguments.to_string();
-        }
-    }
-}
-
-/// The todo list a successful built-in `write_todos` call wrote, kept in this process's
-/// planning state whichever process or worker ran (or journaled) it, so the next
-/// request shows the list on every backend.
-fn keep_todos(
-    planning: Option<&crate::planning::PlanningState>,
-    batch: &PlannedBatch,
-    index: usize,
-    result: &ToolResult,
-) {
-    if let Some(p) = planning
-        && !result.is_error
-        && let Some((_, todos)) = todo_write(batch, index)
-    {
-        p.replace(todos);
-    }
-}
-
-/// The list a `write_todos` call of the batch writes, if it is one that will run.
-fn todo_write(batch: &PlannedBatch, index: usize) -> Option<(usize, Vec<serde_json::Value>)> {
-    (batch.tool(index)? == "write_todos")
-        .then(|| Some((index, batch.arguments(index)?.get("todos")?.as_array()?.clone())))
-        .flatten()
-}
-
-/// Gives a refused call its error result.
-fn deny<S: Steps>(
-    steps: &mut S,
-    turn: u32,
-    batch: &mut PlannedBatch,
-    index: usize,
-    call_id: &str,
-    tool: &str,
-    refused: Authorization,
-) {
-    let (reason, message) = match refused {
-        Authorization::Deny { reason, message } => (reason, message),
-        // An ASK nobody can answer.
-        _ => (harnessx_core::DenyReason::NoApprover, harnessx_core::PERMISSION_DENIED.into()),
-    };
-    tracing::info!(tool, call_id, ?reason, "tool call denied");
-    let result = ToolResult::error(call_id, tool, message);
-    steps.record(turn, &result);
-    batch.settle(index, result);
-}
-
-/// Applies the answer to one question of a paused batch (a backend that waits in
-/// place: Restate).
-#[allow(clippy::too_many_arguments)] // the loop's state for one question, passed as it is
-async fn answer<S: Steps>(
-    agent: &Agent,
-    steps: &mut S,
-    permissions: &PermissionManager,
-    turn: u32,
-    calls: &[ToolCall],
-    batch: &mut PlannedBatch,
-    need: &NeedsInput,
-    edits: &mut Vec<(String, serde_json::Value)>,
-) -> Result<(), S::Error> {
-    let Some(index) = calls.iter().position(|c| c.id == need.call_id) else { return Ok(()) };
-    match need.kind {
-        NeedsInputKind::Approval => {
-            let arguments = batch.arguments(index).cloned().unwrap_or_default();
-            let request = AuthRequest {
-                tool: &need.tool,
-                permission: batch.permission(index),
-                call_id: &need.call_id,
-                arguments: &arguments,
-            };
-            // Granted for the session by the answer to an earlier question of the batch.
-            let decided = match rules(agent, permissions, request).await {
-                Authorization::Wait { .. } => match steps.wait(need).await? {
-                    Answer::Decision(decision) => permissions.apply(&need.tool, decision),
-                    Answer::Outcome(_) => Authorization::denied(harnessx_core::DenyReason::Rejected),
-                },
-                decided => decided,
-            };
-            conclude(steps, permissions, turn, batch, index, &need.call_id, &need.tool, decided, edits);
-        }
-        NeedsInputKind::Outcome => {
-            let text = match steps.wait(need).await? {
-                Answer::Outcome(text) => text,
-                Answer::Decision(_) => need.reason.clone(),
-            };
-            let result = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
-            steps.record(turn, &result);
-            batch.settle(index, result);
-        }
-    }
-    Ok(())
 }

@@ -2,6 +2,7 @@
 //! backend drives ([`engine`]), with its step seam ([`steps`]), the recovery rules of
 //! durable runs ([`recovery`]) and the state a run reports ([`state`]).
 
+mod batch;
 pub mod engine;
 pub mod recovery;
 pub mod state;

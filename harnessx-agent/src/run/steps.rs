@@ -30,15 +30,18 @@ pub enum Recorded<'a> {
     Started,
 }
 
-/// One call's result from [`Steps::execute`].
-#[derive(Debug, Clone, PartialEq)]
+/// One call's result from [`Steps::execute`] (and what a Restate worker's
+/// `HarnessxTool/execute` answers, on the wire).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Executed {
     /// The result as the model will see it (for an unknown outcome, what the engine said).
     pub result: ToolResult,
     /// Set when the outcome is unknown and the recovery rules ask a person.
     pub unknown: Option<Unknown>,
     /// What a specialist the call ran used, by model (empty for other tools); added to
-    /// the run's usage. See [`UsageSink`](crate::budget::UsageSink).
+    /// the run's usage. See [`UsageSink`](crate::budget::UsageSink). Absent on the wire
+    /// for other tools.
+    #[serde(default, skip_serializing_if = "UsageByModel::is_empty")]
     pub usage: UsageByModel,
 }
 
@@ -186,12 +189,6 @@ pub trait Steps: Send {
         _usage: &Usage,
     ) -> impl Future<Output = Result<Option<RunLimits>, Self::Error>> + Send {
         std::future::ready(Ok(None))
-    }
-
-    /// The tool list changed between turns (an MCP server's `tools/list_changed`): the
-    /// next request offers the new list.
-    fn tools_changed(&mut self, _agent: &Agent) -> Result<(), Self::Error> {
-        Ok(())
     }
 
     /// Records the final answer.

@@ -2,9 +2,10 @@
 //! exists: its `/proc/PID` files (`environ`, `mem`, `maps`, the `fd` folder) then belong
 //! to root, and `ptrace` by a process of the same user is refused, so a local command
 //! (same user, no namespace) cannot read the harness's environment and its provider keys
-//! through `/proc/$PPID/environ`. It does not stop root (a harness run as root is open to
-//! its commands), and it turns off core dumps and debugger attachment of the harness
-//! meanwhile. The kernel resets the flag on `execve`, so the sandbox's shell and commands
+//! through `/proc/$PPID/environ`. It does not stop root: that is what the shell's own
+//! namespaces are for ([`super::isolate`]), and where none can be made a harness run as
+//! root is open to its commands. It turns off core dumps and debugger attachment of the
+//! harness meanwhile. The kernel resets the flag on `execve`, so the sandbox's shell and commands
 //! are dumpable as usual.
 //!
 //! [`LocalSandbox`]: super::LocalSandbox

@@ -1,7 +1,8 @@
 //! [`LocalSandbox`]: commands on the host, under this process's user.
 //!
 //! Each sandbox keeps one `bash` running (started on the first command, restarted if it
-//! dies): the *shell*. It leads its own session and is a child subreaper, and it runs
+//! dies): the *shell*, in PID and mount namespaces of its own where they can be made
+//! ([`super::isolate`]). It leads its own session and is a child subreaper, and it runs
 //! every command in a fresh subshell it forks, with the command's stdout and stderr on
 //! two FIFOs this process reads. A daemon a command leaves behind (`setsid`, double fork)
 //! is re-parented to the shell, so the sweep after each command finds it there. Forking a
@@ -33,9 +34,10 @@ use super::cgroup::{CgroupLimits, CommandCgroup};
 use super::dumpable::Undumpable;
 use super::env::base_env;
 use super::find_program;
+use super::isolate::{self, Isolation, Report, Started};
 use super::run::{Outcome, TreeGuard, drain, drive, output, prepare};
 use super::spawn::{ProcessLimits, prepare_child};
-use super::sweep::{Epoch, kill_tree, kill_under};
+use super::sweep::{Epoch, children, kill_tree, kill_under};
 
 /// The shell's loop (see the module documentation). `$1` is the FIFO folder. Its own
 /// variables are unset before the script runs, and `set --` leaves the script no
@@ -69,11 +71,17 @@ done
 /// anything the user could do — it reads and writes what this process can, and reaches
 /// the network. Use [`BubblewrapSandbox`](super::BubblewrapSandbox) to confine commands.
 ///
-/// Each command runs in a cgroup of its own where it can ([`LocalSandbox::cgroup`]). While
-/// any local sandbox exists, this process is non-dumpable (`PR_SET_DUMPABLE` 0), so a
-/// command of the same user cannot read its `/proc` files (`/proc/$PPID/environ`, with
-/// the provider keys); root still can, and core dumps and debuggers of the harness are
-/// off meanwhile.
+/// Each command runs in a cgroup of its own where it can ([`LocalSandbox::cgroup`]).
+///
+/// The harness's environment (`/proc/$PPID/environ`, with the provider keys) is kept from
+/// commands two ways. Where the kernel allows it (root with `CAP_SYS_ADMIN`, or user
+/// namespaces), the shell runs in PID and mount namespaces of its own with a fresh `/proc`:
+/// commands see only their own processes, and neither the harness nor any other host
+/// process, for root too. And while any local sandbox exists, this process is non-dumpable
+/// (`PR_SET_DUMPABLE` 0), so a command of the same user cannot read its `/proc` files;
+/// where no namespace can be made, that is all there is, and root's commands can read
+/// them. Core dumps and debuggers of the harness are off meanwhile. See
+/// `docs/builtin-bash.md` for exactly what remains visible in each case.
 ///
 /// Clones share one shell; commands on one sandbox run one at a time.
 ///
@@ -179,8 +187,12 @@ impl Sandbox for LocalSandbox {
 /// The running shell of a [`LocalSandbox`].
 #[derive(Debug)]
 struct Shell {
+    /// The process spawned: the shell itself, or, in namespaces of its own, the process
+    /// that waits for it outside them (see [`super::isolate`]).
     child: Child,
+    /// The shell's pid, in this process's PID namespace.
     pid: i32,
+    in_namespaces: bool,
     /// The shell's stdin: requests go in, `S`/`E` lines come out.
     control: StdUnixStream,
     fifos: tempfile::TempDir,
@@ -188,7 +200,25 @@ struct Shell {
 }
 
 impl Shell {
+    /// A new shell: in PID and mount namespaces of its own where they may be made, else on
+    /// the host's processes.
     fn start(bash: &Path, limits: ProcessLimits) -> Result<Self, SandboxError> {
+        if isolate::wanted() {
+            if let Some(shell) = Self::spawn(bash, limits, true)? {
+                return Ok(shell);
+            }
+            isolate::give_up();
+            tracing::warn!(
+                "the local sandbox's namespaces were made but a fresh /proc in them was refused: its shells now run on the host's processes"
+            );
+        }
+        Self::spawn(bash, limits, false)?
+            .ok_or_else(|| SandboxError("could not start the local shell (a bug: it reported half-made namespaces without being asked for any)".into()))
+    }
+
+    /// `None` when `isolate` and the namespaces were made but not finished (the spawned
+    /// process has exited, and nothing ran).
+    fn spawn(bash: &Path, limits: ProcessLimits, isolate: bool) -> Result<Option<Self>, SandboxError> {
         let io = |what: &'static str| {
             move |e: std::io::Error| SandboxError(format!("could not start the local shell ({what}): {e}"))
         };
@@ -196,6 +226,12 @@ impl Shell {
             tempfile::Builder::new().prefix("harnessx-local-").tempdir().map_err(io("FIFO folder"))?;
         let (ours, theirs) = StdUnixStream::pair().map_err(io("socket"))?;
         ours.set_nonblocking(true).map_err(io("socket"))?;
+        let (isolation, report) = if isolate {
+            let (isolation, report) = Isolation::new().map_err(io("pipe"))?;
+            (Some(isolation), Some(report))
+        } else {
+            (None, None)
+        };
         let mut command = std::process::Command::new(bash);
         command
             .args(["--norc", "--noprofile", "-c", SHELL, "bash"])
@@ -207,10 +243,41 @@ impl Shell {
             .stderr(Stdio::null());
         // No parent-death signal: the shell ends by itself when this process's end of the
         // socket closes, whichever thread started it.
-        prepare_child(&mut command, limits, false, Vec::new());
-        let child = command.spawn().map_err(io("spawn"))?;
-        let pid = i32::try_from(child.id()).expect("pids fit in i32");
-        Ok(Self { child, pid, control: ours, fifos, next_id: 0 })
+        prepare_child(&mut command, limits, false, Vec::new(), isolation);
+        let epoch = Epoch::now();
+        let mut child = command.spawn().map_err(io("spawn"))?;
+        // With it goes the hook, which holds the report's write end.
+        drop(command);
+        let spawned = i32::try_from(child.id()).expect("pids fit in i32");
+        let started = report.map_or(Started::OnTheHost, Report::read);
+        let pid = match started {
+            Started::OnTheHost => spawned,
+            Started::InNamespaces => {
+                if let [shell] = children(spawned, epoch)[..] {
+                    shell
+                } else {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(SandboxError("the local shell exited as it started".into()));
+                }
+            }
+            Started::HalfMade => {
+                let status = child.wait();
+                tracing::debug!(?status, "the local shell's namespaces were half made");
+                return Ok(None);
+            }
+        };
+        if isolate && started == Started::OnTheHost {
+            on_the_host();
+        }
+        Ok(Some(Self {
+            child,
+            pid,
+            in_namespaces: started == Started::InNamespaces,
+            control: ours,
+            fifos,
+            next_id: 0,
+        }))
     }
 
     /// This shell if it still runs, else a new one.
@@ -286,10 +353,35 @@ impl Shell {
 impl Drop for Shell {
     fn drop(&mut self) {
         if self.alive() {
-            kill_tree(self.pid, Epoch::now());
+            if self.in_namespaces {
+                // The namespace goes with its pid 1 (the kernel kills the rest); the spawned
+                // process then exits. The pid is the shell's until that process is reaped.
+                if let Some(pid) = rustix::process::Pid::from_raw(self.pid) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            } else {
+                kill_tree(self.pid, Epoch::now());
+            }
         }
         let _ = self.child.wait();
     }
+}
+
+/// Says once per process that local shells run on the host's processes: a warning as
+/// root, whose commands can then read the harness's environment.
+fn on_the_host() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        if rustix::process::geteuid().is_root() {
+            tracing::warn!(
+                "no PID and mount namespace could be made for the local sandbox (root without CAP_SYS_ADMIN, and no user namespace): its commands, run as root, can read the harness's environment in /proc; use the bubblewrap sandbox"
+            );
+        } else {
+            tracing::info!(
+                "no user namespace could be made for the local sandbox: its commands see the host's processes (the harness's /proc files stay closed to them: it is non-dumpable)"
+            );
+        }
+    });
 }
 
 /// Removes a command's FIFOs however its run ends.

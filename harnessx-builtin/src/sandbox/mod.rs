@@ -16,6 +16,7 @@ mod cgroup;
 mod dumpable;
 mod env;
 mod helper;
+mod isolate;
 mod local;
 mod run;
 mod spawn;

@@ -145,7 +145,7 @@ pub(crate) async fn run_child(
     let (helper, cgroup) = prepare(cgroup)?;
     command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     let join = cgroup.as_ref().map(|c| c.procs_files().to_vec()).unwrap_or_default();
-    prepare_child(command.as_std_mut(), limits, true, join);
+    prepare_child(command.as_std_mut(), limits, true, join, None);
     let started = Instant::now();
     let epoch = Epoch::now();
     let spawned = command.spawn();

@@ -98,11 +98,7 @@ fn signal(pid: i32, sig: Signal) {
 /// after the kernel has killed and reaped everything else in it. `root` must be a live
 /// (not yet reaped) child of this process.
 pub(crate) fn kill_namespace(root: i32, epoch: Epoch) {
-    let inits: Vec<i32> = descendants(root, epoch)
-        .into_iter()
-        .filter(|&(pid, _)| stat(pid).is_some_and(|s| s.1 == root))
-        .map(|p| p.0)
-        .collect();
+    let inits = children(root, epoch);
     // Killing `root` kills the init too (`--die-with-parent`); killing the init directly
     // as well starts the namespace's teardown without waiting for that.
     signal(root, Signal::KILL);
@@ -120,6 +116,15 @@ pub(crate) fn kill_namespace(root: i32, epoch: Epoch) {
             signal(pid, Signal::KILL);
         }
     }
+}
+
+/// The live children of `root` created since `epoch`.
+pub(crate) fn children(root: i32, epoch: Epoch) -> Vec<i32> {
+    descendants(root, epoch)
+        .into_iter()
+        .filter(|&(pid, _)| stat(pid).is_some_and(|s| s.1 == root))
+        .map(|p| p.0)
+        .collect()
 }
 
 fn is_dead(state: char) -> bool {

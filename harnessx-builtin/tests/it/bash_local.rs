@@ -54,10 +54,52 @@ async fn the_shell_survives_big_scripts_abandoned_commands_and_its_own_death() {
     let r = bash(&reg, cmd("echo \"[$x] $(type -t f) $# $0\"; pwd")).await;
     let here = std::env::current_dir().unwrap();
     assert_eq!(facts(&r)["stdout"], format!("[]  0 bash\n{}\n", here.display()));
-    // A command that kills the shell gets an error; the next command gets a new shell.
-    let r = bash(&reg, cmd("kill -9 $$")).await;
-    assert!(r.is_error && r.content.contains("shell exited"), "{}", r.content);
+    // A shell that dies during a command fails it; the next command gets a new shell. In
+    // a PID namespace of its own the shell is pid 1, whom the kernel keeps from signals
+    // sent from inside (even `kill -9`), so there it is killed from outside.
+    if facts(&bash(&reg, cmd("echo $$")).await)["stdout"] == "1\n" {
+        let r = bash(&reg, cmd("kill -9 $$; echo survived")).await;
+        assert_eq!(facts(&r)["stdout"], "survived\n", "{}", r.content);
+        let (r, ()) = tokio::join!(bash(&reg, cmd("sleep 5.0417")), async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            let shell = init_above("sleep\x005.0417").expect("the shell, pid 1 above the command");
+            rustix::process::kill_process(shell, rustix::process::Signal::KILL).unwrap();
+        });
+        assert!(r.is_error && r.content.contains("shell exited"), "{}", r.content);
+    } else {
+        let r = bash(&reg, cmd("kill -9 $$")).await;
+        assert!(r.is_error && r.content.contains("shell exited"), "{}", r.content);
+    }
     assert_eq!(facts(&bash(&reg, cmd("echo alive")).await)["stdout"], "alive\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_jobs_kill_and_wait_work_under_the_shell() {
+    // The shell is pid 1 of its PID namespace where it may be: it reaps, and `$!`, `kill`
+    // and `wait` behave as in any shell.
+    let reg = registry(Arc::new(LocalSandbox::new()), BashOptions::default());
+    let script =
+        "sleep 30 & p=$!; kill $p; wait $p; echo killed=$?; (sleep 0.1; echo late) & wait; echo done";
+    let r = bash(&reg, cmd(script)).await;
+    assert_eq!(facts(&r)["stdout"], "killed=143\nlate\ndone\n", "{}", r.content);
+}
+
+/// The pid 1 of the PID namespace of the process whose command line is `cmdline` (its
+/// arguments joined by NUL), found from this process's side: the local sandbox's shell.
+fn init_above(cmdline: &str) -> Option<rustix::process::Pid> {
+    let status = |pid: &str, name: &str| -> Option<String> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        Some(status.lines().find_map(|l| l.strip_prefix(name))?.trim().to_owned())
+    };
+    let mut pid = std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid = entry.file_name().into_string().ok()?;
+        let line = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        (line.strip_suffix(b"\0")? == cmdline.as_bytes()).then_some(pid)
+    })?;
+    while status(&pid, "NSpid:")?.split_whitespace().last()? != "1" {
+        pid = status(&pid, "PPid:")?;
+    }
+    rustix::process::Pid::from_raw(pid.parse().ok()?)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -201,34 +201,140 @@ fn a_local_command_of_the_same_user_cannot_read_the_harness_environment() {
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let mut nobody = std::process::Command::new("setpriv");
-    nobody.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", env!("CARGO_BIN_EXE_harnessx")]);
-    nobody.env("HOME", dir.path());
+    let script = format!("{READ_ANCESTORS}{READ_ALL_PROCESSES}");
     let (v, out, pid) =
-        call_as(nobody, dir.path(), json!({"command": READ_ANCESTORS}), &["--sandbox", "local"]);
+        call_as(setpriv_nobody(dir.path()), dir.path(), json!({"command": script}), &["--sandbox", "local"]);
     let content = v["content"].as_str().unwrap();
-    assert!(
-        content.contains(&format!("ppid={pid}\nname=harnessx\n")),
-        "the harness is $PPID: {content} {}",
-        stderr(&out)
-    );
-    assert!(content.contains(&format!("denied {pid}\n")), "{content}");
-    assert!(!content.contains("sk-host-secret"), "{content}");
+    if nobody_may_make_namespaces() {
+        // A user, PID and mount namespace of its own: the harness is outside it.
+        assert!(content.contains("ppid=0\n"), "{content} {}", stderr(&out));
+        assert_only_the_sandbox_is_seen(content);
+    } else {
+        // The host's processes, but the harness is non-dumpable.
+        assert!(
+            content.contains(&format!("ppid={pid}\nname=harnessx\n")),
+            "the harness is $PPID: {content} {}",
+            stderr(&out)
+        );
+        assert!(content.contains(&format!("denied {pid}\n")), "{content}");
+    }
+    // Nor any other process's: the secret is in the harness's environment only.
+    assert!(content.contains("environs\n0\n") && !content.contains("sk-host-secret"), "{content}");
 }
 
+/// Whether `nobody` may make a user, PID and mount namespace with a fresh `/proc` (user
+/// namespaces allowed to unprivileged users), tried with util-linux's `unshare`.
+fn nobody_may_make_namespaces() -> bool {
+    std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(["unshare", "--user", "--pid", "--mount", "--fork", "--mount-proc", "true"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// In [`READ_ALL_PROCESSES`]'s output: the sandbox's shell is pid 1, and nothing but it and
+/// the command's own processes is there.
+fn assert_only_the_sandbox_is_seen(content: &str) {
+    let seen = processes_seen(content);
+    assert_eq!(seen.first().map(|(pid, name)| (*pid, name.as_str())), Some((1, "bash")), "{content}");
+    assert!(
+        seen.iter().all(|(_, name)| ["bash", "sed", "cat", "tr", "grep"].contains(&name.as_str())),
+        "{content}"
+    );
+    assert!(seen.len() < 10, "{content}");
+}
+
+/// `harnessx` run as `nobody` (uid and gid 65534, no groups) through `setpriv`, with its
+/// home in `home`.
+fn setpriv_nobody(home: &Path) -> std::process::Command {
+    let mut nobody = std::process::Command::new("setpriv");
+    nobody.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", env!("CARGO_BIN_EXE_harnessx")]);
+    nobody.env("HOME", home);
+    nobody
+}
+
+/// After [`READ_ANCESTORS`]: every process the command can see in `/proc`, one
+/// `pid name` line each after `processes`, then how many `/proc/*/environ` files hold the
+/// secret after `environs`.
+const READ_ALL_PROCESSES: &str = r#"
+echo processes; for d in /proc/[0-9]*; do echo "${d#/proc/} $(sed -n 's/^Name:\t*//p' $d/status 2>/dev/null)"; done
+echo environs; cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c sk-host-secret"#;
+
+/// The `pid name` lines [`READ_ALL_PROCESSES`] printed (output arrives in order, so the
+/// `[stderr]` chunk of [`READ_ANCESTORS`] may come between them).
+fn processes_seen(content: &str) -> Vec<(u32, String)> {
+    let listed = content.split("processes\n").nth(1).unwrap().split("environs").next().unwrap();
+    listed
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter_map(|(pid, name)| Some((pid.parse().ok()?, name.to_owned())))
+        .collect()
+}
+
+// Regression: as root, a local command read the harness's provider key from
+// `/proc/$PPID/environ` (root is not stopped by non-dumpable).
 #[test]
-fn as_root_a_local_command_can_read_the_harness_environment_as_documented() {
+fn as_root_a_local_command_cannot_read_the_harness_environment() {
     if !is_root() {
-        harnessx_test_support::skip_or_fail("needs root, whose local commands can read the harness");
+        harnessx_test_support::skip_or_fail("needs root, whose local commands could read the harness");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    let script = format!("{READ_ANCESTORS}{READ_ALL_PROCESSES}");
     let harnessx = std::process::Command::new(env!("CARGO_BIN_EXE_harnessx"));
-    let (v, _, pid) =
-        call_as(harnessx, dir.path(), json!({"command": READ_ANCESTORS}), &["--sandbox", "local"]);
+    let (v, out, _) = call_as(harnessx, dir.path(), json!({"command": script}), &["--sandbox", "local"]);
+    let content = v["content"].as_str().unwrap();
+    assert!(!content.contains("sk-host-secret") && content.contains("environs\n0\n"), "{content}");
+    // Its own PID namespace: the harness is outside it ($PPID 0), the sandbox's shell is
+    // its init, and nothing but the shell and the command's own processes is there.
+    assert!(content.contains("ppid=0\n"), "{content} {}", stderr(&out));
+    assert_only_the_sandbox_is_seen(content);
+
+    // Root may unmount the command's /proc: the host's is not underneath. (Only in a
+    // mount namespace other than this test's: the host's /proc must stay.)
+    let host_mounts = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+    let script = format!(
+        "[ \"$(readlink /proc/self/ns/mnt)\" != '{}' ] || {{ echo same-mount-namespace; exit 1; }}
+         umount -l /proc; ls /proc | wc -l; {READ_ALL_PROCESSES}",
+        host_mounts.display()
+    );
+    let harnessx = std::process::Command::new(env!("CARGO_BIN_EXE_harnessx"));
+    let (v, _, _) = call_as(harnessx, dir.path(), json!({"command": script}), &["--sandbox", "local"]);
+    let content = v["content"].as_str().unwrap();
+    assert!(content.starts_with("[stdout]\n0\n"), "{content}");
+    assert!(!content.contains("sk-host-secret"), "{content}");
+}
+
+// Where no namespace may be made (root without `CAP_SYS_ADMIN` and user namespaces off,
+// as a container's root often is), a local command still runs, on the host's processes;
+// there root's commands can read the harness's environment, as the docs say.
+#[test]
+fn where_no_namespace_may_be_made_a_local_command_runs_on_the_host_as_documented() {
+    if ensure_debian_package("util-linux", "unshare").is_none() {
+        return;
+    }
+    if !is_root() {
+        harnessx_test_support::skip_or_fail("needs root to take CAP_SYS_ADMIN away");
+        return;
+    }
+    // Root of a user namespace of its own, where it turns user namespaces off, then
+    // without CAP_SYS_ADMIN; `unshare` and `setpriv` exec, so the harness keeps the pid.
+    let mut confined = std::process::Command::new("unshare");
+    confined.args([
+        "--user",
+        "--map-root-user",
+        "sh",
+        "-c",
+        r#"echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --bounding-set=-sys_admin --inh-caps=-sys_admin -- "$0" "$@""#,
+        env!("CARGO_BIN_EXE_harnessx"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (v, out, pid) =
+        call_as(confined, dir.path(), json!({"command": READ_ANCESTORS}), &["--sandbox", "local"]);
+    assert_eq!(v["is_error"], false, "{v} {}", stderr(&out));
     let content = v["content"].as_str().unwrap();
     assert!(content.contains(&format!("ppid={pid}\nname=harnessx\nread {pid}\n")), "{content}");
-    assert!(content.contains("OPENAI_API_KEY=sk-host-secret"), "{content}");
 }
 
 #[test]

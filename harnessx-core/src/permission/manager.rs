@@ -478,6 +478,30 @@ impl PermissionManager {
     }
 }
 
+/// A [`PermissionManager`]'s rules as an [`Authorizer`], without its approval store and
+/// callback: an ASK without a grant stays a question ([`Authorization::Wait`]) for the
+/// caller to put to someone. What a runtime that records each decision asks first
+/// ([`PermissionManager::rules_only`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ManagerRules<'a>(pub &'a PermissionManager);
+
+impl Authorizer for ManagerRules<'_> {
+    fn authorize<'a>(&'a self, request: AuthRequest<'a>) -> Decision<'a> {
+        Decision::Now(self.0.rules(request))
+    }
+
+    fn authorize_by_name(&self, tool: &str, permission: Option<PermissionLevel>) -> Option<Authorization> {
+        self.0.authorize_by_name(tool, permission)
+    }
+}
+
+impl PermissionManager {
+    /// These rules as an [`Authorizer`] that never asks anyone ([`ManagerRules`]).
+    pub fn rules_only(&self) -> ManagerRules<'_> {
+        ManagerRules(self)
+    }
+}
+
 /// The stricter of two rule answers: deny over ask over allow over none.
 fn strictest(a: Option<PermissionLevel>, b: Option<PermissionLevel>) -> Option<PermissionLevel> {
     let rank = |l: Option<PermissionLevel>| match l {

@@ -20,6 +20,6 @@ pub use authorizer::{
     AuthRequest, Authorization, Authorizer, Decision, NoManager, PERMISSION_DENIED, ask, ask_by_name,
 };
 pub use level::PermissionLevel;
-pub use manager::{DenyReason, PermissionManager};
+pub use manager::{DenyReason, ManagerRules, PermissionManager};
 pub use rules::{PermissionRules, Rule, RuleError, RuleLists};
 pub use suggest::suggest_rule;

@@ -50,15 +50,19 @@ async fn a_plan_shows_each_call_and_runs_like_execute_batch() {
         call("c", "nope", "{}"),
         call("d", "send", "[1]"),
     ];
-    let batch = registry.plan_batch(&calls);
+    let mut batch = registry.plan_batch(&calls);
     assert_eq!(batch.len(), 4);
-    assert_eq!(batch.tool(0), Some("read"));
-    assert_eq!(batch.tool(1), Some("charge"), "names are repaired while planning");
-    assert_eq!(batch.replay_policy(1), Some(ReplayPolicy::Idempotent));
-    assert_eq!(batch.replay_policy(3), None, "bad arguments: it will not run");
-    assert!(batch.is_concurrent(0) && !batch.is_concurrent(1));
-    assert!(batch.result(2).unwrap().content.contains("nope"), "{:?}", batch.result(2));
-    assert!(batch.result(3).unwrap().is_error);
+    let planned: Vec<_> = batch.iter_mut().collect();
+    assert_eq!(planned.iter().map(|c| c.position()).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert_eq!(planned[0].tool(), Some("read"));
+    assert_eq!(planned[1].tool(), Some("charge"), "names are repaired while planning");
+    assert_eq!(planned[1].call().name, "Charge", "the call as the model made it");
+    assert_eq!(planned[1].replay_policy(), Some(ReplayPolicy::Idempotent));
+    assert_eq!(planned[3].replay_policy(), None, "bad arguments: it will not run");
+    assert!(planned[0].is_concurrent() && !planned[1].is_concurrent());
+    assert!(planned[2].result().unwrap().content.contains("nope"), "{:?}", planned[2].result());
+    assert!(planned[3].result().unwrap().is_error);
+    drop(planned);
     let outcomes = registry.run_planned(batch, &RunContext::new(), &RunHooks::new()).await;
     let direct = registry.execute_batch(&calls, &RunContext::new()).await;
     assert_eq!(outcomes.iter().map(|o| o.result.clone()).collect::<Vec<_>>(), direct);
@@ -71,8 +75,8 @@ async fn settled_calls_do_not_run_and_keys_reach_the_handler() {
     let (registry, log) = registry();
     let calls = [call("a", "read", "{}"), call("b", "charge", "{}"), call("c", "send", "{}")];
     let mut batch = registry.plan_batch(&calls);
-    batch.settle(0, ToolResult::error("a", "read", "from the journal"));
-    batch.set_idempotency_key(1, "run-7/b");
+    batch.get_mut("a").unwrap().settle(ToolResult::error("a", "read", "from the journal"));
+    batch.get_mut("b").unwrap().set_idempotency_key("run-7/b");
     let starts = Arc::new(Mutex::new(Vec::new()));
     let ends = Arc::new(Mutex::new(Vec::new()));
     let (s, e) = (starts.clone(), ends.clone());
@@ -96,8 +100,9 @@ async fn authorized_calls_skip_the_manager_and_the_others_are_asked() {
     // No approver: ASK would be denied.
     let ctx = RunContext::new().with_permissions(PermissionManager::new(PermissionLevel::Ask));
     let mut batch = registry.plan_batch(&calls);
-    assert_eq!(batch.permission(0), None, "omitted: the manager decides");
-    batch.authorize(0);
+    let mut read = batch.get_mut("a").unwrap();
+    assert_eq!(read.permission(), None, "omitted: the manager decides");
+    read.authorize_unasked();
     let outcomes = registry.run_planned(batch, &ctx, &RunHooks::new()).await;
     assert_eq!(outcomes[0].result.content, "ran read");
     assert_eq!(outcomes[1].result.content, PERMISSION_DENIED);
@@ -152,4 +157,64 @@ async fn timeouts_are_retried_only_when_asked_and_only_for_safe_and_idempotent_t
         fresh.run_planned(fresh.plan_batch(&calls[..1]), &RunContext::new(), &RunHooks::new()).await;
     assert!(outcomes[0].timed_out);
     assert_eq!(again.get(), 1);
+}
+
+#[tokio::test]
+async fn a_batch_is_settled_against_an_authorizer_in_call_order() {
+    let (registry, log) = registry();
+    // `read` is ALLOW, `send` waits for a person, `charge` (ASK) is denied by a rule.
+    let manager = PermissionManager::new(PermissionLevel::Ask).with_override("read", PermissionLevel::Allow);
+    manager.add_rule(PermissionLevel::Deny, "charge").unwrap();
+    let calls = [
+        call("a", "read", "{}"),
+        call("b", "send", "{}"),
+        call("c", "charge", "{}"),
+        call("d", "send", "{}"),
+    ];
+    let mut batch = registry.plan_batch(&calls);
+    let done = batch.authorize(&manager.rules_only(), Some(&manager)).await;
+    assert_eq!(done.questions.iter().map(|q| q.call_id.as_str()).collect::<Vec<_>>(), ["b", "d"]);
+    assert_eq!(done.questions[0].tool, "send");
+    assert_eq!(done.refused.len(), 1);
+    assert_eq!((done.refused[0].call_id.as_str(), done.refused[0].is_error), ("c", true));
+    assert!(done.edited.is_empty());
+
+    // A person approves `b` for the session: asked again, `d` is covered by the grant.
+    let mut b = batch.get_mut("b").unwrap();
+    let decided = manager.apply("send", harnessx_core::ApprovalDecision::ApproveForSession);
+    assert_eq!(b.decide(decided, Some(&manager)), harnessx_core::Permit::Runs);
+    assert!(b.is_authorized());
+    let mut d = batch.get_mut("d").unwrap();
+    assert_eq!(d.authorize(&manager.rules_only(), Some(&manager)).await, harnessx_core::Permit::Runs);
+
+    let outcomes = registry.run_planned(batch, &RunContext::new(), &RunHooks::new()).await;
+    assert_eq!(outcomes.iter().map(|o| o.ran).collect::<Vec<_>>(), [true, true, false, true]);
+    assert_eq!(outcomes[2].result.content, PERMISSION_DENIED);
+    assert_eq!(log.entries().len(), 3);
+}
+
+#[tokio::test]
+async fn an_edit_that_fails_the_schema_settles_the_call_with_why() {
+    let registry = ToolRegistry::new();
+    let schema =
+        serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let ok = ToolHandler::from_async(|_, _| async { Ok("ran".into()) });
+    registry.register_with_schema("count", "d", schema, ok, ToolOptions::new()).unwrap();
+    let calls = [call("a", "count", r#"{"n": 1}"#)];
+    let mut batch = registry.plan_batch(&calls);
+    let mut a = batch.get_mut("a").unwrap();
+    let edited = harnessx_core::Authorization::AllowEdited { arguments: serde_json::json!({"n": "two"}) };
+    assert_eq!(a.decide(edited, None), harnessx_core::Permit::Settled);
+    let result = a.result().unwrap();
+    assert!(
+        result.is_error && result.content.starts_with("the user changed the arguments of this count call"),
+        "{}",
+        result.content
+    );
+    // Asked again, a settled call stays settled.
+    assert_eq!(
+        a.authorize(&harnessx_core::permission::NoManager, None).await,
+        harnessx_core::Permit::Settled
+    );
+    assert!(batch.get_mut("zz").is_none());
 }

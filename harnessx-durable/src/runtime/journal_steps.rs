@@ -218,19 +218,25 @@ impl Steps for JournalSteps {
         batch: PlannedBatch,
         ctx: &RunContext,
     ) -> Result<Vec<Executed>, DurableError> {
-        let calls: Vec<ToolCall> = (0..batch.len()).map(|i| batch.call(i).clone()).collect();
-        if self.read_only
-            && let Some(i) = (0..calls.len()).find(|&i| batch.result(i).is_none())
-        {
-            return Err(self.not_journaled(&format!("the result of call {:?}", calls[i].id)));
-        }
+        let mut batch = batch;
+        let mut calls: Vec<ToolCall> = Vec::with_capacity(batch.len());
+        // The calls that have a result (settled: they do not run).
+        let mut settled: HashSet<usize> = HashSet::new();
         let mut starts: Vec<Entry> = Vec::new();
         // Starts of serial calls queued behind another: committed when their turn comes.
         let mut deferred_starts: HashMap<usize, Entry> = HashMap::new();
         let mut policies: HashMap<usize, ReplayPolicy> = HashMap::new();
         let mut serial_seen = false;
-        for (index, call) in calls.iter().enumerate() {
-            let (Some(tool), Some(policy)) = (batch.tool(index), batch.replay_policy(index)) else {
+        for planned in batch.iter_mut() {
+            let index = planned.position();
+            let call = planned.call();
+            calls.push(call.clone());
+            if planned.result().is_some() {
+                settled.insert(index);
+            } else if self.read_only {
+                return Err(self.not_journaled(&format!("the result of call {:?}", call.id)));
+            }
+            let (Some(tool), Some(policy)) = (planned.tool(), planned.replay_policy()) else {
                 continue;
             };
             let tool = tool.to_owned();
@@ -240,7 +246,7 @@ impl Steps for JournalSteps {
             // starts go in the batch commit. A serial call queued behind another commits
             // its start when its turn comes, so a crash before then does not leave it
             // looking started.
-            let queued = !batch.is_concurrent(index) && std::mem::replace(&mut serial_seen, true);
+            let queued = !planned.is_concurrent() && std::mem::replace(&mut serial_seen, true);
             let start = Entry::CallStart {
                 turn,
                 call_id: call.id.clone(),
@@ -266,7 +272,6 @@ impl Steps for JournalSteps {
             let journal = self.journal.clone();
             let run = self.run_id.clone();
             let unknown = unknown.clone();
-            let settled: HashSet<usize> = (0..calls.len()).filter(|&i| batch.result(i).is_some()).collect();
             let calls = calls.clone();
             // A durable run retries `safe` and `idempotent` calls that time out.
             RunHooks::new()

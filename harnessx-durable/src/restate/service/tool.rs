@@ -9,7 +9,7 @@ use restate_sdk::prelude::*;
 use harnessx_agent::budget::{UsageByModel, UsageSink};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{Agent, Recovery, Unknown};
-use harnessx_core::{RunContext, RunHooks, ToolCall, ToolResult};
+use harnessx_core::{Authorization, Permit, RunContext, RunHooks, ToolCall, ToolResult};
 
 use super::Shared;
 use super::wire::{Executed, Invocation};
@@ -65,8 +65,12 @@ async fn run_call(
     fresh: bool,
 ) -> Executed {
     let mut batch = agent.tools().plan_batch(std::slice::from_ref(&call));
-    let policy = batch.replay_policy(0).unwrap_or_default();
-    let tool = batch.tool(0).unwrap_or(&call.name).to_owned();
+    let Some(mut planned) = batch.iter_mut().next() else {
+        let result = ToolResult::error(&call.id, &call.name, "nothing to run");
+        return Executed::new(result);
+    };
+    let policy = planned.replay_policy().unwrap_or_default();
+    let tool = planned.tool().unwrap_or(&call.name).to_owned();
     // Started by an earlier attempt whose worker died: the recovery rules.
     if !fresh
         && let Recovery::Ask(_) =
@@ -76,17 +80,19 @@ async fn run_call(
         return Executed { result, unknown: Some(Unknown::Interrupted), usage: UsageByModel::new() };
     }
     // Stable across attempts and workers: the same for every re-run.
-    batch.set_idempotency_key(0, key);
-    // Approved with the arguments a person gave (checked by the workflow).
-    if let Some(arguments) = edited
-        && batch.edit(0, arguments).is_err()
-    {
-        let result = batch.result(0).cloned().unwrap_or_else(|| {
+    planned.set_idempotency_key(key);
+    // Approved by the workflow (with the arguments a person gave, which it checked
+    // against the deny rules): only the schema is checked again here.
+    let decided = match edited {
+        Some(arguments) => Authorization::AllowEdited { arguments },
+        None => Authorization::Allow,
+    };
+    if planned.decide(decided, None) == Permit::Settled {
+        let result = planned.result().cloned().unwrap_or_else(|| {
             ToolResult::error(&call.id, &tool, "the edited arguments are invalid; the call did not run")
         });
-        return Executed { result, unknown: None, usage: UsageByModel::new() };
+        return Executed::new(result);
     }
-    batch.authorize(0);
     let run = RunContext::new().with_permissions(agent.permissions().clone());
     // A durable run retries `safe` and `idempotent` calls that time out.
     let hooks = RunHooks::new().retry_timeouts(true);

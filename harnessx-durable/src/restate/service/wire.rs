@@ -5,10 +5,10 @@ use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use harnessx_agent::Agent;
-use harnessx_agent::budget::{Limit, ModelPrice, RunLimits, UsageByModel};
+use harnessx_agent::budget::{Limit, ModelPrice, RunLimits};
 use harnessx_agent::model::Usage;
 use harnessx_agent::output::OutputSpec;
-use harnessx_core::{ApprovalDecision, ToolCall, ToolResult};
+use harnessx_core::{ApprovalDecision, ToolCall};
 
 use crate::runtime::DurableError;
 
@@ -88,17 +88,9 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// Why a call's outcome is unknown (the recovery rules' type, on the wire).
 pub use harnessx_agent::Unknown;
 
-/// What `HarnessxTool/execute` answers.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Executed {
-    /// The call's result (for an unknown outcome, what the engine said).
-    pub result: ToolResult,
-    /// Set for a `manual` call whose outcome is unknown: the run asks instead.
-    pub unknown: Option<Unknown>,
-    /// What a specialist the call ran used, by model (absent for other tools).
-    #[serde(default, skip_serializing_if = "UsageByModel::is_empty")]
-    pub usage: UsageByModel,
-}
+/// What `HarnessxTool/execute` answers: the agent's [`Executed`](harnessx_agent::Executed),
+/// on the wire as it is.
+pub use harnessx_agent::Executed;
 
 /// The input of `HarnessxRun/run`: a prompt, as a JSON string or as
 /// `{"prompt": .., "expect": WorkerConfig, "limits": RunLimits, "output": OutputSpec,
@@ -235,9 +227,9 @@ mod tests {
     #[test]
     fn an_executed_call_leaves_out_empty_usage_and_reads_back_the_same() {
         let executed = Executed {
-            result: ToolResult::error("c1", "t", "outcome unknown"),
+            result: harnessx_core::ToolResult::error("c1", "t", "outcome unknown"),
             unknown: Some(Unknown::Interrupted),
-            usage: UsageByModel::new(),
+            usage: harnessx_agent::budget::UsageByModel::new(),
         };
         let value = serde_json::to_value(&executed).unwrap();
         assert_eq!(value.get("usage"), None, "{value}");

@@ -228,15 +228,18 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         _turn: u32,
         batch: PlannedBatch,
         _ctx: &RunContext,
-    ) -> Result<Vec<harnessx_agent::Executed>, Fault> {
+    ) -> Result<Vec<Executed>, Fault> {
         self.flush_events();
-        let calls: Vec<ToolCall> = (0..batch.len()).map(|i| batch.call(i).clone()).collect();
-        let edited: Vec<Option<serde_json::Value>> = (0..batch.len())
-            .map(|i| batch.is_edited(i).then(|| batch.arguments(i).cloned()).flatten())
-            .collect();
-        let mut results: Vec<Option<harnessx_agent::Executed>> = (0..calls.len())
-            .map(|i| batch.result(i).map(|r| harnessx_agent::Executed::new(r.clone())))
-            .collect();
+        let mut batch = batch;
+        let mut calls: Vec<ToolCall> = Vec::with_capacity(batch.len());
+        // Each call's result if it has one, and the arguments a person edited.
+        let mut results: Vec<Option<Executed>> = Vec::with_capacity(batch.len());
+        let mut edited: Vec<Option<serde_json::Value>> = Vec::with_capacity(batch.len());
+        for planned in batch.iter_mut() {
+            calls.push(planned.call().clone());
+            results.push(planned.result().map(|r| Executed::new(r.clone())));
+            edited.push(planned.edited_arguments().cloned());
+        }
         let mut schedule = batch.schedule();
         let run_id = self.run_id.clone();
         let ctx = &self.ctx;
@@ -260,14 +263,26 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         }
         while let Some((slot, executed)) = pending.next().await? {
             let i = slots[slot];
-            let Executed { result, unknown, usage } = executed?.into_inner();
-            results[i] = Some(harnessx_agent::Executed { result, unknown, usage });
+            results[i] = Some(executed?.into_inner());
             if let Some(next) = schedule.finished(i) {
                 pending.push(invoke(next));
                 slots.push(next);
             }
         }
-        Ok(results.into_iter().map(|r| r.expect("every call answered")).collect())
+        // The schedule starts every call without a result, and each answers: a call
+        // left without one is a fault of this loop, reported rather than a panic.
+        results
+            .into_iter()
+            .zip(&calls)
+            .map(|(r, call)| {
+                r.ok_or_else(|| {
+                    Fault::from(TerminalError::new(format!(
+                        "call {} of the batch was never answered",
+                        call.id
+                    )))
+                })
+            })
+            .collect()
     }
 
     async fn pause(&mut self, _turn: u32, needs: &[NeedsInput]) -> Result<bool, Fault> {

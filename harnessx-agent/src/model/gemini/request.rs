@@ -1,0 +1,332 @@
+//! The request sent: the JSON body of a `generateContent` call (contents, tools, tool
+//! config, generation config) and the thought signatures sent back on the parts they came on.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::schema::gemini_schema;
+use super::{GeminiModel, REASONING_PROVIDER};
+use crate::model::http;
+use crate::model::{Message, ModelRequest, Reasoning, ReasoningEffort, ToolChoice};
+use harnessx_core::ToolCall;
+
+impl GeminiModel {
+    /// The model's own name, without a resource path before it (`gemini-3-pro-preview`).
+    fn short_name(&self) -> &str {
+        self.model.rsplit('/').next().unwrap_or(&self.model)
+    }
+
+    /// Whether the model refuses calls without a thought signature (Gemini 3 and later).
+    fn checks_signatures(&self) -> bool {
+        self.short_name()
+            .strip_prefix("gemini-")
+            .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|major| major.parse::<u32>().ok())
+            .is_some_and(|major| major >= 3)
+    }
+
+    /// An effort as Gemini 3's `thinkingLevel`: `minimal`, `low`, `medium` or `high`, except
+    /// that Pro models take only `low` and `high` (minimal goes as low, medium as high).
+    fn thinking_level(&self, effort: ReasoningEffort) -> &'static str {
+        let pro = self.short_name().contains("-pro");
+        match effort {
+            ReasoningEffort::Minimal | ReasoningEffort::Low if pro => "low",
+            ReasoningEffort::Medium | ReasoningEffort::High if pro => "high",
+            other => other.as_str(),
+        }
+    }
+
+    /// The JSON body sent for `request` (the same streamed or not).
+    ///
+    /// The system prompt is `systemInstruction`; turns are `user` and `model` contents;
+    /// consecutive tool results are one `user` content of `functionResponse` parts (text
+    /// the user sent after them joins it); a call whose arguments are not a JSON object
+    /// is sent with `{}`, so the API accepts the conversation. For Gemini 3 and later, a
+    /// model turn whose calls carry no signature of Gemini's (another provider's, after a
+    /// fallback) gets [`FOREIGN_SIGNATURE`] on its first call, as Google documents. See
+    /// the module docs for reasoning.
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let mut body = Map::new();
+        if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+            body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));
+        }
+        body.insert(
+            "contents".into(),
+            Value::Array(wire_contents(&request.messages, self.checks_signatures())),
+        );
+        if !request.tools.is_empty() {
+            let declarations: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    let mut declaration = json!({"name": t.name, "description": t.description});
+                    // A tool without parameters sends none: Gemini refuses an object
+                    // schema with no properties.
+                    if has_properties(&t.input_schema) {
+                        declaration["parameters"] = gemini_schema(&t.input_schema);
+                    }
+                    declaration
+                })
+                .collect();
+            body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
+            // Only with tools: a tool config without them says nothing.
+            if let Some(config) = wire_tool_config(&request.tool_choice) {
+                body.insert("toolConfig".into(), json!({"functionCallingConfig": config}));
+            }
+        }
+        let mut generation = Map::new();
+        if let Some(max) = request.max_tokens {
+            generation.insert("maxOutputTokens".into(), json!(max));
+        }
+        if let Some(reasoning) = &request.reasoning {
+            let mut thinking = Map::new();
+            // Gemini 3 and later take an effort as `thinkingLevel` (never together with a
+            // budget: the API refuses both); a budget alone, and earlier models, go as
+            // `thinkingBudget`.
+            match (reasoning.effort, reasoning.budget_tokens) {
+                (Some(effort), None) if self.checks_signatures() => {
+                    thinking.insert("thinkingLevel".into(), json!(self.thinking_level(effort)));
+                }
+                _ => {
+                    if let Some(budget) = reasoning.budget_or_from_effort() {
+                        thinking.insert("thinkingBudget".into(), json!(budget));
+                    }
+                }
+            }
+            thinking.insert("includeThoughts".into(), json!(true));
+            generation.insert("thinkingConfig".into(), Value::Object(thinking));
+        }
+        if let Some(format) = request.output.as_ref().filter(|f| f.native) {
+            // The answer is the text, constrained to the schema (in the same dialect as
+            // the tools'); the run still checks it against the whole schema.
+            generation.insert("responseMimeType".into(), json!("application/json"));
+            generation.insert("responseSchema".into(), gemini_schema(&format.schema));
+        }
+        if !generation.is_empty() {
+            body.insert("generationConfig".into(), Value::Object(generation));
+        }
+        Value::Object(body)
+    }
+}
+
+/// `functionCallingConfig`: nothing for `Auto` (the API's default). Gemini has no switch
+/// for parallel calls, so `parallel_tool_calls` is not sent.
+fn wire_tool_config(choice: &ToolChoice) -> Option<Value> {
+    match choice {
+        ToolChoice::Auto => None,
+        ToolChoice::Required => Some(json!({"mode": "ANY"})),
+        ToolChoice::None => Some(json!({"mode": "NONE"})),
+        ToolChoice::Tool(name) => Some(json!({"mode": "ANY", "allowedFunctionNames": [name]})),
+    }
+}
+
+fn has_properties(schema: &Value) -> bool {
+    schema.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty())
+}
+
+/// The `thoughtSignature` Google documents for a call Gemini did not make (another
+/// provider's, before a fallback; a test model's; a hand-built history): Gemini 3 refuses
+/// a step whose first call has no signature at all.
+pub const FOREIGN_SIGNATURE: &str = "skip_thought_signature_validator";
+
+/// The conversation as Gemini contents. With `foreign_signatures` (Gemini 3), a model turn
+/// whose calls carry no signature of Gemini's gets [`FOREIGN_SIGNATURE`] on its first.
+fn wire_contents(messages: &[Message], foreign_signatures: bool) -> Vec<Value> {
+    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(messages.len());
+    for message in messages {
+        let (role, parts) = match message {
+            Message::User { content } if content.is_empty() => continue,
+            Message::User { content } => ("user", vec![json!({"text": content})]),
+            Message::Assistant { content, tool_calls, reasoning } => {
+                ("model", model_parts(content, tool_calls, reasoning, foreign_signatures))
+            }
+            Message::Tool { name, content, is_error, .. } => {
+                let key = if *is_error { "error" } else { "result" };
+                ("user", vec![json!({"functionResponse": {"name": name, "response": {key: content}}})])
+            }
+        };
+        if parts.is_empty() {
+            // The API refuses a content without parts; an empty turn says nothing anyway.
+            continue;
+        }
+        match out.last_mut() {
+            Some((last, last_parts)) if *last == role => last_parts.extend(parts),
+            _ => out.push((role, parts)),
+        }
+    }
+    out.into_iter().map(|(role, parts)| json!({"role": role, "parts": parts})).collect()
+}
+
+/// Where a Gemini signature was, read back from [`Reasoning::data`].
+#[derive(Debug, Deserialize)]
+#[serde(tag = "part", rename_all = "snake_case")]
+enum SignedPart {
+    Thought,
+    Text { start: usize, end: usize },
+    Call { call: usize },
+}
+
+/// A model turn's parts: signed thoughts, the text (split where a signature covered a
+/// span of it), then the calls, each with the signature it came with.
+fn model_parts(
+    content: &str,
+    tool_calls: &[ToolCall],
+    reasoning: &[Reasoning],
+    foreign_signatures: bool,
+) -> Vec<Value> {
+    let mut parts = Vec::new();
+    let mut text_spans: Vec<(usize, usize, &str)> = Vec::new();
+    let mut loose_text_signatures: Vec<&str> = Vec::new();
+    let mut call_signatures: Vec<Option<&str>> = vec![None; tool_calls.len()];
+    for piece in reasoning.iter().filter(|r| r.provider == REASONING_PROVIDER) {
+        let Some(signature) = piece.signature.as_deref() else { continue };
+        match serde_json::from_value::<SignedPart>(piece.data.clone()) {
+            Ok(SignedPart::Thought) => {
+                parts.push(json!({"text": piece.text, "thought": true, "thoughtSignature": signature}))
+            }
+            Ok(SignedPart::Call { call }) if call < tool_calls.len() => {
+                call_signatures[call] = Some(signature)
+            }
+            Ok(SignedPart::Text { start, end })
+                if start <= end && content.is_char_boundary(start) && content.is_char_boundary(end) =>
+            {
+                text_spans.push((start, end, signature))
+            }
+            // A position that does not fit this message (edited since): the signature
+            // still goes back, on a text part of its own.
+            _ => loose_text_signatures.push(signature),
+        }
+    }
+    text_spans.sort_by_key(|&(start, end, _)| (start, end));
+    let mut at = 0;
+    for (start, end, signature) in text_spans {
+        if start < at {
+            loose_text_signatures.push(signature);
+            continue;
+        }
+        if start > at {
+            parts.push(json!({"text": &content[at..start]}));
+        }
+        parts.push(json!({"text": &content[start..end], "thoughtSignature": signature}));
+        at = end;
+    }
+    if at < content.len() {
+        parts.push(json!({"text": &content[at..]}));
+    }
+    parts.extend(loose_text_signatures.into_iter().map(|s| json!({"text": "", "thoughtSignature": s})));
+    if foreign_signatures
+        && call_signatures.iter().all(Option::is_none)
+        && let Some(first) = call_signatures.first_mut()
+    {
+        *first = Some(FOREIGN_SIGNATURE);
+    }
+    for (call, signature) in tool_calls.iter().zip(call_signatures) {
+        let args = http::arguments_object(&call.arguments).unwrap_or_default();
+        let mut part = json!({"functionCall": {"name": call.name, "args": args}});
+        if let Some(signature) = signature {
+            part["thoughtSignature"] = json!(signature);
+        }
+        parts.push(part);
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::response::signed;
+    use super::*;
+
+    #[test]
+    fn results_pair_by_name_and_order_and_user_text_joins_their_turn() {
+        let messages = vec![
+            Message::user("go"),
+            Message::assistant("", vec![ToolCall::new("", "f", "[1]"), ToolCall::new("", "g", r#"{"a":1}"#)]),
+            Message::Tool {
+                call_id: "call_1_0".into(),
+                name: "f".into(),
+                content: "bad".into(),
+                is_error: true,
+            },
+            Message::Tool {
+                call_id: "call_1_1".into(),
+                name: "g".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
+            Message::user("and?"),
+            Message::assistant("", vec![]),
+            Message::user(""),
+        ];
+        assert_eq!(
+            Value::Array(wire_contents(&messages, false)),
+            json!([
+                {"role": "user", "parts": [{"text": "go"}]},
+                {"role": "model", "parts": [
+                    {"functionCall": {"name": "f", "args": {}}},
+                    {"functionCall": {"name": "g", "args": {"a": 1}}}
+                ]},
+                {"role": "user", "parts": [
+                    {"functionResponse": {"name": "f", "response": {"error": "bad"}}},
+                    {"functionResponse": {"name": "g", "response": {"result": "ok"}}},
+                    {"text": "and?"}
+                ]}
+            ])
+        );
+    }
+
+    #[test]
+    fn gemini_3_gets_the_documented_signature_on_a_call_it_did_not_make() {
+        let messages = vec![
+            Message::user("go"),
+            Message::assistant("", vec![ToolCall::new("c1", "f", "{}"), ToolCall::new("c2", "g", "{}")]),
+        ];
+        let request = ModelRequest { messages, ..ModelRequest::default() };
+        let first_call =
+            |model: &str| GeminiModel::new(model).request_body(&request)["contents"][1]["parts"].clone();
+        for model in ["gemini-3-pro-preview", "gemini-3.5-flash", "models/gemini-3-flash-preview"] {
+            let parts = first_call(model);
+            assert_eq!(parts[0]["thoughtSignature"], FOREIGN_SIGNATURE, "{model}");
+            assert!(parts[1].get("thoughtSignature").is_none(), "{model}: only the first call");
+        }
+        for model in ["gemini-2.5-flash", "gemini-2.0-flash", "gemma-3-27b-it"] {
+            assert!(first_call(model)[0].get("thoughtSignature").is_none(), "{model}");
+        }
+        // Gemini's own signature is kept, never replaced.
+        let mut signed = request.clone();
+        signed.messages[1] = Message::assistant_with_reasoning(
+            "",
+            vec![ToolCall::new("c1", "f", "{}")],
+            vec![Reasoning {
+                provider: REASONING_PROVIDER.into(),
+                text: String::new(),
+                signature: Some("REAL".into()),
+                data: json!({"part": "call", "call": 0}),
+            }],
+        );
+        let parts =
+            GeminiModel::new("gemini-3-pro-preview").request_body(&signed)["contents"][1]["parts"].clone();
+        assert_eq!(parts[0]["thoughtSignature"], "REAL");
+    }
+
+    #[test]
+    fn text_signatures_go_back_on_the_span_they_covered_and_others_are_left_out() {
+        let reasoning = vec![
+            signed(String::new(), "S1".into(), json!({"part": "text", "start": 6, "end": 11})),
+            signed(String::new(), "S2".into(), json!({"part": "text", "start": 11, "end": 11})),
+            signed("why".into(), "S0".into(), json!({"part": "thought"})),
+            Reasoning::new(REASONING_PROVIDER, "unsigned thought"),
+            Reasoning { signature: Some("A".into()), ..Reasoning::new("anthropic", "theirs") },
+            signed(String::new(), "S3".into(), json!({"part": "text", "start": 99, "end": 100})),
+        ];
+        assert_eq!(
+            Value::Array(model_parts("Hello world", &[], &reasoning, true)),
+            json!([
+                {"text": "why", "thought": true, "thoughtSignature": "S0"},
+                {"text": "Hello "},
+                {"text": "world", "thoughtSignature": "S1"},
+                {"text": "", "thoughtSignature": "S2"},
+                {"text": "", "thoughtSignature": "S3"}
+            ])
+        );
+    }
+}

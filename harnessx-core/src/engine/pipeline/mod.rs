@@ -1,0 +1,343 @@
+//! The one pipeline every call goes through, and batch scheduling.
+//!
+//! resolve name -> parse arguments -> validate ([`prepare`]) -> permission
+//! ([`authorize`]) -> dedupe -> (serial turn, [`schedule`]) -> run with timeout -> retry
+//! ([`attempt`]). Every failure becomes an error [`ToolResult`]. A runtime that records
+//! its steps plans a batch first ([`plan`]), settles what it knows, and runs the rest.
+//!
+//! A call of a tool with a flat input schema (an object of scalar arguments) whose handler
+//! decodes text ([`AsyncToolHandler::call_json`](crate::AsyncToolHandler::call_json)) is
+//! checked straight from its text and not parsed into a value unless a stage asks for
+//! one (a rule on arguments, a question to a person, dedupe); anything the flat check is
+//! unsure of takes the general path, so each call ends as it would there.
+
+mod attempt;
+mod authorize;
+mod plan;
+mod prepare;
+mod schedule;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::future::{join, join_all};
+use tracing::{Instrument, Span};
+
+use crate::engine::context::RunContext;
+use crate::engine::events::ToolEvent;
+use crate::engine::span::{self, ErrorType};
+use crate::tool::call::{ToolCall, ToolResult};
+
+pub(crate) use attempt::Invoked;
+use attempt::{invoke, run_deduplicated};
+use authorize::{Refusal, act, ask_call};
+pub use plan::{Authorized, Permit, PlannedBatch, PlannedCall, Question};
+use plan::{PlanItem, plan_items};
+pub(crate) use prepare::{CallTarget, edited_note};
+use prepare::{Prepared, ReadyCall, prepare};
+pub use schedule::{Schedule, Slot};
+
+pub use crate::permission::PERMISSION_DENIED;
+
+/// No hooks, timeouts answered: what a direct call or batch runs with.
+static NO_HOOKS: RunHooks = RunHooks { on_start: None, on_end: None, retry_timeouts: false };
+
+/// Runs one call through the whole pipeline: the batch rules for a batch of one (the
+/// call start event, its span, permission, its serial turn, timeout, retries, dedupe,
+/// the end event), without a batch's bookkeeping.
+///
+/// (An `async move` block rather than an `async fn`, which would keep its arguments
+/// twice: a call's future is moved whole into whatever awaits it, so each byte of it
+/// costs every call.)
+#[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice in its future")]
+pub(crate) fn execute_one<'a>(
+    target: CallTarget,
+    call: &'a ToolCall,
+    ctx: &'a RunContext,
+) -> impl Future<Output = ToolResult> + 'a {
+    async move {
+        match prepare(target, call, true) {
+            Prepared::Done(result, error, tool) => {
+                ctx.emit(ToolEvent::CallStart { index: 0, call, tool: tool.as_deref() });
+                settled(0, call, result, error, false, ctx, &NO_HOOKS).result
+            }
+            Prepared::Ready(ready) => {
+                ctx.emit(ToolEvent::CallStart { index: 0, call, tool: Some(ready.tool.name()) });
+                let run = Run { index: 0, authorized: false, key: None };
+                let span = span::tool_span(call, Some(ready.tool.name()), false);
+                let mut out = None;
+                run_indexed(run, ready, call, ctx, &NO_HOOKS, &mut out).instrument(span).await;
+                out.expect("a call's run leaves its outcome").result
+            }
+        }
+    }
+}
+
+/// Runs the calls of one model turn (`targets[i]` is the target of `calls[i]`).
+pub(crate) async fn execute_batch(
+    targets: Vec<CallTarget>,
+    calls: &[ToolCall],
+    ctx: &RunContext,
+) -> Vec<ToolResult> {
+    let items = plan_items(targets, calls, true);
+    run_items(calls, items, ctx, &NO_HOOKS).await.into_iter().map(|o| o.result).collect()
+}
+
+/// What `run_planned` reports for one call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CallOutcome {
+    /// The result, as the model will see it.
+    pub result: ToolResult,
+    /// Whether its last attempt timed out (the handler may have partly run).
+    pub timed_out: bool,
+    /// Whether its handler ran (`false` for refusals, settled calls and calls answered by
+    /// an identical earlier one).
+    pub ran: bool,
+}
+
+/// Called with a call's index when its handler is about to run for the first time
+/// (after its serial turn, after permission).
+pub type StartHook = Arc<dyn Fn(usize) + Send + Sync>;
+/// Called with a call's index and outcome as it finishes, in completion order.
+pub type EndHook = Arc<dyn Fn(usize, &CallOutcome) + Send + Sync>;
+
+/// Options of [`ToolRegistry::run_planned`](crate::ToolRegistry::run_planned).
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct RunHooks {
+    /// See [`StartHook`]. Runs inline: a durable runtime commits the call's start here,
+    /// before the handler runs.
+    pub on_start: Option<StartHook>,
+    /// See [`EndHook`]. Runs inline.
+    pub on_end: Option<EndHook>,
+    /// Retry a `safe` or `idempotent` call that timed out, under its `ToolRetry` (a
+    /// durable runtime does; a direct run answers the timeout to the model).
+    pub retry_timeouts: bool,
+}
+
+impl std::fmt::Debug for RunHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHooks")
+            .field("on_start", &self.on_start.is_some())
+            .field("on_end", &self.on_end.is_some())
+            .field("retry_timeouts", &self.retry_timeouts)
+            .finish()
+    }
+}
+
+impl RunHooks {
+    /// No hooks, timeouts answered (what a direct run uses).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Calls `hook` before each handler first runs.
+    pub fn on_start(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.on_start = Some(Arc::new(hook));
+        self
+    }
+
+    /// Calls `hook` as each call finishes.
+    pub fn on_end(mut self, hook: impl Fn(usize, &CallOutcome) + Send + Sync + 'static) -> Self {
+        self.on_end = Some(Arc::new(hook));
+        self
+    }
+
+    /// Retries timeouts of `safe`/`idempotent` calls.
+    pub fn retry_timeouts(mut self, yes: bool) -> Self {
+        self.retry_timeouts = yes;
+        self
+    }
+}
+
+/// Runs a planned batch: concurrent tools together, the others one at a time in call
+/// order alongside them; outcomes in call order.
+pub(crate) async fn run_planned(batch: PlannedBatch, ctx: &RunContext, hooks: &RunHooks) -> Vec<CallOutcome> {
+    let PlannedBatch { calls, items } = batch;
+    run_items(&calls, items, ctx, hooks).await
+}
+
+/// Answers a call that does not run (refused by a check, or settled): its span, its end
+/// event and hook.
+fn settled(
+    index: usize,
+    call: &ToolCall,
+    result: ToolResult,
+    error: Option<ErrorType>,
+    replayed: bool,
+    ctx: &RunContext,
+    hooks: &RunHooks,
+) -> CallOutcome {
+    // The result names the tool the call resolved to, or the name as written.
+    let span = span::tool_span(call, Some(&result.name), replayed);
+    span::record_result(&span, &result, error);
+    let outcome = CallOutcome { result, timed_out: false, ran: false };
+    finish(index, &outcome, ctx, hooks);
+    outcome
+}
+
+/// The calls of a batch (`items[i]` planned from `calls[i]`), run by the batch rules.
+async fn run_items(
+    calls: &[ToolCall],
+    items: Vec<PlanItem>,
+    ctx: &RunContext,
+    hooks: &RunHooks,
+) -> Vec<CallOutcome> {
+    for (index, (call, item)) in calls.iter().zip(&items).enumerate() {
+        ctx.emit(ToolEvent::CallStart { index, call, tool: item.prepared.tool_name() });
+    }
+    // Each call's outcome is written into its place here, by its run.
+    let mut outcomes: Vec<Option<CallOutcome>> = (0..calls.len()).map(|_| None).collect();
+    let mut concurrent = Vec::with_capacity(calls.len());
+    // Serial calls by index (taken as their turn comes), and the schedule's slots.
+    // (Both stay empty, allocating nothing, for a batch without serial calls.)
+    let mut serial: Vec<Option<(Run, ReadyCall, &mut Option<CallOutcome>)>> = Vec::new();
+    let mut slots: Vec<Slot> = Vec::new();
+    for ((index, item), out) in items.into_iter().enumerate().zip(&mut outcomes) {
+        let PlanItem { prepared, authorized, idempotency_key, replayed } = item;
+        // Each call's span is a child of the caller's span (current here and in
+        // `serial_run`), and its future runs inside it (`instrument`), so concurrent
+        // calls nest right. A serial call's span starts when its turn comes.
+        match prepared {
+            Prepared::Done(result, error, _) => {
+                *out = Some(settled(index, &calls[index], result, error, replayed, ctx, hooks));
+            }
+            Prepared::Ready(ready) => {
+                let run = Run { index, authorized, key: idempotency_key };
+                if ready.serial.is_none() {
+                    let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
+                    concurrent.push(run_indexed(run, ready, &calls[index], ctx, hooks, out).instrument(span));
+                } else {
+                    serial.resize_with(calls.len(), || None);
+                    slots.resize(calls.len(), Slot::Settled);
+                    slots[index] = Slot::Serial;
+                    serial[index] = Some((run, ready, out));
+                }
+            }
+        }
+    }
+    // Serial calls one at a time, each after the one before it finished ([`Schedule`]).
+    // (Only serial slots are marked here: the concurrent calls are already under way.)
+    let mut schedule = Schedule::new(slots);
+    let serial_run = async {
+        let mut next = schedule.start().first().copied();
+        while let Some(index) = next {
+            let Some((run, ready, out)) = serial.get_mut(index).and_then(Option::take) else { break };
+            let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
+            run_indexed(run, ready, &calls[index], ctx, hooks, out).instrument(span).await;
+            next = schedule.finished(index);
+        }
+    };
+    join(join_all(concurrent), serial_run).await;
+    outcomes.into_iter().map(|o| o.expect("every call of a batch produces an outcome")).collect()
+}
+
+/// How one ready call runs.
+pub(super) struct Run {
+    pub(super) index: usize,
+    authorized: bool,
+    pub(super) key: Option<Arc<str>>,
+}
+
+fn finish(index: usize, outcome: &CallOutcome, ctx: &RunContext, hooks: &RunHooks) {
+    ctx.emit(ToolEvent::CallEnd { index, result: &outcome.result });
+    if let Some(hook) = &hooks.on_end {
+        hook(index, outcome);
+    }
+}
+
+/// One ready call of a batch, start to end: permission, the edited arguments' note,
+/// dedupe or the attempts ([`invoke`]), its span's result, the end event and hook.
+///
+/// One state machine for all of it, keeping little across its awaits: every stage that
+/// was an `async fn` of its own added a layer that each call's future was copied
+/// through. (A plain function returning an `async move` block, not an `async fn`: an
+/// `async fn` keeps its arguments twice in its future, as captured and as locals.)
+#[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice in its future")]
+fn run_indexed<'a>(
+    run: Run,
+    mut ready: ReadyCall,
+    call: &'a ToolCall,
+    ctx: &'a RunContext,
+    hooks: &'a RunHooks,
+    out: &'a mut Option<CallOutcome>,
+) -> impl Future<Output = ()> + 'a {
+    async move {
+        let index = run.index;
+        // (Nothing big is held in a local across an await below: a local's room in the
+        // future is kept from its declaration to the end of its scope.)
+        if !run.authorized {
+            // Most calls are decided now (an ALLOW by the rules): no future to wait on.
+            let decided = match ask_call(ctx.authorizer(), &mut ready, call) {
+                crate::permission::Decision::Now(decided) => decided,
+                crate::permission::Decision::Later(later) => later.await,
+            };
+            if let Some(Refusal { result, .. }) = act(decided, &mut ready, call, ctx.permissions()) {
+                let outcome = CallOutcome { result, timed_out: false, ran: false };
+                return ended(index, out.insert(outcome), Some(ErrorType::PermissionDenied), ctx, hooks);
+            }
+        }
+        let note = match &ready.args {
+            Some(args) if ready.edited => Some(edited_note(args)),
+            _ => None,
+        };
+        let (Invoked { mut answer, timed_out, error }, ran) = if ready.policy.dedupe_calls {
+            // Boxed: the common path (no dedupe) keeps a small future.
+            Box::pin(run_deduplicated(&mut ready, call, &run, hooks, ctx)).await
+        } else {
+            (invoke(&mut ready, call, &run, hooks, ctx.result_dir()).await, true)
+        };
+        if let Some(note) = note {
+            answer.output.content.insert_str(0, &note);
+        }
+        // (Made in its place: a result is too big to be handed on for free.)
+        let result = answer.into_result(&call.id, ready.tool.name());
+        ended(index, out.insert(CallOutcome { result, timed_out, ran }), error, ctx, hooks)
+    }
+}
+
+/// A call that ran or was refused, its outcome in its place: its span's result, the end
+/// event and hook.
+fn ended(index: usize, outcome: &CallOutcome, error: Option<ErrorType>, ctx: &RunContext, hooks: &RunHooks) {
+    span::record_result(&Span::current(), &outcome.result, error);
+    finish(index, outcome, ctx, hooks);
+}
+
+#[cfg(test)]
+mod future_sizes {
+    use super::*;
+    use crate::{ToolHandler, ToolOptions, ToolRegistry};
+
+    /// Every call's future is moved whole into whatever awaits it (a batch's `join_all`,
+    /// the agent loop), so its size is paid on every call. These bounds hold with room
+    /// to spare on the pinned toolchain; a change that crosses one has put something big
+    /// in a stage's future (see the comments on `run_indexed` and `invoke`).
+    #[test]
+    fn a_calls_future_stays_small() {
+        let registry = ToolRegistry::new();
+        let handler = ToolHandler::from_async(|_, _| async { Ok("x".into()) });
+        registry
+            .register_with_schema(
+                "t",
+                "d",
+                serde_json::json!({"type": "object"}),
+                handler,
+                ToolOptions::new(),
+            )
+            .unwrap();
+        let call = ToolCall::new("1", "t", "{}");
+        let ctx = RunContext::new();
+        let size = std::mem::size_of_val(&registry.execute_in(&call, &ctx));
+        assert!(size <= 1_100, "ToolRegistry::execute_in's future is {size} bytes");
+        let Prepared::Ready(mut ready) = prepare(registry.read().target("t"), &call, true) else {
+            unreachable!()
+        };
+        let run = Run { index: 0, authorized: false, key: None };
+        let size = std::mem::size_of_val(&invoke(&mut ready, &call, &run, &NO_HOOKS, None));
+        assert!(size <= 320, "invoke's future is {size} bytes");
+        let mut out = None;
+        let size = std::mem::size_of_val(&run_indexed(run, ready, &call, &ctx, &NO_HOOKS, &mut out));
+        assert!(size <= 600, "run_indexed's future is {size} bytes");
+    }
+}
