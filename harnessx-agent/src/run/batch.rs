@@ -128,10 +128,17 @@ async fn plan<S: Steps>(
                 if let Some(usage) = steps.recorded_usage(&call.id) {
                     budget.specialist(turn, usage);
                 }
-                if let Some(ApprovalDecision::ApproveEdited { arguments, .. }) =
-                    steps.recorded_decision(&call.id, &call.arguments)
-                {
-                    edits.push((call.id.clone(), arguments));
+                // The decision it ran under holds again: its edited arguments are shown,
+                // its session grant covers the run's later calls (the one place a
+                // replayed run's grants are rebuilt).
+                match steps.recorded_decision(&call.id, &call.arguments) {
+                    Some(ApprovalDecision::ApproveEdited { arguments, .. }) => {
+                        edits.push((call.id.clone(), arguments));
+                    }
+                    Some(decision) if decision.grants_session() => {
+                        permissions.apply(planned.tool().unwrap_or(&call.name), decision);
+                    }
+                    _ => {}
                 }
                 planned.settle_replayed(result);
                 continue;

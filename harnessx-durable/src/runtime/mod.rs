@@ -541,12 +541,9 @@ impl AgentRuntime {
             }
             (None, journaled) => journaled,
         };
-        // The run's own manager: its session grants belong to the run, rebuilt from the
-        // journaled decisions.
+        // The run's own manager: its session grants belong to the run, rebuilt by the
+        // loop from the journaled decisions as it replays the calls they were made on.
         let permissions = self.agent.permissions().session();
-        for tool in &replay.session_grants {
-            permissions.grant_session(tool.clone());
-        }
         let history = self.conversation_through(replay.continues.clone()).await?;
         let mut steps = JournalSteps {
             run_id: run.run_id.clone(),

@@ -24,7 +24,6 @@ pub(super) struct Replay {
     pub(super) results: HashMap<String, ToolResult>,
     /// Decisions by call id, with the hash of the arguments they were made on.
     pub(super) decisions: HashMap<String, (Option<String>, ApprovalDecision)>,
-    pub(super) session_grants: Vec<String>,
     pub(super) answers: HashMap<String, String>,
     pub(super) paused: Vec<NeedsInput>,
     /// The run whose conversation this one continues.
@@ -66,11 +65,8 @@ impl Replay {
                         s.usage.insert(result.call_id.clone(), usage.clone());
                     }
                 }
-                Entry::Approval { call_id, tool, decision, arguments_hash } => {
+                Entry::Approval { call_id, decision, arguments_hash, .. } => {
                     s.decisions.insert(call_id.clone(), (arguments_hash.clone(), decision.clone()));
-                    if decision.grants_session() && arguments_hash.is_some() {
-                        s.session_grants.push(tool.clone());
-                    }
                 }
                 Entry::Answer { call_id, text } => {
                     s.answers.insert(call_id.clone(), text.clone());
@@ -157,7 +153,7 @@ mod tests {
     }
 
     #[test]
-    fn a_session_grant_is_rebuilt_only_from_a_decision_bound_to_its_arguments() {
+    fn every_decision_is_kept_with_the_hash_of_the_arguments_it_was_made_on() {
         let replay = read(vec![
             Entry::Approval {
                 call_id: "c1".into(),
@@ -179,7 +175,6 @@ mod tests {
                 arguments_hash: Some("h3".into()),
             },
         ]);
-        assert_eq!(replay.session_grants, ["write"]);
         assert_eq!(replay.decisions.len(), 3);
         assert_eq!(replay.decisions["c3"], (Some("h3".to_owned()), ApprovalDecision::Approve));
     }
