@@ -72,6 +72,27 @@ impl ReadyCall {
         Ok(())
     }
 
+    /// Replaces the arguments with ones hook `by` rewrote: validated against the schema
+    /// again first (the rules are checked on them by the permission stage that follows).
+    /// The error is the result text for the model.
+    pub(super) fn rewrite(&mut self, arguments: Value, by: &str) -> Result<(), String> {
+        let name = self.tool.name();
+        let problem = if !arguments.is_object() {
+            Some(format!("expected a JSON object, got {}", kind_of(&arguments)))
+        } else if value_too_deep(&arguments, MAX_JSON_DEPTH) {
+            Some(format!("nested more than {MAX_JSON_DEPTH} levels deep"))
+        } else {
+            self.tool.check(&arguments)
+        };
+        if let Some(problem) = problem {
+            return Err(format!(
+                "hook {by} changed the arguments of this {name} call, and the new ones are invalid ({problem}); the call did not run"
+            ));
+        }
+        self.args = Some(Box::new(arguments));
+        Ok(())
+    }
+
     /// The tool and the arguments as a value (parsed from the call's text, once, if they
     /// were not yet).
     pub(super) fn with_value(&mut self, call: &ToolCall) -> (&RegisteredTool, &Value) {
