@@ -214,3 +214,54 @@ async fn a_hook_that_panics_refuses_its_call_and_the_batch_goes_on() {
     }
     assert!(wrote.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_planned_call_applies_a_recorded_outcome_without_asking_the_hooks_again() {
+    use harnessx_core::Permit;
+    let (registry, wrote) = registry(Some(PermissionLevel::Ask));
+    let asked = Arc::new(Mutex::new(0));
+    let a = asked.clone();
+    let hooks = ToolHooks::new().with(Hook::pre("mover", move |_| {
+        *a.lock().unwrap() += 1;
+        PreDecision::Allow
+    }));
+    let manager = PermissionManager::default();
+    manager.add_rule(PermissionLevel::Deny, "write(path=secret*)").unwrap();
+    let calls = [write("a.md"), ToolCall::new("c2", "write", r#"{"path": "b.md"}"#)];
+    let mut batch = registry.plan_batch(&calls);
+    // The first call: the hooks asked, their outcome "recorded" (kept here).
+    let outcome = batch.get_mut("c1").unwrap().ask_hooks(&hooks, Some("run-1")).await.unwrap();
+    assert_eq!(*asked.lock().unwrap(), 1);
+    assert_eq!(batch.get_mut("c1").unwrap().apply_hooks(outcome.clone()), Permit::Runs);
+    // The second: a recorded outcome that rewrites into a denied path is applied as it is,
+    // the hooks not asked, and the deny rule still refuses it.
+    let recorded = harnessx_core::hooks::PreOutcome {
+        decision: PreDecision::Allow,
+        rewritten: Some(json!({"path": "secret.txt"})),
+        by: Some("mover".into()),
+    };
+    assert_eq!(batch.get_mut("c2").unwrap().apply_hooks(recorded), Permit::Runs);
+    assert_eq!(*asked.lock().unwrap(), 1);
+    // ASK with nobody to answer: the hook's ALLOW answers it; the deny rule still wins.
+    let done = batch.authorize(&manager.rules_only(), Some(&manager)).await;
+    assert!(done.questions.is_empty());
+    assert_eq!(done.refused.len(), 1);
+    assert_eq!(
+        (done.refused[0].call_id.as_str(), done.refused[0].content.as_str()),
+        ("c2", PERMISSION_DENIED)
+    );
+    let outcomes = registry.run_planned(batch, &RunContext::new(), &harnessx_core::RunHooks::new()).await;
+    assert_eq!(outcomes.iter().map(|o| o.ran).collect::<Vec<_>>(), [true, false]);
+    assert_eq!(*wrote.lock().unwrap(), ["a.md"]);
+
+    // A hook's answer settles a planned call: it does not run.
+    let answer = harnessx_core::hooks::PreOutcome {
+        decision: PreDecision::Answer { result: ToolOutput::text("from the cache") },
+        rewritten: None,
+        by: Some("cache".into()),
+    };
+    let mut batch = registry.plan_batch(&[write("c.md")]);
+    assert_eq!(batch.get_mut("c1").unwrap().apply_hooks(answer), Permit::Settled);
+    let outcomes = registry.run_planned(batch, &RunContext::new(), &harnessx_core::RunHooks::new()).await;
+    assert_eq!((outcomes[0].ran, outcomes[0].result.content.as_str()), (false, "from the cache"));
+}

@@ -88,18 +88,37 @@ pub(super) enum Hooked {
     Answered(ToolOutput),
 }
 
-/// Puts a ready call to the pre hooks ([`ToolHooks::pre_tool_use`]).
+/// Puts a ready call to the pre hooks ([`ToolHooks::pre_tool_use`]) and applies what they
+/// decided ([`apply_pre`]).
 pub(super) async fn pre_hooks(
     hooks: &ToolHooks,
     ready: &mut ReadyCall,
     call: &ToolCall,
     run_id: Option<&str>,
 ) -> Hooked {
+    let outcome = ask_pre(hooks, ready, call, run_id).await;
+    apply_pre(outcome, ready, call)
+}
+
+/// What the pre hooks decide about a ready call, not yet applied (a runtime that records
+/// each step records this first).
+pub(super) async fn ask_pre(
+    hooks: &ToolHooks,
+    ready: &mut ReadyCall,
+    call: &ToolCall,
+    run_id: Option<&str>,
+) -> PreOutcome {
     let (tool, arguments) = ready.with_value(call);
     let name = tool.name().clone();
-    let asked = PreToolUse { tool: &name, call_id: &call.id, arguments, run_id };
-    let PreOutcome { decision, rewritten, by } = hooks.pre_tool_use(asked).await;
+    hooks.pre_tool_use(PreToolUse { tool: &name, call_id: &call.id, arguments, run_id }).await
+}
+
+/// Applies what the pre hooks decided (now, or as recorded): a rewrite replaces the
+/// arguments once they pass the schema; the decision becomes a [`Hooked`].
+pub(super) fn apply_pre(outcome: PreOutcome, ready: &mut ReadyCall, call: &ToolCall) -> Hooked {
+    let PreOutcome { decision, rewritten, by } = outcome;
     let by = by.unwrap_or_default();
+    let name = ready.tool.name().clone();
     let refused = |message: String| {
         tracing::info!(tool = &*name, call_id = %call.id, hook = %by, "tool call refused by a hook");
         Hooked::Refused(Refusal {

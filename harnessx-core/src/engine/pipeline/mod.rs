@@ -195,7 +195,7 @@ async fn run_items(
     let mut serial: Vec<Option<(Run, ReadyCall, &mut Option<CallOutcome>)>> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     for ((index, item), out) in items.into_iter().enumerate().zip(&mut outcomes) {
-        let PlanItem { prepared, authorized, idempotency_key, replayed } = item;
+        let PlanItem { prepared, authorized, idempotency_key, replayed, .. } = item;
         // Each call's span is a child of the caller's span (current here and in
         // `serial_run`), and its future runs inside it (`instrument`), so concurrent
         // calls nest right. A serial call's span starts when its turn comes.
