@@ -190,6 +190,35 @@ async fn plan<S: Steps>(
         }
         recorded.extend(decision.map(|d| (call.id, d)));
     }
+    // The hooks next, in call order (their recorded outcome on a resume: not asked
+    // again): a refusal or an answer settles the call, a rewrite runs in its place.
+    if !agent.hooks().is_empty() {
+        for mut planned in batch.iter_mut() {
+            if planned.result().is_some() || planned.is_authorized() {
+                continue;
+            }
+            let call_id = planned.call().id.clone();
+            let outcome = match steps.recorded_hooks(&call_id) {
+                Some(outcome) => outcome,
+                None => {
+                    let Some(outcome) = planned.ask_hooks(agent.hooks(), run_id.as_deref()).await else {
+                        continue;
+                    };
+                    steps.record_hooks(turn, &call_id, &outcome);
+                    outcome
+                }
+            };
+            let rewritten = outcome.rewritten.clone();
+            match planned.apply_hooks(outcome) {
+                Permit::Settled => {
+                    if let Some(result) = planned.result() {
+                        steps.record(turn, result);
+                    }
+                }
+                _ => edits.extend(rewritten.map(|arguments| (call_id, arguments))),
+            }
+        }
+    }
     // The rest, in call order, against the run's authorizer: ALLOW runs, a refusal is
     // recorded, a question is answered by a decision already recorded, else asked.
     let authorizer = RunAuthorizer { agent: agent.authorizer(), permissions, recorded };

@@ -6,6 +6,7 @@
 
 use std::future::Future;
 
+use harnessx_core::hooks::PreOutcome;
 use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolResult,
 };
@@ -133,6 +134,16 @@ pub trait Steps: Send {
         request: ApprovalRequest,
         arguments: &str,
     ) -> impl Future<Output = Result<Option<ApprovalDecision>, Self::Error>> + Send;
+
+    /// What the pre hooks decided about the call `call_id`, as recorded: applied without
+    /// asking the hooks again.
+    fn recorded_hooks(&self, _call_id: &str) -> Option<PreOutcome> {
+        None
+    }
+
+    /// Records what the pre hooks decided about the call `call_id` of `turn` (committed
+    /// before the call runs, with the batch's commit).
+    fn record_hooks(&mut self, _turn: u32, _call_id: &str, _outcome: &PreOutcome) {}
 
     /// Records a result the loop settled without running the call (a refusal, a
     /// denial, an answer): committed with the next commit.
