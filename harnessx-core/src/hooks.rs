@@ -54,8 +54,10 @@ pub struct PostToolUse<'a> {
     pub is_error: bool,
 }
 
-/// What a pre hook decides about a call.
-#[derive(Debug, Clone, PartialEq)]
+/// What a pre hook decides about a call (journaled by a durable run as `snake_case`
+/// tagged JSON: `{"decision": "deny", "message": ..}`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum PreDecision {
     /// No opinion: the next hook, then the rules, decide.
@@ -129,14 +131,16 @@ pub trait ToolHook: Send + Sync {
 
 /// What the pre hooks decided together: the final decision (or
 /// [`PreDecision::Continue`]), the arguments if a hook rewrote them, and which hook
-/// decided.
-#[derive(Debug, Clone, PartialEq)]
+/// decided. What a durable run journals with the call.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PreOutcome {
     /// The first final decision, or `Continue` when no hook gave one.
     pub decision: PreDecision,
     /// The arguments as the hooks left them, when one rewrote them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rewritten: Option<Value>,
     /// The name of the hook whose decision is final (or that last rewrote).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
 }
 

@@ -168,6 +168,30 @@ async fn plan<S: Steps>(
         if let Some(run_id) = &run_id {
             planned.set_idempotency_key(recovery::idempotency_key(run_id, &call.id));
         }
+        // The hooks (their recorded outcome on a resume, not asked again): a refusal or
+        // an answer settles the call, a rewrite runs in its place, also when it runs again.
+        if !agent.hooks().is_empty() {
+            let outcome = match steps.recorded_hooks(&call.id, &call.arguments) {
+                Some(outcome) => Some(outcome),
+                None => {
+                    let asked = planned.ask_hooks(agent.hooks(), run_id.as_deref()).await;
+                    if let Some(outcome) = &asked {
+                        steps.record_hooks(&call.id, &call.arguments, outcome);
+                    }
+                    asked
+                }
+            };
+            if let Some(outcome) = outcome {
+                let rewritten = outcome.rewritten.clone();
+                if planned.apply_hooks(outcome) == Permit::Settled {
+                    if let Some(result) = planned.result() {
+                        steps.record(turn, result);
+                    }
+                    continue;
+                }
+                edits.extend(rewritten.map(|arguments| (call.id.clone(), arguments)));
+            }
+        }
         let decision = steps.recorded_decision(&call.id, &call.arguments);
         if steps.recorded(&call.id) == Recorded::Started {
             let policy = planned.replay_policy().unwrap_or_default();
@@ -189,35 +213,6 @@ async fn plan<S: Steps>(
             continue;
         }
         recorded.extend(decision.map(|d| (call.id, d)));
-    }
-    // The hooks next, in call order (their recorded outcome on a resume: not asked
-    // again): a refusal or an answer settles the call, a rewrite runs in its place.
-    if !agent.hooks().is_empty() {
-        for mut planned in batch.iter_mut() {
-            if planned.result().is_some() || planned.is_authorized() {
-                continue;
-            }
-            let call_id = planned.call().id.clone();
-            let outcome = match steps.recorded_hooks(&call_id) {
-                Some(outcome) => outcome,
-                None => {
-                    let Some(outcome) = planned.ask_hooks(agent.hooks(), run_id.as_deref()).await else {
-                        continue;
-                    };
-                    steps.record_hooks(turn, &call_id, &outcome);
-                    outcome
-                }
-            };
-            let rewritten = outcome.rewritten.clone();
-            match planned.apply_hooks(outcome) {
-                Permit::Settled => {
-                    if let Some(result) = planned.result() {
-                        steps.record(turn, result);
-                    }
-                }
-                _ => edits.extend(rewritten.map(|arguments| (call_id, arguments))),
-            }
-        }
     }
     // The rest, in call order, against the run's authorizer: ALLOW runs, a refusal is
     // recorded, a question is answered by a decision already recorded, else asked.

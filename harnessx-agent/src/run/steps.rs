@@ -135,15 +135,15 @@ pub trait Steps: Send {
         arguments: &str,
     ) -> impl Future<Output = Result<Option<ApprovalDecision>, Self::Error>> + Send;
 
-    /// What the pre hooks decided about the call `call_id`, as recorded: applied without
-    /// asking the hooks again.
-    fn recorded_hooks(&self, _call_id: &str) -> Option<PreOutcome> {
+    /// What the pre hooks decided about the call `call_id` with exactly these raw
+    /// `arguments`, as recorded: applied without asking the hooks again.
+    fn recorded_hooks(&self, _call_id: &str, _arguments: &str) -> Option<PreOutcome> {
         None
     }
 
-    /// Records what the pre hooks decided about the call `call_id` of `turn` (committed
-    /// before the call runs, with the batch's commit).
-    fn record_hooks(&mut self, _turn: u32, _call_id: &str, _outcome: &PreOutcome) {}
+    /// Records what the pre hooks decided about the call `call_id` (bound to its raw
+    /// `arguments`): committed before the call runs, with the batch's commit.
+    fn record_hooks(&mut self, _call_id: &str, _arguments: &str, _outcome: &PreOutcome) {}
 
     /// Records a result the loop settled without running the call (a refusal, a
     /// denial, an answer): committed with the next commit.

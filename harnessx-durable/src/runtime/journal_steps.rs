@@ -181,6 +181,21 @@ impl Steps for JournalSteps {
         (hash.as_deref() == Some(arguments_hash(arguments).as_str())).then(|| decision.clone())
     }
 
+    fn recorded_hooks(&self, call_id: &str, arguments: &str) -> Option<harnessx_core::hooks::PreOutcome> {
+        let (hash, outcome) = self.replay.hooks.get(call_id)?;
+        (*hash == arguments_hash(arguments)).then(|| outcome.clone())
+    }
+
+    fn record_hooks(&mut self, call_id: &str, arguments: &str, outcome: &harnessx_core::hooks::PreOutcome) {
+        let hash = arguments_hash(arguments);
+        self.replay.hooks.insert(call_id.to_owned(), (hash.clone(), outcome.clone()));
+        self.pending.push(Entry::Hook {
+            call_id: call_id.to_owned(),
+            arguments_hash: hash,
+            outcome: outcome.clone(),
+        });
+    }
+
     async fn decide(
         &mut self,
         permissions: &harnessx_core::PermissionManager,
