@@ -171,26 +171,17 @@ async fn plan<S: Steps>(
         // The hooks (their recorded outcome on a resume, not asked again): a refusal or
         // an answer settles the call, a rewrite runs in its place, also when it runs again.
         if !agent.hooks().is_empty() {
-            let outcome = match steps.recorded_hooks(&call.id, &call.arguments) {
-                Some(outcome) => Some(outcome),
-                None => {
-                    let asked = planned.ask_hooks(agent.hooks(), run_id.as_deref()).await;
-                    if let Some(outcome) = &asked {
-                        steps.record_hooks(&call.id, &call.arguments, outcome);
-                    }
-                    asked
+            let tool = planned.tool().unwrap_or(&call.name).to_owned();
+            let arguments = planned.arguments().cloned().unwrap_or_default();
+            let outcome = steps.pre_hooks(agent, &call, &tool, &arguments).await?;
+            let rewritten = outcome.rewritten.clone();
+            if planned.apply_hooks(outcome) == Permit::Settled {
+                if let Some(result) = planned.result() {
+                    steps.record(turn, result);
                 }
-            };
-            if let Some(outcome) = outcome {
-                let rewritten = outcome.rewritten.clone();
-                if planned.apply_hooks(outcome) == Permit::Settled {
-                    if let Some(result) = planned.result() {
-                        steps.record(turn, result);
-                    }
-                    continue;
-                }
-                edits.extend(rewritten.map(|arguments| (call.id.clone(), arguments)));
+                continue;
             }
+            edits.extend(rewritten.map(|arguments| (call.id.clone(), arguments)));
         }
         let decision = steps.recorded_decision(&call.id, &call.arguments);
         if steps.recorded(&call.id) == Recorded::Started {

@@ -262,6 +262,12 @@ impl PlannedCall<'_> {
         self.ready().filter(|r| r.edited).and_then(|r| r.args.as_deref())
     }
 
+    /// The arguments a hook rewrote the call to run with, when one did (and no person
+    /// edited them after).
+    pub fn rewritten_arguments(&self) -> Option<&Value> {
+        self.ready().filter(|r| r.rewritten && !r.edited).and_then(|r| r.args.as_deref())
+    }
+
     /// Gives the call a result: it will not run, and `run_planned` returns this (as not
     /// run, not timed out). For results replayed from a journal, and for refusals.
     pub fn settle(&mut self, result: ToolResult) {

@@ -48,6 +48,8 @@ pub(super) struct ReadyCall {
     pub(super) serial: Option<SerialQueue>,
     /// A person replaced the model's arguments with `args` (its result says so).
     pub(super) edited: bool,
+    /// A hook replaced the model's arguments with `args`.
+    pub(super) rewritten: bool,
 }
 
 impl ReadyCall {
@@ -90,6 +92,7 @@ impl ReadyCall {
             ));
         }
         self.args = Some(Box::new(arguments));
+        self.rewritten = true;
         Ok(())
     }
 
@@ -205,7 +208,14 @@ pub(super) fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> P
         }
     };
     if from_text && tool.takes_text(&call.arguments) {
-        return Prepared::Ready(ReadyCall { tool, args: None, policy, serial, edited: false });
+        return Prepared::Ready(ReadyCall {
+            tool,
+            args: None,
+            policy,
+            serial,
+            edited: false,
+            rewritten: false,
+        });
     }
     let invalid = Some(ErrorType::InvalidArguments);
     let args = match parse_arguments(tool.name(), &call.arguments, tool.argument_capacity()) {
@@ -219,7 +229,14 @@ pub(super) fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> P
         let result = ToolResult::error(&call.id, &**tool.name(), msg);
         return Prepared::Done(result, invalid, Some(tool.name().clone()));
     }
-    Prepared::Ready(ReadyCall { tool, args: Some(Box::new(args)), policy, serial, edited: false })
+    Prepared::Ready(ReadyCall {
+        tool,
+        args: Some(Box::new(args)),
+        policy,
+        serial,
+        edited: false,
+        rewritten: false,
+    })
 }
 
 #[cfg(test)]
