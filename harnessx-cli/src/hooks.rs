@@ -12,7 +12,7 @@
 //!   [`MAX_OUTPUT`] bytes, its timeout): an error naming the hook, which refuses the call
 //!   (a post hook keeps the result).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -48,6 +48,61 @@ impl Matcher {
             Self::Any => true,
             Self::Rule(rules) => rules.decide(tool, arguments).is_some(),
         }
+    }
+}
+
+/// One `--hook EVENT:MATCHER=COMMAND`, read.
+#[derive(Debug, Clone)]
+pub(crate) struct HookSpec {
+    /// `pre_tool_use` (`true`) or `post_tool_use`.
+    pub(crate) pre: bool,
+    pub(crate) matcher: Matcher,
+    pub(crate) command: String,
+}
+
+impl HookSpec {
+    /// `EVENT:MATCHER=COMMAND`; the error says what is wrong, in one line.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let (event, rest) = text
+            .split_once(':')
+            .ok_or_else(|| format!("{text:?} is not EVENT:MATCHER=COMMAND (no `:` after the event)"))?;
+        let pre = match event.trim() {
+            "pre_tool_use" => true,
+            "post_tool_use" => false,
+            other => {
+                return Err(format!("unknown hook event {other:?}: use pre_tool_use or post_tool_use"));
+            }
+        };
+        // The matcher ends at the first `=` outside parentheses.
+        let mut depth = 0usize;
+        let split = rest.char_indices().find(|&(_, c)| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                '=' if depth == 0 => return true,
+                _ => {}
+            }
+            false
+        });
+        let Some((at, _)) = split else {
+            return Err(format!("{text:?} is not EVENT:MATCHER=COMMAND (no `=` before the command)"));
+        };
+        let (matcher, command) = (rest[..at].trim(), rest[at + 1..].trim());
+        if command.is_empty() {
+            return Err(format!("{text:?} has no command after `=`"));
+        }
+        let matcher = Matcher::parse(matcher).map_err(|e| format!("hook matcher {matcher:?}: {e}"))?;
+        Ok(Self { pre, matcher, command: command.to_owned() })
+    }
+
+    /// The hook, run in `dir` with the default timeout (60 s); its matcher reads paths
+    /// relative to `base` (the file tools' base path), as `--allow` does.
+    pub(crate) fn hook(&self, dir: PathBuf, base: &Path) -> CommandHook {
+        let matcher = match &self.matcher {
+            Matcher::Any => Matcher::Any,
+            Matcher::Rule(rules) => Matcher::Rule(rules.clone().base_path(base)),
+        };
+        CommandHook::new(&self.command, matcher, dir, harnessx::hooks::DEFAULT_HOOK_TIMEOUT, self.pre)
     }
 }
 
@@ -228,6 +283,25 @@ mod tests {
 
     async fn pre(hook: &CommandHook, tool: &str, arguments: Value) -> Result<PreDecision, HookError> {
         hook.pre_tool_use(PreToolUse { tool, call_id: "c1", arguments: &arguments, run_id: None }).await
+    }
+
+    #[test]
+    fn a_hook_flag_reads_event_matcher_and_command() {
+        let spec = HookSpec::parse("pre_tool_use:write_file(path=src/**)=./check.sh --strict=yes").unwrap();
+        assert!(spec.pre);
+        assert_eq!(spec.command, "./check.sh --strict=yes");
+        assert!(spec.matcher.matches("write_file", &json!({"path": "src/a.rs"})));
+        assert!(!spec.matcher.matches("write_file", &json!({"path": "docs/a.md"})));
+        assert!(!HookSpec::parse("post_tool_use:*=./redact.sh").unwrap().pre);
+        for (bad, says) in [
+            ("pre_tool_use", "no `:` after the event"),
+            ("before:*=x", "unknown hook event \"before\""),
+            ("pre_tool_use:*", "no `=` before the command"),
+            ("pre_tool_use:*= ", "has no command"),
+        ] {
+            let err = HookSpec::parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 
     #[tokio::test]

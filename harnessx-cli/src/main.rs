@@ -15,7 +15,6 @@ mod backend;
 mod cmd;
 mod config;
 mod error;
-#[allow(dead_code, reason = "issue 42 in progress: --hook and [[hooks.*]] wire it next")]
 mod hooks;
 mod report;
 mod setup;

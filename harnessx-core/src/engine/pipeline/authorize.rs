@@ -211,15 +211,15 @@ pub(super) async fn hooked_gate(
 /// replaced it with, if one did.
 pub(super) async fn post_hooks(
     hooks: &ToolHooks,
-    ready: &mut ReadyCall,
+    ready: &ReadyCall,
     call: &ToolCall,
+    arguments: &serde_json::Value,
     run_id: Option<&str>,
     output: &ToolOutput,
     is_error: bool,
 ) -> Option<ToolOutput> {
-    let (tool, arguments) = ready.with_value(call);
     let asked = PostToolUse {
-        tool: tool.name(),
+        tool: ready.tool.name(),
         call_id: &call.id,
         arguments,
         run_id,

@@ -298,6 +298,10 @@ fn run_indexed<'a>(
             Some(args) if ready.edited => Some(edited_note(args)),
             _ => None,
         };
+        // The arguments the post hooks see: the last attempt takes the call's own.
+        // (Boxed: only a context with hooks pays for them.)
+        let seen: Option<Box<serde_json::Value>> =
+            ctx.hooks().map(|_| Box::new(ready.with_value(call).1.clone()));
         let (Invoked { mut answer, timed_out, error }, ran) = if let Some(output) = answered {
             // A hook answered it: it does not run.
             (Invoked::answered(*output), false)
@@ -307,9 +311,16 @@ fn run_indexed<'a>(
         } else {
             (invoke(&mut ready, call, &run, hooks, ctx.result_dir()).await, true)
         };
-        if let Some(tool_hooks) = ctx.hooks() {
-            let replaced =
-                post_hooks(tool_hooks, &mut ready, call, ctx.run_id(), &answer.output, answer.is_error);
+        if let (Some(tool_hooks), Some(arguments)) = (ctx.hooks(), seen) {
+            let replaced = post_hooks(
+                tool_hooks,
+                &ready,
+                call,
+                &arguments,
+                ctx.run_id(),
+                &answer.output,
+                answer.is_error,
+            );
             if let Some(output) = Box::pin(replaced).await {
                 answer.output = output;
             }
