@@ -10,6 +10,10 @@ pub mod execution {}
 pub mod permissions {}
 
 #[cfg(feature = "agent")]
+#[doc = include_str!("../docs/hooks.md")]
+pub mod hooks {}
+
+#[cfg(feature = "agent")]
 #[doc = include_str!("../docs/agent.md")]
 pub mod agent {}
 

@@ -33,6 +33,7 @@ pub struct Agent {
     pub(crate) permissions: PermissionManager,
     /// What the run's calls are put to in place of the manager's rules, if set.
     pub(crate) authorizer: Option<Arc<dyn harnessx_core::Authorizer>>,
+    pub(crate) hooks: harnessx_core::hooks::ToolHooks,
     pub(crate) system_prompt: Option<String>,
     pub(crate) skills: Option<skills::Skills>,
     /// The skills' block of the system prompt, built once.
@@ -81,6 +82,11 @@ impl Agent {
     /// the manager's rules ([`AgentBuilder::authorizer`](crate::AgentBuilder::authorizer)).
     pub fn authorizer(&self) -> Option<&Arc<dyn harnessx_core::Authorizer>> {
         self.authorizer.as_ref()
+    }
+
+    /// The hooks its runs put every call through ([`AgentBuilder::hook`](crate::AgentBuilder::hook)).
+    pub fn hooks(&self) -> &harnessx_core::hooks::ToolHooks {
+        &self.hooks
     }
 
     /// The settings.

@@ -25,6 +25,7 @@ pub struct AgentBuilder {
     sandbox: Option<Arc<dyn Sandbox>>,
     permissions: Option<PermissionManager>,
     authorizer: Option<Arc<dyn Authorizer>>,
+    hooks: harnessx_core::hooks::ToolHooks,
     system_prompt: Option<String>,
     skills: Vec<SkillSource>,
     knowledge: Option<KnowledgeSource>,
@@ -130,6 +131,14 @@ impl AgentBuilder {
     /// is an `Authorizer` too. See `docs/permissions.md`.
     pub fn authorizer(self, authorizer: impl Authorizer + 'static) -> Self {
         self.authorizer_arc(Arc::new(authorizer))
+    }
+
+    /// Puts every call of this agent's runs through `hook`, after the hooks given before
+    /// it ([`harnessx_core::hooks`]): its pre decision before the call's permission is
+    /// decided, its post decision on the call's result.
+    pub fn hook(mut self, hook: impl harnessx_core::hooks::ToolHook + 'static) -> Self {
+        self.hooks = self.hooks.with(hook);
+        self
     }
 
     /// [`authorizer`](Self::authorizer), shared.
@@ -262,6 +271,7 @@ impl AgentBuilder {
             registry,
             permissions,
             authorizer: self.authorizer,
+            hooks: self.hooks,
             system_prompt: self.system_prompt,
             skills,
             skills_prompt,

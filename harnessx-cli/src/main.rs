@@ -15,6 +15,7 @@ mod backend;
 mod cmd;
 mod config;
 mod error;
+mod hooks;
 mod report;
 mod setup;
 mod shutdown;

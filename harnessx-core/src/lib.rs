@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod depth;
 pub mod engine;
 pub mod error;
+pub mod hooks;
 pub mod memory;
 pub mod permission;
 pub mod registry;

@@ -121,6 +121,17 @@ pub enum Entry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         arguments_hash: Option<String>,
     },
+    /// What the pre hooks decided about a call, before it ran: a resume applies it
+    /// without asking the hooks again (bound, as a decision is, to the arguments the
+    /// model sent).
+    Hook {
+        /// The call id.
+        call_id: String,
+        /// The hash of the call's arguments as the model sent them.
+        arguments_hash: String,
+        /// What the hooks decided.
+        outcome: harnessx_core::hooks::PreOutcome,
+    },
     /// The run stopped waiting for input.
     Paused {
         /// What is awaited.

@@ -400,6 +400,7 @@ fn kind(entry: &Entry) -> &'static str {
         Entry::CallStart { .. } => "call_start",
         Entry::CallResult { .. } => "call_result",
         Entry::Approval { .. } => "approval",
+        Entry::Hook { .. } => "hook",
         Entry::Paused { .. } => "paused",
         Entry::Answer { .. } => "answer",
         Entry::LimitReached { .. } => "limit_reached",
@@ -477,6 +478,15 @@ mod tests {
                 tool: "t".into(),
                 decision: ApprovalDecision::Deny,
                 arguments_hash: None,
+            },
+            Entry::Hook {
+                call_id: "c".into(),
+                arguments_hash: "h".into(),
+                outcome: harnessx_core::hooks::PreOutcome {
+                    decision: harnessx_core::hooks::PreDecision::Allow,
+                    rewritten: None,
+                    by: Some("guard".into()),
+                },
             },
             Entry::Paused { needs_input: json!(null) },
             Entry::Answer { call_id: "c".into(), text: "yes".into() },

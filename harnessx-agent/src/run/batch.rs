@@ -168,6 +168,21 @@ async fn plan<S: Steps>(
         if let Some(run_id) = &run_id {
             planned.set_idempotency_key(recovery::idempotency_key(run_id, &call.id));
         }
+        // The hooks (their recorded outcome on a resume, not asked again): a refusal or
+        // an answer settles the call, a rewrite runs in its place, also when it runs again.
+        if !agent.hooks().is_empty() {
+            let tool = planned.tool().unwrap_or(&call.name).to_owned();
+            let arguments = planned.arguments().cloned().unwrap_or_default();
+            let outcome = steps.pre_hooks(agent, &call, &tool, &arguments).await?;
+            let rewritten = outcome.rewritten.clone();
+            if planned.apply_hooks(outcome) == Permit::Settled {
+                if let Some(result) = planned.result() {
+                    steps.record(turn, result);
+                }
+                continue;
+            }
+            edits.extend(rewritten.map(|arguments| (call.id.clone(), arguments)));
+        }
         let decision = steps.recorded_decision(&call.id, &call.arguments);
         if steps.recorded(&call.id) == Recorded::Started {
             let policy = planned.replay_policy().unwrap_or_default();

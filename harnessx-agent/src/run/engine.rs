@@ -96,7 +96,10 @@ async fn run<S: Steps>(
     if let Some(o) = &output {
         o.prepare(&mut request);
     }
-    let mut ctx = RunContext::new().with_permissions(permissions.clone());
+    let mut ctx = RunContext::new().with_permissions(permissions.clone()).with_hooks(agent.hooks().clone());
+    if let Some(run_id) = steps.run_id() {
+        ctx = ctx.with_run_id(run_id);
+    }
     if let Some(tx) = events {
         let tx = tx.clone();
         ctx = ctx.with_events(Arc::new(move |event: &ToolEvent<'_>| {

@@ -6,8 +6,9 @@
 
 use std::future::Future;
 
+use harnessx_core::hooks::{PreOutcome, PreToolUse};
 use harnessx_core::{
-    ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolResult,
+    ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolCall, ToolResult,
 };
 
 use crate::budget::{Limit, RunLimits, UsageByModel};
@@ -133,6 +134,24 @@ pub trait Steps: Send {
         request: ApprovalRequest,
         arguments: &str,
     ) -> impl Future<Output = Result<Option<ApprovalDecision>, Self::Error>> + Send;
+
+    /// What the agent's pre hooks decide about `call` (resolved to `tool`, with its
+    /// validated `arguments`): asked here by default; a backend that records each step
+    /// records it before the call runs, and on a resume answers with what it recorded
+    /// (bound to the call's raw arguments) without asking the hooks again.
+    fn pre_hooks(
+        &mut self,
+        agent: &Agent,
+        call: &ToolCall,
+        tool: &str,
+        arguments: &serde_json::Value,
+    ) -> impl Future<Output = Result<PreOutcome, Self::Error>> + Send {
+        let run_id = self.run_id().map(str::to_owned);
+        async move {
+            let asked = PreToolUse { tool, call_id: &call.id, arguments, run_id: run_id.as_deref() };
+            Ok(agent.hooks().pre_tool_use(asked).await)
+        }
+    }
 
     /// Records a result the loop settled without running the call (a refusal, a
     /// denial, an answer): committed with the next commit.

@@ -20,6 +20,7 @@ mod common;
 mod context;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod fallback;
+mod hooks;
 mod knowledge;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod models_agent;

@@ -156,6 +156,14 @@ fn summary(entry: &Entry) -> (&'static str, String) {
             let decision = decision.as_ref().and_then(|d| d.as_str()).unwrap_or("?");
             ("approval", format!("{call_id} {tool}: {decision}"))
         }
+        Entry::Hook { call_id, outcome, .. } => {
+            // Its serialised decision (`allow`, `deny`, `rewrite`, ...), and the hook.
+            let decision = serde_json::to_value(&outcome.decision).ok();
+            let decision = decision.as_ref().and_then(|d| d["decision"].as_str()).unwrap_or("?");
+            let by = outcome.by.as_deref().unwrap_or("?");
+            let rewritten = if outcome.rewritten.is_some() { " (rewritten)" } else { "" };
+            ("hook", format!("{call_id} {by}: {decision}{rewritten}"))
+        }
         Entry::Output { output } => (
             "output",
             format!(

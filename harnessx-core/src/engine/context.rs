@@ -9,6 +9,7 @@ use tokio::sync::OnceCell;
 use crate::engine::cap::ResultDir;
 use crate::engine::events::{ToolEvent, ToolEventSink};
 use crate::engine::pipeline::Invoked;
+use crate::hooks::ToolHooks;
 use crate::permission::{Authorizer, NoManager, PermissionManager};
 
 type DedupeSlot = Arc<OnceCell<Invoked>>;
@@ -31,6 +32,10 @@ pub struct RunContext {
     dedupe: Mutex<Option<DedupeMap>>,
     /// Where the whole text of a capped result is saved.
     result_dir: Option<Arc<ResultDir>>,
+    /// The hooks every call goes through ([`crate::hooks`]); `None` costs nothing.
+    hooks: Option<ToolHooks>,
+    /// The durable run's id, as hooks see it.
+    run_id: Option<Arc<str>>,
 }
 
 impl fmt::Debug for RunContext {
@@ -73,6 +78,11 @@ impl RunContext {
         }
     }
 
+    /// Whether an authorizer other than the manager was given.
+    pub(crate) fn has_own_authorizer(&self) -> bool {
+        self.authorizer.is_some()
+    }
+
     /// Sends engine events to a sink.
     pub fn with_events(mut self, sink: Arc<dyn ToolEventSink>) -> Self {
         self.events = Some(sink);
@@ -82,6 +92,29 @@ impl RunContext {
     /// The permission manager, if any.
     pub fn permissions(&self) -> Option<&PermissionManager> {
         self.permissions.as_ref()
+    }
+
+    /// Puts every call through these hooks: the pre hooks before its permission is
+    /// decided, the post hooks on its result ([`crate::hooks`]).
+    pub fn with_hooks(mut self, hooks: ToolHooks) -> Self {
+        self.hooks = (!hooks.is_empty()).then_some(hooks);
+        self
+    }
+
+    /// The hooks, if any.
+    pub fn hooks(&self) -> Option<&ToolHooks> {
+        self.hooks.as_ref()
+    }
+
+    /// The run the calls belong to, as hooks see it (`run_id`).
+    pub fn with_run_id(mut self, run_id: impl Into<Arc<str>>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// The run's id, if one was given.
+    pub fn run_id(&self) -> Option<&str> {
+        self.run_id.as_deref()
     }
 
     /// Saves the whole text of a result longer than the cap

@@ -29,6 +29,8 @@ pub enum DenyReason {
     NoApprover,
     /// The approval callback (or a stored decision) said no.
     Rejected,
+    /// A hook refused it ([`crate::hooks`]), or failed and so refused it.
+    Hook,
 }
 
 /// Decides whether tool calls may run.

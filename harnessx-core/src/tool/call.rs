@@ -31,7 +31,7 @@ impl ToolCall {
 
 /// What a handler produced on success: text for the model and, optionally, the same
 /// result as structured JSON for programs.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolOutput {
     /// The text the model reads.
     pub content: String,

@@ -3,6 +3,7 @@
 
 mod batch_ordering;
 mod common;
+mod hooks;
 mod permissions_precedence;
 mod permissions_rules;
 mod pipeline_arguments;

@@ -181,6 +181,39 @@ impl Steps for JournalSteps {
         (hash.as_deref() == Some(arguments_hash(arguments).as_str())).then(|| decision.clone())
     }
 
+    async fn pre_hooks(
+        &mut self,
+        agent: &Agent,
+        call: &ToolCall,
+        tool: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<harnessx_core::hooks::PreOutcome, DurableError> {
+        let hash = arguments_hash(&call.arguments);
+        if let Some((recorded, outcome)) = self.replay.hooks.get(&call.id)
+            && *recorded == hash
+        {
+            return Ok(outcome.clone());
+        }
+        if self.read_only {
+            return Err(self.not_journaled(&format!("the hooks' decision on call {:?}", call.id)));
+        }
+        let asked = harnessx_core::hooks::PreToolUse {
+            tool,
+            call_id: &call.id,
+            arguments,
+            run_id: Some(&self.run_id),
+        };
+        let outcome = agent.hooks().pre_tool_use(asked).await;
+        // Committed with the batch's starts, before the call runs.
+        self.replay.hooks.insert(call.id.clone(), (hash.clone(), outcome.clone()));
+        self.pending.push(Entry::Hook {
+            call_id: call.id.clone(),
+            arguments_hash: hash,
+            outcome: outcome.clone(),
+        });
+        Ok(outcome)
+    }
+
     async fn decide(
         &mut self,
         permissions: &harnessx_core::PermissionManager,

@@ -25,6 +25,8 @@ pub(super) struct Replay {
     /// Decisions by call id, with the hash of the arguments they were made on.
     pub(super) decisions: HashMap<String, (Option<String>, ApprovalDecision)>,
     pub(super) answers: HashMap<String, String>,
+    /// What the pre hooks decided, by call id, with the hash of the arguments.
+    pub(super) hooks: HashMap<String, (String, harnessx_core::hooks::PreOutcome)>,
     pub(super) paused: Vec<NeedsInput>,
     /// The run whose conversation this one continues.
     pub(super) continues: Option<String>,
@@ -67,6 +69,9 @@ impl Replay {
                 }
                 Entry::Approval { call_id, decision, arguments_hash, .. } => {
                     s.decisions.insert(call_id.clone(), (arguments_hash.clone(), decision.clone()));
+                }
+                Entry::Hook { call_id, arguments_hash, outcome } => {
+                    s.hooks.insert(call_id.clone(), (arguments_hash.clone(), outcome.clone()));
                 }
                 Entry::Answer { call_id, text } => {
                     s.answers.insert(call_id.clone(), text.clone());

@@ -553,3 +553,85 @@ async fn a_cluster_is_durable_runs_as_a_journal_is() {
     let _ = stop_tx.send(());
     serving.await.unwrap();
 }
+
+/// Refuses `a = 1`, moves `a = 2` to `a = 10`, spells results out; counts its asks.
+struct Steer(Arc<AtomicUsize>);
+
+impl harnessx_core::hooks::ToolHook for Steer {
+    fn name(&self) -> &str {
+        "steer"
+    }
+    fn pre_tool_use<'a>(
+        &'a self,
+        call: harnessx_core::hooks::PreToolUse<'a>,
+    ) -> futures_util::future::BoxFuture<
+        'a,
+        Result<harnessx_core::hooks::PreDecision, harnessx_core::hooks::HookError>,
+    > {
+        use harnessx_core::hooks::PreDecision;
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let decision = match call.arguments["a"].as_i64() {
+            Some(1) => PreDecision::Deny { message: "no ones".into() },
+            Some(2) => PreDecision::Rewrite { arguments: json!({"a": 10}) },
+            _ => PreDecision::Continue,
+        };
+        Box::pin(std::future::ready(Ok(decision)))
+    }
+    fn post_tool_use<'a>(
+        &'a self,
+        call: harnessx_core::hooks::PostToolUse<'a>,
+    ) -> futures_util::future::BoxFuture<
+        'a,
+        Result<harnessx_core::hooks::PostDecision, harnessx_core::hooks::HookError>,
+    > {
+        let result = harnessx_core::ToolOutput::text(call.content.replace("11", "eleven"));
+        Box::pin(std::future::ready(Ok(harnessx_core::hooks::PostDecision::Replace { result })))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_decide_rewrite_and_redact_a_run_on_restate_and_are_asked_once() {
+    let Some(server) = tokio::task::spawn_blocking(RestateServer::start).await.unwrap() else { return };
+    let runs = Arc::new(AtomicUsize::new(0));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let plain = agent(runs.clone());
+    let model = FunctionModel::new(|req| {
+        Ok(match req.messages.last() {
+            Some(Message::User { .. }) => ModelResponse::tool_calls(vec![
+                ToolCall::new("c1", "add", r#"{"a": 1}"#),
+                ToolCall::new("c2", "add", r#"{"a": 2}"#),
+            ]),
+            _ => ModelResponse::text(format!("saw: {}", tool_contents(req))),
+        })
+    });
+    let steered = Arc::new(
+        Agent::builder()
+            .model(model)
+            .tool(plain.tools().get_tool("add").unwrap())
+            .hook(Steer(asked.clone()))
+            .config(AgentConfig { planning: false, ..AgentConfig::default() })
+            .build()
+            .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let worker = format!("http://{}", listener.local_addr().unwrap());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(harnessx_durable::restate::serve(steered, listener, async {
+        let _ = stop_rx.await;
+    }));
+    let admin = server.admin_url.clone();
+    tokio::task::spawn_blocking(move || RestateServer::register_at(&admin, &worker)).await.unwrap().unwrap();
+    let ingress = server.ingress_url.clone();
+    let (status, body) = tokio::task::spawn_blocking(move || {
+        http("POST", &format!("{ingress}/HarnessxRun/h1/run"), Some("\"go\""))
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(status, 200, "{body}\n{}", server.log_tail());
+    assert_eq!(body, "\"saw: no ones | eleven\"");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "only the rewritten call ran");
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "each call's hooks asked once");
+    let _ = stop_tx.send(());
+    let _ = serving.await;
+}

@@ -42,7 +42,14 @@ pub(crate) struct Invoked {
 #[derive(Clone)]
 pub(super) struct Answer {
     pub(super) output: ToolOutput,
-    is_error: bool,
+    pub(super) is_error: bool,
+}
+
+impl Invoked {
+    /// What a hook answered in place of the handler.
+    pub(super) fn answered(output: ToolOutput) -> Self {
+        Self { answer: Answer::success(output), timed_out: false, error: None }
+    }
 }
 
 impl Answer {

@@ -7,8 +7,12 @@
 use std::borrow::Cow;
 
 use super::prepare::ReadyCall;
+use crate::engine::context::RunContext;
+use crate::hooks::{PostToolUse, PreDecision, PreOutcome, PreToolUse, ToolHooks};
+use crate::permission::ApprovalRequest;
 use crate::permission::{AuthRequest, Authorization, Authorizer, Decision, DenyReason, PermissionManager};
 use crate::permission::{PERMISSION_DENIED, ask, ask_by_name};
+use crate::tool::call::ToolOutput;
 use crate::tool::call::{ToolCall, ToolResult};
 
 /// Puts one ready call to `authorizer`, failing closed ([`ask`]): by its tool and
@@ -67,6 +71,162 @@ pub(super) fn act(
     let name = ready.tool.name();
     tracing::info!(tool = &**name, call_id = %call.id, ?reason, "tool call denied");
     Some(Refusal { result: ToolResult::error(&call.id, &**name, message), reason })
+}
+
+/// What the pre hooks decided about a ready call, a rewrite of its arguments already
+/// applied (and checked against the schema).
+pub(super) enum Hooked {
+    /// No hook decided: the authorizer decides alone.
+    Continue,
+    /// Run it without asking a person; the authorizer's DENY still wins.
+    Allow,
+    /// Ask a person even if the authorizer allows it; its DENY still wins.
+    Ask(String),
+    /// Refused by a hook (or by the schema, on a rewrite).
+    Refused(Refusal),
+    /// Answered by hook `by` without running.
+    Answered(ToolOutput),
+}
+
+/// Puts a ready call to the pre hooks ([`ToolHooks::pre_tool_use`]) and applies what they
+/// decided ([`apply_pre`]).
+pub(super) async fn pre_hooks(
+    hooks: &ToolHooks,
+    ready: &mut ReadyCall,
+    call: &ToolCall,
+    run_id: Option<&str>,
+) -> Hooked {
+    let outcome = ask_pre(hooks, ready, call, run_id).await;
+    apply_pre(outcome, ready, call)
+}
+
+/// What the pre hooks decide about a ready call, not yet applied (a runtime that records
+/// each step records this first).
+pub(super) async fn ask_pre(
+    hooks: &ToolHooks,
+    ready: &mut ReadyCall,
+    call: &ToolCall,
+    run_id: Option<&str>,
+) -> PreOutcome {
+    let (tool, arguments) = ready.with_value(call);
+    let name = tool.name().clone();
+    hooks.pre_tool_use(PreToolUse { tool: &name, call_id: &call.id, arguments, run_id }).await
+}
+
+/// Applies what the pre hooks decided (now, or as recorded): a rewrite replaces the
+/// arguments once they pass the schema; the decision becomes a [`Hooked`].
+pub(super) fn apply_pre(outcome: PreOutcome, ready: &mut ReadyCall, call: &ToolCall) -> Hooked {
+    let PreOutcome { decision, rewritten, by } = outcome;
+    let by = by.unwrap_or_default();
+    let name = ready.tool.name().clone();
+    let refused = |message: String| {
+        tracing::info!(tool = &*name, call_id = %call.id, hook = %by, "tool call refused by a hook");
+        Hooked::Refused(Refusal {
+            result: ToolResult::error(&call.id, &*name, message),
+            reason: DenyReason::Hook,
+        })
+    };
+    if let Some(arguments) = rewritten
+        && let Err(message) = ready.rewrite(arguments, &by)
+    {
+        return refused(message);
+    }
+    match decision {
+        PreDecision::Allow => Hooked::Allow,
+        PreDecision::Ask => Hooked::Ask(format!("{name} needs approval: hook {by} asks a person")),
+        PreDecision::Deny { message } => refused(message),
+        PreDecision::Answer { result } => Hooked::Answered(result),
+        _ => Hooked::Continue,
+    }
+}
+
+/// The authorizer's decision with the hooks' over it: a DENY always stands; a hook's
+/// ALLOW answers the question an ASK would put; a hook's ASK turns an ALLOW into a
+/// question.
+pub(super) fn with_hooks(hooked: &Hooked, decided: Authorization) -> Authorization {
+    match (hooked, decided) {
+        (_, denied @ Authorization::Deny { .. }) => denied,
+        (Hooked::Allow, Authorization::Wait { .. }) => Authorization::Allow,
+        (Hooked::Ask(question), Authorization::Allow) => Authorization::Wait { question: question.clone() },
+        (_, decided) => decided,
+    }
+}
+
+/// Where a call stands after the permission stage with hooks.
+pub(super) enum Gate {
+    /// It runs.
+    Runs,
+    /// It is refused.
+    Refused(Refusal),
+    /// A hook answered it: this is its output, and it does not run.
+    Answered(ToolOutput),
+}
+
+/// The permission stage of a call when the context has hooks: the pre hooks first
+/// ([`pre_hooks`]), then the authorizer, the hooks' decision over its answer
+/// ([`with_hooks`]), then [`act`]. A hook's ASK is put to the manager's approval callback
+/// or store (after the rules, whose DENY still wins), or refused when nobody can answer.
+pub(super) async fn hooked_gate(
+    hooks: &ToolHooks,
+    ready: &mut ReadyCall,
+    call: &ToolCall,
+    ctx: &RunContext,
+) -> Gate {
+    let hooked = pre_hooks(hooks, ready, call, ctx.run_id()).await;
+    let decided = match &hooked {
+        Hooked::Refused(_) | Hooked::Answered(_) => Authorization::Allow,
+        // The rules alone (a manager would ask a person itself): a person is asked below.
+        Hooked::Ask(_) => match (ctx.permissions(), ctx.has_own_authorizer()) {
+            (Some(manager), false) => ask_call(&manager.rules_only(), ready, call).resolve().await,
+            _ => ask_call(ctx.authorizer(), ready, call).resolve().await,
+        },
+        _ => ask_call(ctx.authorizer(), ready, call).resolve().await,
+    };
+    let mut decided = match hooked {
+        Hooked::Refused(refusal) => return Gate::Refused(refusal),
+        Hooked::Answered(output) => return Gate::Answered(output),
+        hooked => with_hooks(&hooked, decided),
+    };
+    if let Authorization::Wait { .. } = decided
+        && let Some(manager) = ctx.permissions()
+        && manager.can_decide()
+    {
+        let (tool, arguments) = ready.with_value(call);
+        let request = ApprovalRequest {
+            tool_name: tool.name().to_string(),
+            call_id: call.id.clone(),
+            arguments: arguments.clone(),
+        };
+        if let Some(decision) = manager.decision(&request).await {
+            decided = manager.apply(&request.tool_name, decision);
+        }
+    }
+    match act(decided, ready, call, ctx.permissions()) {
+        None => Gate::Runs,
+        Some(refusal) => Gate::Refused(refusal),
+    }
+}
+
+/// Puts a result to the post hooks ([`ToolHooks::post_tool_use`]): the output a hook
+/// replaced it with, if one did.
+pub(super) async fn post_hooks(
+    hooks: &ToolHooks,
+    ready: &ReadyCall,
+    call: &ToolCall,
+    arguments: &serde_json::Value,
+    run_id: Option<&str>,
+    output: &ToolOutput,
+    is_error: bool,
+) -> Option<ToolOutput> {
+    let asked = PostToolUse {
+        tool: ready.tool.name(),
+        call_id: &call.id,
+        arguments,
+        run_id,
+        content: &output.content,
+        is_error,
+    };
+    hooks.post_tool_use(asked).await.map(|(output, _)| output)
 }
 
 #[cfg(test)]

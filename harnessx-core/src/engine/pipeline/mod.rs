@@ -30,7 +30,7 @@ use crate::tool::call::{ToolCall, ToolResult};
 
 pub(crate) use attempt::Invoked;
 use attempt::{invoke, run_deduplicated};
-use authorize::{Refusal, act, ask_call};
+use authorize::{Gate, Refusal, act, ask_call, hooked_gate, post_hooks};
 pub use plan::{Authorized, Permit, PlannedBatch, PlannedCall, Question};
 use plan::{PlanItem, plan_items};
 pub(crate) use prepare::{CallTarget, edited_note};
@@ -195,7 +195,7 @@ async fn run_items(
     let mut serial: Vec<Option<(Run, ReadyCall, &mut Option<CallOutcome>)>> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     for ((index, item), out) in items.into_iter().enumerate().zip(&mut outcomes) {
-        let PlanItem { prepared, authorized, idempotency_key, replayed } = item;
+        let PlanItem { prepared, authorized, idempotency_key, replayed, .. } = item;
         // Each call's span is a child of the caller's span (current here and in
         // `serial_run`), and its future runs inside it (`instrument`), so concurrent
         // calls nest right. A serial call's span starts when its turn comes.
@@ -267,13 +267,29 @@ fn run_indexed<'a>(
         let index = run.index;
         // (Nothing big is held in a local across an await below: a local's room in the
         // future is kept from its declaration to the end of its scope.)
+        // (Boxed: what a hook answered is rare, and the future keeps room for it.)
+        let mut answered: Option<Box<crate::tool::call::ToolOutput>> = None;
         if !run.authorized {
-            // Most calls are decided now (an ALLOW by the rules): no future to wait on.
-            let decided = match ask_call(ctx.authorizer(), &mut ready, call) {
-                crate::permission::Decision::Now(decided) => decided,
-                crate::permission::Decision::Later(later) => later.await,
+            let refused = match ctx.hooks() {
+                // Most calls are decided now (an ALLOW by the rules): no future to wait on.
+                None => {
+                    let decided = match ask_call(ctx.authorizer(), &mut ready, call) {
+                        crate::permission::Decision::Now(decided) => decided,
+                        crate::permission::Decision::Later(later) => later.await,
+                    };
+                    act(decided, &mut ready, call, ctx.permissions())
+                }
+                // Boxed: a context without hooks keeps a small future.
+                Some(tool_hooks) => match Box::pin(hooked_gate(tool_hooks, &mut ready, call, ctx)).await {
+                    Gate::Runs => None,
+                    Gate::Refused(refusal) => Some(refusal),
+                    Gate::Answered(output) => {
+                        answered = Some(Box::new(output));
+                        None
+                    }
+                },
             };
-            if let Some(Refusal { result, .. }) = act(decided, &mut ready, call, ctx.permissions()) {
+            if let Some(Refusal { result, .. }) = refused {
                 let outcome = CallOutcome { result, timed_out: false, ran: false };
                 return ended(index, out.insert(outcome), Some(ErrorType::PermissionDenied), ctx, hooks);
             }
@@ -282,12 +298,33 @@ fn run_indexed<'a>(
             Some(args) if ready.edited => Some(edited_note(args)),
             _ => None,
         };
-        let (Invoked { mut answer, timed_out, error }, ran) = if ready.policy.dedupe_calls {
+        // The arguments the post hooks see: the last attempt takes the call's own.
+        // (Boxed: only a context with hooks pays for them.)
+        let seen: Option<Box<serde_json::Value>> =
+            ctx.hooks().map(|_| Box::new(ready.with_value(call).1.clone()));
+        let (Invoked { mut answer, timed_out, error }, ran) = if let Some(output) = answered {
+            // A hook answered it: it does not run.
+            (Invoked::answered(*output), false)
+        } else if ready.policy.dedupe_calls {
             // Boxed: the common path (no dedupe) keeps a small future.
             Box::pin(run_deduplicated(&mut ready, call, &run, hooks, ctx)).await
         } else {
             (invoke(&mut ready, call, &run, hooks, ctx.result_dir()).await, true)
         };
+        if let (Some(tool_hooks), Some(arguments)) = (ctx.hooks(), seen) {
+            let replaced = post_hooks(
+                tool_hooks,
+                &ready,
+                call,
+                &arguments,
+                ctx.run_id(),
+                &answer.output,
+                answer.is_error,
+            );
+            if let Some(output) = Box::pin(replaced).await {
+                answer.output = output;
+            }
+        }
         if let Some(note) = note {
             answer.output.content.insert_str(0, &note);
         }

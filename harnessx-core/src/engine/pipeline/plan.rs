@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::authorize::{Refusal, act, ask_call};
+use super::authorize::{Hooked, Refusal, act, apply_pre, ask_call, ask_pre, with_hooks};
 use super::prepare::{CallTarget, Prepared, ReadyCall, prepare};
 use super::schedule::{Schedule, Slot};
+use crate::hooks::{PreOutcome, ToolHooks};
 use crate::permission::{Authorization, Authorizer, PermissionLevel, PermissionManager};
+use crate::tool::call::ToolOutput;
 use crate::tool::call::{ToolCall, ToolResult};
 use crate::tool::policy::ReplayPolicy;
 
@@ -34,6 +36,9 @@ pub(super) struct PlanItem {
     pub(super) idempotency_key: Option<Arc<str>>,
     /// Settled with a result replayed from a journal (marked on its span).
     pub(super) replayed: bool,
+    /// What the pre hooks said that the authorizer's answer is read with (an ALLOW past
+    /// an ASK, or an ASK over an ALLOW); `None` when no hook said either.
+    pub(super) hooked: Option<Hooked>,
 }
 
 /// The items of a batch, `calls[i]` prepared against `targets[i]`.
@@ -46,6 +51,7 @@ pub(super) fn plan_items(targets: Vec<CallTarget>, calls: &[ToolCall], from_text
             authorized: false,
             idempotency_key: None,
             replayed: false,
+            hooked: None,
         })
         .collect()
 }
@@ -256,6 +262,12 @@ impl PlannedCall<'_> {
         self.ready().filter(|r| r.edited).and_then(|r| r.args.as_deref())
     }
 
+    /// The arguments a hook rewrote the call to run with, when one did (and no person
+    /// edited them after).
+    pub fn rewritten_arguments(&self) -> Option<&Value> {
+        self.ready().filter(|r| r.rewritten && !r.edited).and_then(|r| r.args.as_deref())
+    }
+
     /// Gives the call a result: it will not run, and `run_planned` returns this (as not
     /// run, not timed out). For results replayed from a journal, and for refusals.
     pub fn settle(&mut self, result: ToolResult) {
@@ -313,12 +325,51 @@ impl PlannedCall<'_> {
             return if self.ready().is_some() { Permit::Runs } else { Permit::Settled };
         }
         let Prepared::Ready(ready) = &mut self.item.prepared else { return Permit::Settled };
-        let decided = ask_call(authorizer, ready, self.call).resolve().await;
+        let mut decided = ask_call(authorizer, ready, self.call).resolve().await;
+        if let Some(hooked) = &self.item.hooked {
+            decided = with_hooks(hooked, decided);
+        }
         if let Authorization::Wait { question } = decided {
             let tool = ready.tool.name().to_string();
             return Permit::Asks(Question { call_id: self.call.id.clone(), tool, question });
         }
         self.decide(decided, recheck)
+    }
+
+    /// What the pre hooks decide about the call (`None` for a settled call), not yet
+    /// applied: a runtime that records each step records it, then applies it with
+    /// [`apply_hooks`](Self::apply_hooks) (and on a resume applies the recorded one
+    /// without asking the hooks again).
+    pub async fn ask_hooks(&mut self, hooks: &ToolHooks, run_id: Option<&str>) -> Option<PreOutcome> {
+        let Prepared::Ready(ready) = &mut self.item.prepared else { return None };
+        Some(ask_pre(hooks, ready, self.call, run_id).await)
+    }
+
+    /// Applies what the pre hooks decided: rewritten arguments replace the model's once
+    /// they pass the schema (the rules are checked on them by
+    /// [`authorize`](Self::authorize)); a DENY settles the call with the hook's message;
+    /// an ANSWER settles it with the hook's result (it does not run); an ALLOW or an ASK
+    /// is kept for [`authorize`](Self::authorize), where a DENY of the rules still wins.
+    pub fn apply_hooks(&mut self, outcome: PreOutcome) -> Permit {
+        let Prepared::Ready(ready) = &mut self.item.prepared else { return Permit::Settled };
+        match apply_pre(outcome, ready, self.call) {
+            Hooked::Refused(Refusal { result, .. }) => {
+                self.settle(result);
+                Permit::Settled
+            }
+            Hooked::Answered(ToolOutput { content, structured_content }) => {
+                let name = ready.tool.name().to_string();
+                let mut result = ToolResult::success(&self.call.id, name, ToolOutput::from(content));
+                result.structured_content = structured_content;
+                self.settle(result);
+                Permit::Settled
+            }
+            Hooked::Continue => Permit::Runs,
+            hooked => {
+                self.item.hooked = Some(hooked);
+                Permit::Runs
+            }
+        }
     }
 
     /// Acts on a decision about the call: ALLOW authorizes it; arguments a person

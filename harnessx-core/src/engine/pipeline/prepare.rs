@@ -48,6 +48,8 @@ pub(super) struct ReadyCall {
     pub(super) serial: Option<SerialQueue>,
     /// A person replaced the model's arguments with `args` (its result says so).
     pub(super) edited: bool,
+    /// A hook replaced the model's arguments with `args`.
+    pub(super) rewritten: bool,
 }
 
 impl ReadyCall {
@@ -69,6 +71,28 @@ impl ReadyCall {
         }
         self.args = Some(Box::new(arguments));
         self.edited = true;
+        Ok(())
+    }
+
+    /// Replaces the arguments with ones hook `by` rewrote: validated against the schema
+    /// again first (the rules are checked on them by the permission stage that follows).
+    /// The error is the result text for the model.
+    pub(super) fn rewrite(&mut self, arguments: Value, by: &str) -> Result<(), String> {
+        let name = self.tool.name();
+        let problem = if !arguments.is_object() {
+            Some(format!("expected a JSON object, got {}", kind_of(&arguments)))
+        } else if value_too_deep(&arguments, MAX_JSON_DEPTH) {
+            Some(format!("nested more than {MAX_JSON_DEPTH} levels deep"))
+        } else {
+            self.tool.check(&arguments)
+        };
+        if let Some(problem) = problem {
+            return Err(format!(
+                "hook {by} changed the arguments of this {name} call, and the new ones are invalid ({problem}); the call did not run"
+            ));
+        }
+        self.args = Some(Box::new(arguments));
+        self.rewritten = true;
         Ok(())
     }
 
@@ -184,7 +208,14 @@ pub(super) fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> P
         }
     };
     if from_text && tool.takes_text(&call.arguments) {
-        return Prepared::Ready(ReadyCall { tool, args: None, policy, serial, edited: false });
+        return Prepared::Ready(ReadyCall {
+            tool,
+            args: None,
+            policy,
+            serial,
+            edited: false,
+            rewritten: false,
+        });
     }
     let invalid = Some(ErrorType::InvalidArguments);
     let args = match parse_arguments(tool.name(), &call.arguments, tool.argument_capacity()) {
@@ -198,7 +229,14 @@ pub(super) fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> P
         let result = ToolResult::error(&call.id, &**tool.name(), msg);
         return Prepared::Done(result, invalid, Some(tool.name().clone()));
     }
-    Prepared::Ready(ReadyCall { tool, args: Some(Box::new(args)), policy, serial, edited: false })
+    Prepared::Ready(ReadyCall {
+        tool,
+        args: Some(Box::new(args)),
+        policy,
+        serial,
+        edited: false,
+        rewritten: false,
+    })
 }
 
 #[cfg(test)]

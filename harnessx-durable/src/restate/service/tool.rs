@@ -25,7 +25,7 @@ impl HarnessxTool {
         ctx: ObjectContext<'_>,
         invocation: Json<Invocation>,
     ) -> Result<Json<Executed>, HandlerError> {
-        let Invocation { call, config, edited } = invocation.into_inner();
+        let Invocation { call, config, edited, rewritten } = invocation.into_inner();
         let key = ctx.key().to_owned();
         self.0.config.refuse(run_of(&key), &config)?;
         let fresh = Arc::new(AtomicBool::new(false));
@@ -39,7 +39,8 @@ impl HarnessxTool {
         let agent = self.0.agent.clone();
         let executed: Json<Executed> = ctx
             .run(|| async move {
-                Ok(Json(run_call(&agent, call, key, edited, fresh.load(Ordering::SeqCst)).await))
+                let changed = Changed { edited, rewritten };
+                Ok(Json(run_call(&agent, call, key, changed, fresh.load(Ordering::SeqCst)).await))
             })
             .name("exec")
             .await?;
@@ -53,17 +54,21 @@ fn run_of(key: &str) -> &str {
     key.rsplit_once('/').map_or(key, |(run, _)| run)
 }
 
+/// The arguments a call runs with in place of the model's, as the workflow decided.
+#[derive(Debug, Default)]
+struct Changed {
+    /// The arguments a person approved it with.
+    edited: Option<serde_json::Value>,
+    /// The arguments a hook rewrote it to.
+    rewritten: Option<serde_json::Value>,
+}
+
 /// Runs `call` on `agent`'s tools, as the journaled step of `HarnessxTool/execute`:
-/// `key` is its idempotency key, `edited` the arguments a person approved it with, and
+/// `key` is its idempotency key, `changed` the arguments it runs with in place of the
+/// model's, if any, and
 /// `fresh` says no earlier attempt journaled its start (else it was interrupted, and the
 /// recovery rules decide whether it runs again).
-async fn run_call(
-    agent: &Agent,
-    call: ToolCall,
-    key: String,
-    edited: Option<serde_json::Value>,
-    fresh: bool,
-) -> Executed {
+async fn run_call(agent: &Agent, call: ToolCall, key: String, changed: Changed, fresh: bool) -> Executed {
     let mut batch = agent.tools().plan_batch(std::slice::from_ref(&call));
     let Some(mut planned) = batch.iter_mut().next() else {
         let result = ToolResult::error(&call.id, &call.name, "nothing to run");
@@ -81,9 +86,27 @@ async fn run_call(
     }
     // Stable across attempts and workers: the same for every re-run.
     planned.set_idempotency_key(key);
+    // Rewritten by a hook in the workflow, which checked the rules on the new arguments:
+    // the schema is checked again here.
+    if let Some(arguments) = changed.rewritten {
+        let outcome = harnessx_core::hooks::PreOutcome {
+            decision: harnessx_core::hooks::PreDecision::Continue,
+            rewritten: Some(arguments),
+            by: Some("(the workflow's)".into()),
+        };
+        if planned.apply_hooks(outcome) == Permit::Settled {
+            return Executed::new(planned.result().cloned().unwrap_or_else(|| {
+                ToolResult::error(
+                    &call.id,
+                    &tool,
+                    "the rewritten arguments are invalid; the call did not run",
+                )
+            }));
+        }
+    }
     // Approved by the workflow (with the arguments a person gave, which it checked
     // against the deny rules): only the schema is checked again here.
-    let decided = match edited {
+    let decided = match changed.edited {
         Some(arguments) => Authorization::AllowEdited { arguments },
         None => Authorization::Allow,
     };
@@ -93,7 +116,9 @@ async fn run_call(
         });
         return Executed::new(result);
     }
-    let run = RunContext::new().with_permissions(agent.permissions().clone());
+    // The agent's post hooks see the result here, where the call ran.
+    let run =
+        RunContext::new().with_permissions(agent.permissions().clone()).with_hooks(agent.hooks().clone());
     // A durable run retries `safe` and `idempotent` calls that time out.
     let hooks = RunHooks::new().retry_timeouts(true);
     let spent = UsageSink::new();
@@ -158,7 +183,7 @@ mod tests {
     #[tokio::test]
     async fn a_first_attempt_runs_the_call_with_the_objects_key() {
         let (agent, ran) = agent_with(ReplayPolicy::Manual);
-        let executed = run_call(&agent, call(), "r1/c1".into(), None, true).await;
+        let executed = run_call(&agent, call(), "r1/c1".into(), Changed::default(), true).await;
         assert_eq!((executed.result.is_error, executed.unknown), (false, None), "{executed:?}");
         assert_eq!(*ran.lock().unwrap(), [(json!({"n": 1}), "r1/c1".to_owned())]);
     }
@@ -166,7 +191,7 @@ mod tests {
     #[tokio::test]
     async fn an_interrupted_manual_call_is_not_run_again_and_its_outcome_is_unknown() {
         let (agent, ran) = agent_with(ReplayPolicy::Manual);
-        let executed = run_call(&agent, call(), "r1/c1".into(), None, false).await;
+        let executed = run_call(&agent, call(), "r1/c1".into(), Changed::default(), false).await;
         assert_eq!(executed.unknown, Some(Unknown::Interrupted));
         assert!(
             executed.result.is_error && executed.result.content.contains("outcome unknown"),
@@ -178,7 +203,7 @@ mod tests {
     #[tokio::test]
     async fn an_interrupted_idempotent_call_runs_again_with_the_same_key() {
         let (agent, ran) = agent_with(ReplayPolicy::Idempotent);
-        let executed = run_call(&agent, call(), "r1/c1".into(), None, false).await;
+        let executed = run_call(&agent, call(), "r1/c1".into(), Changed::default(), false).await;
         assert_eq!(executed.unknown, None);
         assert_eq!(*ran.lock().unwrap(), [(json!({"n": 1}), "r1/c1".to_owned())]);
     }
@@ -186,12 +211,26 @@ mod tests {
     #[tokio::test]
     async fn edited_arguments_run_in_place_of_the_models_once_they_fit_the_schema() {
         let (agent, ran) = agent_with(ReplayPolicy::Manual);
-        let executed = run_call(&agent, call(), "r1/c1".into(), Some(json!({"n": 2})), true).await;
+        let executed = run_call(
+            &agent,
+            call(),
+            "r1/c1".into(),
+            Changed { edited: Some(json!({"n": 2})), rewritten: None },
+            true,
+        )
+        .await;
         assert!(!executed.result.is_error, "{executed:?}");
         assert_eq!(ran.lock().unwrap()[0].0, json!({"n": 2}));
 
         let (agent, ran) = agent_with(ReplayPolicy::Manual);
-        let executed = run_call(&agent, call(), "r1/c1".into(), Some(json!({"n": "two"})), true).await;
+        let executed = run_call(
+            &agent,
+            call(),
+            "r1/c1".into(),
+            Changed { edited: Some(json!({"n": "two"})), rewritten: None },
+            true,
+        )
+        .await;
         assert!(executed.result.is_error, "{executed:?}");
         assert!(ran.lock().unwrap().is_empty(), "arguments that do not fit never run");
     }

@@ -158,6 +158,10 @@ pub struct Invocation {
     /// own arguments are the model's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited: Option<serde_json::Value>,
+    /// The arguments a hook rewrote the call to run with, when one did (checked by the
+    /// workflow against the schema and the rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewritten: Option<serde_json::Value>,
 }
 
 /// The body of `HarnessxRun/approve`.
@@ -240,7 +244,12 @@ mod tests {
     #[test]
     fn an_invocation_carries_edited_arguments_only_when_a_person_gave_some() {
         let config = WorkerConfig { digest: "d".into(), summary: "s".into() };
-        let plain = Invocation { call: ToolCall::new("c1", "t", "{}"), config: config.clone(), edited: None };
+        let plain = Invocation {
+            call: ToolCall::new("c1", "t", "{}"),
+            config: config.clone(),
+            edited: None,
+            rewritten: None,
+        };
         assert_eq!(serde_json::to_value(&plain).unwrap().get("edited"), None);
         let edited = Invocation { edited: Some(json!({"n": 2})), ..plain };
         let back: Invocation = serde_json::from_value(serde_json::to_value(&edited).unwrap()).unwrap();

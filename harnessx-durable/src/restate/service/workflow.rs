@@ -209,6 +209,35 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         error.1.clone()
     }
 
+    async fn pre_hooks(
+        &mut self,
+        agent: &Agent,
+        call: &ToolCall,
+        tool: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<harnessx_core::hooks::PreOutcome, Fault> {
+        self.flush_events();
+        // Asked once, as a journaled step: a replay reads the outcome back.
+        let hooks = agent.hooks().clone();
+        let (call_id, tool, arguments, run_id) =
+            (call.id.clone(), tool.to_owned(), arguments.clone(), self.run_id.clone());
+        let name = format!("hooks {call_id}");
+        let Json(outcome): Json<harnessx_core::hooks::PreOutcome> = self
+            .ctx
+            .run(|| async move {
+                let asked = harnessx_core::hooks::PreToolUse {
+                    tool: &tool,
+                    call_id: &call_id,
+                    arguments: &arguments,
+                    run_id: Some(&run_id),
+                };
+                Ok(Json(hooks.pre_tool_use(asked).await))
+            })
+            .name(name)
+            .await?;
+        Ok(outcome)
+    }
+
     async fn decide(
         &mut self,
         permissions: &PermissionManager,
@@ -235,10 +264,12 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         // Each call's result if it has one, and the arguments a person edited.
         let mut results: Vec<Option<Executed>> = Vec::with_capacity(batch.len());
         let mut edited: Vec<Option<serde_json::Value>> = Vec::with_capacity(batch.len());
+        let mut rewritten: Vec<Option<serde_json::Value>> = Vec::with_capacity(batch.len());
         for planned in batch.iter_mut() {
             calls.push(planned.call().clone());
             results.push(planned.result().map(|r| Executed::new(r.clone())));
             edited.push(planned.edited_arguments().cloned());
+            rewritten.push(planned.rewritten_arguments().cloned());
         }
         let mut schedule = batch.schedule();
         let run_id = self.run_id.clone();
@@ -251,6 +282,7 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
                     call: calls[i].clone(),
                     config: config.clone(),
                     edited: edited[i].clone(),
+                    rewritten: rewritten[i].clone(),
                 }))
                 .call()
         };

@@ -1,0 +1,59 @@
+//! Hooks on a registry's calls: one refuses absolute paths, one moves every write into a
+//! `sandbox/` folder (a deny rule still refuses what it moves into `secrets/`), one
+//! answers from a cache, and a post hook redacts what results say.
+//!
+//! `cargo run --example hooks`
+
+use futures_util::future::BoxFuture;
+use harnessx::hooks::{HookError, PostDecision, PostToolUse, PreDecision, PreToolUse, ToolHook, ToolHooks};
+use harnessx::{
+    PermissionLevel, PermissionManager, RunContext, ToolCall, ToolHandler, ToolOptions, ToolOutput,
+    ToolRegistry,
+};
+use serde_json::json;
+
+struct Steer;
+
+impl ToolHook for Steer {
+    fn name(&self) -> &str {
+        "steer"
+    }
+
+    fn pre_tool_use<'a>(&'a self, call: PreToolUse<'a>) -> BoxFuture<'a, Result<PreDecision, HookError>> {
+        let path = call.arguments["path"].as_str().unwrap_or_default().to_owned();
+        Box::pin(async move {
+            Ok(if path.starts_with('/') {
+                PreDecision::Deny { message: format!("{path} is absolute: use a path inside the project") }
+            } else if path == "cached.md" {
+                PreDecision::Answer { result: ToolOutput::text("wrote cached.md (from the cache)") }
+            } else {
+                PreDecision::Rewrite { arguments: json!({"path": format!("sandbox/{path}")}) }
+            })
+        })
+    }
+
+    fn post_tool_use<'a>(&'a self, call: PostToolUse<'a>) -> BoxFuture<'a, Result<PostDecision, HookError>> {
+        let redacted = call.content.replace("token-123", "[redacted]");
+        Box::pin(async move { Ok(PostDecision::Replace { result: ToolOutput::text(redacted) }) })
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let registry = ToolRegistry::new();
+    let write = ToolHandler::from_async(|args, _| async move {
+        Ok(format!("wrote {} with token-123", args["path"].as_str().unwrap_or_default()).into())
+    });
+    let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+    registry.register_with_schema("write_file", "Write a file.", schema, write, ToolOptions::new())?;
+
+    let manager = PermissionManager::default();
+    manager.add_rule(PermissionLevel::Deny, "write_file(path=sandbox/secrets/**)")?;
+    let ctx = RunContext::new().with_permissions(manager).with_hooks(ToolHooks::new().with(Steer));
+    for path in ["notes.md", "/etc/passwd", "secrets/key.txt", "cached.md"] {
+        let call = ToolCall::new("c1", "write_file", json!({"path": path}).to_string());
+        let result = registry.execute_batch(&[call], &ctx).await.pop().ok_or("no result")?;
+        println!("{path}: {}{}", if result.is_error { "refused: " } else { "" }, result.content);
+    }
+    Ok(())
+}

@@ -1,0 +1,406 @@
+//! Command hooks: a shell command run as a [`ToolHook`], in the protocol people know from
+//! Claude Code. The command runs with `sh -c` in the working directory and reads one JSON
+//! object on stdin (`{"hook": "pre_tool_use", "run_id": .., "call_id": .., "tool": ..,
+//! "arguments": {..}}`; a post hook also gets `content` and `is_error`). It answers by
+//! its exit status and stdout:
+//!
+//! - exit 0, nothing on stdout: no opinion;
+//! - exit 0, a JSON object: `{"decision": "allow" | "ask" | "deny", "message": ..}` or
+//!   `{"arguments": {..}}` (a rewrite) for a pre hook, `{"content": ..}` for a post hook;
+//! - exit 2: deny, with stderr as the message the model reads;
+//! - anything else (another status, output that is not such an object, more than
+//!   [`MAX_OUTPUT`] bytes, its timeout): an error naming the hook, which refuses the call
+//!   (a post hook keeps the result).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use harnessx::hooks::{HookError, PostDecision, PostToolUse, PreDecision, PreToolUse, ToolHook};
+use harnessx::{PermissionLevel, PermissionRules, ToolOutput};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The most a hook may print on stdout (and the most of stderr kept).
+pub(crate) const MAX_OUTPUT: usize = 1 << 20;
+
+/// Which calls a hook sees.
+#[derive(Debug, Clone)]
+pub(crate) enum Matcher {
+    /// Every call (`*`).
+    Any,
+    /// The calls a rule matches: a tool name, or `NAME(PATTERN)` as in `--allow`.
+    Rule(PermissionRules),
+}
+
+impl Matcher {
+    /// `*`, a tool name or a rule; the error is the rule's.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        if text.trim() == "*" {
+            return Ok(Self::Any);
+        }
+        PermissionRules::new().with(PermissionLevel::Allow, text).map(Self::Rule).map_err(|e| e.to_string())
+    }
+
+    fn matches(&self, tool: &str, arguments: &Value) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Rule(rules) => rules.decide(tool, arguments).is_some(),
+        }
+    }
+}
+
+/// One `--hook EVENT:MATCHER=COMMAND`, read.
+#[derive(Debug, Clone)]
+pub(crate) struct HookSpec {
+    /// `pre_tool_use` (`true`) or `post_tool_use`.
+    pub(crate) pre: bool,
+    pub(crate) matcher: Matcher,
+    pub(crate) command: String,
+}
+
+impl HookSpec {
+    /// `EVENT:MATCHER=COMMAND`; the error says what is wrong, in one line.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let (event, rest) = text
+            .split_once(':')
+            .ok_or_else(|| format!("{text:?} is not EVENT:MATCHER=COMMAND (no `:` after the event)"))?;
+        let pre = match event.trim() {
+            "pre_tool_use" => true,
+            "post_tool_use" => false,
+            other => {
+                return Err(format!("unknown hook event {other:?}: use pre_tool_use or post_tool_use"));
+            }
+        };
+        // The matcher ends at the first `=` outside parentheses.
+        let mut depth = 0usize;
+        let split = rest.char_indices().find(|&(_, c)| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                '=' if depth == 0 => return true,
+                _ => {}
+            }
+            false
+        });
+        let Some((at, _)) = split else {
+            return Err(format!("{text:?} is not EVENT:MATCHER=COMMAND (no `=` before the command)"));
+        };
+        let (matcher, command) = (rest[..at].trim(), rest[at + 1..].trim());
+        if command.is_empty() {
+            return Err(format!("{text:?} has no command after `=`"));
+        }
+        let matcher = Matcher::parse(matcher).map_err(|e| format!("hook matcher {matcher:?}: {e}"))?;
+        Ok(Self { pre, matcher, command: command.to_owned() })
+    }
+
+    /// The hook, run in `dir` with the default timeout (60 s); its matcher reads paths
+    /// relative to `base` (the file tools' base path), as `--allow` does.
+    pub(crate) fn hook(&self, dir: PathBuf, base: &Path) -> CommandHook {
+        let matcher = match &self.matcher {
+            Matcher::Any => Matcher::Any,
+            Matcher::Rule(rules) => Matcher::Rule(rules.clone().base_path(base)),
+        };
+        CommandHook::new(&self.command, matcher, dir, harnessx::hooks::DEFAULT_HOOK_TIMEOUT, self.pre)
+    }
+}
+
+/// A shell command as a hook on one point (`pre_tool_use` or `post_tool_use`).
+#[derive(Debug, Clone)]
+pub(crate) struct CommandHook {
+    /// The command, as its name in refusals and events.
+    command: String,
+    matcher: Matcher,
+    /// Where it runs.
+    dir: PathBuf,
+    timeout: Duration,
+    /// Runs before calls (`true`) or after them.
+    pre: bool,
+}
+
+impl CommandHook {
+    pub(crate) fn new(command: &str, matcher: Matcher, dir: PathBuf, timeout: Duration, pre: bool) -> Self {
+        Self { command: command.to_owned(), matcher, dir, timeout, pre }
+    }
+
+    /// Runs the command with `input` on stdin: its exit status, stdout and stderr.
+    async fn run(&self, input: Value) -> Result<(i32, Vec<u8>, String), HookError> {
+        let mut child = tokio::process::Command::new("sh")
+            .arg("-c")
+            .arg(&self.command)
+            .current_dir(&self.dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| HookError(format!("could not start: {e}")))?;
+        let (mut stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        // Stderr is read on a task of its own, so a hook that fills stdout is stopped
+        // at the cap without waiting for stderr to end.
+        let stderr = tokio::spawn(async move {
+            let mut err = Vec::new();
+            if let Some(s) = stderr {
+                let _ = s.take(MAX_OUTPUT as u64).read_to_end(&mut err).await;
+            }
+            err
+        });
+        let body = input.to_string();
+        let exchange = async {
+            // A command that does not read its input is fine: a broken pipe is ignored.
+            if let Some(stdin) = stdin.as_mut() {
+                let _ = stdin.write_all(body.as_bytes()).await;
+            }
+            drop(stdin.take());
+            let mut out = Vec::new();
+            if let Some(s) = stdout {
+                let _ = s.take(MAX_OUTPUT as u64 + 1).read_to_end(&mut out).await;
+            }
+            if out.len() > MAX_OUTPUT {
+                // Returning drops the child, which kills it (kill_on_drop).
+                return Err(HookError(format!("printed more than {MAX_OUTPUT} bytes")));
+            }
+            let status = child.wait().await.map_err(|e| HookError(format!("could not wait: {e}")))?;
+            let err = stderr.await.unwrap_or_default();
+            Ok((status.code().unwrap_or(-1), out, String::from_utf8_lossy(&err).into_owned()))
+        };
+        match tokio::time::timeout(self.timeout, exchange).await {
+            Ok(answered) => answered,
+            // Dropped: the child is killed (kill_on_drop).
+            Err(_) => Err(HookError(format!("did not finish within {}s", self.timeout.as_secs_f64()))),
+        }
+    }
+
+    /// The object the command printed, or `None` for nothing; an error for anything else.
+    fn object(out: &[u8]) -> Result<Option<serde_json::Map<String, Value>>, HookError> {
+        let text = String::from_utf8_lossy(out);
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        match serde_json::from_str::<Value>(text.trim()) {
+            Ok(Value::Object(map)) => Ok(Some(map)),
+            _ => Err(HookError("printed something that is not a JSON object".into())),
+        }
+    }
+}
+
+impl ToolHook for CommandHook {
+    fn name(&self) -> &str {
+        &self.command
+    }
+
+    fn pre_tool_use<'a>(&'a self, call: PreToolUse<'a>) -> BoxFuture<'a, Result<PreDecision, HookError>> {
+        Box::pin(async move {
+            if !self.pre || !self.matcher.matches(call.tool, call.arguments) {
+                return Ok(PreDecision::Continue);
+            }
+            let input = json!({
+                "hook": "pre_tool_use",
+                "run_id": call.run_id,
+                "call_id": call.call_id,
+                "tool": call.tool,
+                "arguments": call.arguments,
+            });
+            let (status, out, err) = self.run(input).await?;
+            match status {
+                0 => {}
+                2 => return Ok(PreDecision::Deny { message: one_line(&err, "refused by a hook") }),
+                other => {
+                    return Err(HookError(format!("exited with status {other}: {}", one_line(&err, ""))));
+                }
+            }
+            let Some(answer) = Self::object(&out)? else { return Ok(PreDecision::Continue) };
+            let message =
+                answer.get("message").and_then(Value::as_str).unwrap_or("refused by a hook").to_owned();
+            match (answer.get("decision").and_then(Value::as_str), answer.get("arguments")) {
+                (Some("deny"), _) => Ok(PreDecision::Deny { message }),
+                (_, Some(arguments)) => Ok(PreDecision::Rewrite { arguments: arguments.clone() }),
+                (Some("allow"), None) => Ok(PreDecision::Allow),
+                (Some("ask"), None) => Ok(PreDecision::Ask),
+                (None, None) => Ok(PreDecision::Continue),
+                (Some(other), None) => Err(HookError(format!("answered an unknown decision {other:?}"))),
+            }
+        })
+    }
+
+    fn post_tool_use<'a>(&'a self, call: PostToolUse<'a>) -> BoxFuture<'a, Result<PostDecision, HookError>> {
+        Box::pin(async move {
+            if self.pre || !self.matcher.matches(call.tool, call.arguments) {
+                return Ok(PostDecision::Keep);
+            }
+            let input = json!({
+                "hook": "post_tool_use",
+                "run_id": call.run_id,
+                "call_id": call.call_id,
+                "tool": call.tool,
+                "arguments": call.arguments,
+                "content": call.content,
+                "is_error": call.is_error,
+            });
+            let (status, out, err) = self.run(input).await?;
+            if status != 0 {
+                return Err(HookError(format!("exited with status {status}: {}", one_line(&err, ""))));
+            }
+            match Self::object(&out)?.as_ref().and_then(|a| a.get("content")) {
+                None => Ok(PostDecision::Keep),
+                Some(Value::String(content)) => {
+                    Ok(PostDecision::Replace { result: ToolOutput::text(content.clone()) })
+                }
+                Some(_) => Err(HookError("answered a `content` that is not a string".into())),
+            }
+        })
+    }
+}
+
+/// `text` on one line (the first 300 characters), or `otherwise` when it is blank.
+fn one_line(text: &str, otherwise: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.is_empty() {
+        return otherwise.to_owned();
+    }
+    match line.char_indices().nth(300) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hook(command: &str, matcher: &str, pre: bool) -> (CommandHook, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = CommandHook::new(
+            command,
+            Matcher::parse(matcher).unwrap(),
+            dir.path().to_owned(),
+            Duration::from_secs(5),
+            pre,
+        );
+        (hook, dir)
+    }
+
+    async fn pre(hook: &CommandHook, tool: &str, arguments: Value) -> Result<PreDecision, HookError> {
+        hook.pre_tool_use(PreToolUse { tool, call_id: "c1", arguments: &arguments, run_id: None }).await
+    }
+
+    #[test]
+    fn a_hook_flag_reads_event_matcher_and_command() {
+        let spec = HookSpec::parse("pre_tool_use:write_file(path=src/**)=./check.sh --strict=yes").unwrap();
+        assert!(spec.pre);
+        assert_eq!(spec.command, "./check.sh --strict=yes");
+        assert!(spec.matcher.matches("write_file", &json!({"path": "src/a.rs"})));
+        assert!(!spec.matcher.matches("write_file", &json!({"path": "docs/a.md"})));
+        assert!(!HookSpec::parse("post_tool_use:*=./redact.sh").unwrap().pre);
+        for (bad, says) in [
+            ("pre_tool_use", "no `:` after the event"),
+            ("before:*=x", "unknown hook event \"before\""),
+            ("pre_tool_use:*", "no `=` before the command"),
+            ("pre_tool_use:*= ", "has no command"),
+        ] {
+            let err = HookSpec::parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn exit_status_and_stdout_give_the_decision() {
+        let cases = [
+            ("true", PreDecision::Continue),
+            ("echo '{\"decision\": \"allow\"}'", PreDecision::Allow),
+            ("echo '{\"decision\": \"ask\"}'", PreDecision::Ask),
+            (
+                "echo '{\"decision\": \"deny\", \"message\": \"no\"}'",
+                PreDecision::Deny { message: "no".into() },
+            ),
+            ("echo 'not rm' >&2; exit 2", PreDecision::Deny { message: "not rm".into() }),
+            (
+                "echo '{\"arguments\": {\"path\": \"b\"}}'",
+                PreDecision::Rewrite { arguments: json!({"path": "b"}) },
+            ),
+        ];
+        for (command, expected) in cases {
+            let (h, _dir) = hook(command, "*", true);
+            assert_eq!(pre(&h, "write_file", json!({"path": "a"})).await.unwrap(), expected, "{command}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_hook_reads_the_call_on_stdin_and_runs_in_its_folder() {
+        let (h, dir) = hook("cat > seen.json; pwd > where.txt", "*", true);
+        pre(&h, "write_file", json!({"path": "a"})).await.unwrap();
+        let seen: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("seen.json")).unwrap()).unwrap();
+        assert_eq!(
+            seen,
+            json!({"hook": "pre_tool_use", "run_id": null, "call_id": "c1", "tool": "write_file", "arguments": {"path": "a"}})
+        );
+        let here = std::fs::read_to_string(dir.path().join("where.txt")).unwrap();
+        assert_eq!(
+            std::path::Path::new(here.trim()).canonicalize().unwrap(),
+            dir.path().canonicalize().unwrap()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_matcher_picks_the_calls_a_hook_sees() {
+        let (h, _dir) = hook("exit 2", "write_file(path=src/**)", true);
+        assert!(matches!(
+            pre(&h, "write_file", json!({"path": "src/a.rs"})).await.unwrap(),
+            PreDecision::Deny { .. }
+        ));
+        assert_eq!(pre(&h, "write_file", json!({"path": "docs/a.md"})).await.unwrap(), PreDecision::Continue);
+        assert_eq!(pre(&h, "read_file", json!({"path": "src/a.rs"})).await.unwrap(), PreDecision::Continue);
+        assert!(Matcher::parse("write_file(path=").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_hook_that_misbehaves_is_an_error_and_never_hangs() {
+        for (command, expected) in [
+            ("echo broken >&2; exit 1", "exited with status 1: broken"),
+            ("echo garbage", "printed something that is not a JSON object"),
+            ("head -c 5000000 /dev/zero | tr '\\0' x", "printed more than 1048576 bytes"),
+            ("echo '{\"decision\": \"maybe\"}'", "answered an unknown decision \"maybe\""),
+        ] {
+            let (h, _dir) = hook(command, "*", true);
+            assert_eq!(pre(&h, "t", json!({})).await.unwrap_err().0, expected, "{command}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let slow = CommandHook::new(
+            "sleep 30",
+            Matcher::Any,
+            dir.path().to_owned(),
+            Duration::from_millis(200),
+            true,
+        );
+        let started = std::time::Instant::now();
+        assert_eq!(pre(&slow, "t", json!({})).await.unwrap_err().0, "did not finish within 0.2s");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_post_hook_replaces_the_content_it_prints() {
+        let (h, _dir) = hook(r#"sed 's/.*"content":"\([^"]*\)".*/{"content":"[\1] redacted"}/'"#, "*", false);
+        let arguments = json!({});
+        let post = PostToolUse {
+            tool: "t",
+            call_id: "c1",
+            arguments: &arguments,
+            run_id: None,
+            content: "secret",
+            is_error: false,
+        };
+        assert_eq!(
+            h.post_tool_use(post).await.unwrap(),
+            PostDecision::Replace { result: ToolOutput::text("[secret] redacted") }
+        );
+        // A pre hook is not asked after calls, nor a post hook before them.
+        assert_eq!(
+            h.pre_tool_use(PreToolUse { tool: "t", call_id: "c1", arguments: &arguments, run_id: None })
+                .await
+                .unwrap(),
+            PreDecision::Continue
+        );
+    }
+}
