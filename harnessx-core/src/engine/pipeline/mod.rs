@@ -313,6 +313,7 @@ fn run_indexed<'a>(
         };
         if let (Some(tool_hooks), Some(arguments)) = (ctx.hooks(), seen) {
             let replaced = post_hooks(
+                ctx,
                 tool_hooks,
                 &ready,
                 call,
