@@ -204,11 +204,9 @@ pub(super) async fn hooked_gate(
 /// replaced it with, if one did.
 pub(super) async fn post_hooks(
     ctx: &RunContext,
-    hooks: &ToolHooks,
     ready: &ReadyCall,
     call: &ToolCall,
     arguments: &serde_json::Value,
-    run_id: Option<&str>,
     output: &ToolOutput,
     is_error: bool,
 ) -> Option<ToolOutput> {
@@ -216,11 +214,11 @@ pub(super) async fn post_hooks(
         tool: ready.tool.name(),
         call_id: &call.id,
         arguments,
-        run_id,
+        run_id: ctx.run_id(),
         content: &output.content,
         is_error,
     };
-    let (output, by) = hooks.post_tool_use(asked).await?;
+    let (output, by) = ctx.hooks()?.post_tool_use(asked).await?;
     ctx.emit(crate::engine::events::ToolEvent::Hook { call_id: &call.id, hook: &by, decision: "replace" });
     Some(output)
 }
