@@ -8,7 +8,7 @@ use crate::run::state::RunStatus;
 
 /// One event of [`Agent::run_stream`](crate::Agent::run_stream). Serializes as a
 /// JSON object with a `type` field (`model_request`, `text_delta`, `reasoning_delta`, `tool_call_start`,
-/// `tool_call_end`, `model_fallback`, `compaction`, `run_end`, `error`).
+/// `tool_call_end`, `hook`, `model_fallback`, `compaction`, `run_end`, `error`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -57,6 +57,16 @@ pub enum AgentEvent {
         is_error: bool,
         /// The result text.
         content: String,
+    },
+    /// A hook decided something about a call: `decision` is `allow`, `ask`, `deny`,
+    /// `rewrite` or `answer` before it ran, `replace` after.
+    Hook {
+        /// The hook's name (a command hook's command).
+        hook: String,
+        /// The call id.
+        call_id: String,
+        /// What it decided.
+        decision: String,
     },
     /// The model was down (a connection failure, HTTP 5xx, 429 or 529, its retries
     /// spent), and the request went to the next model of a

@@ -84,6 +84,21 @@ pub enum PreDecision {
     },
 }
 
+impl PreOutcome {
+    /// What the hooks decided, as a hook event names it (`allow`, `ask`, `deny`,
+    /// `answer`, or `rewrite` for a rewrite alone); `None` for no opinion.
+    pub fn decision_name(&self) -> Option<&'static str> {
+        Some(match &self.decision {
+            PreDecision::Allow => "allow",
+            PreDecision::Ask => "ask",
+            PreDecision::Deny { .. } => "deny",
+            PreDecision::Answer { .. } => "answer",
+            _ if self.rewritten.is_some() => "rewrite",
+            _ => return None,
+        })
+    }
+}
+
 impl PreDecision {
     /// Whether the decision ends the chain: everything but [`Continue`](Self::Continue)
     /// and [`Rewrite`](Self::Rewrite).

@@ -48,7 +48,7 @@ pub(super) async fn run_batch<S: Steps>(
         o.settle_calls(&mut batch);
     }
     let mut edits = Vec::new();
-    let needs = plan(agent, steps, permissions, turn, &mut batch, budget, &mut edits).await?;
+    let needs = plan(agent, steps, permissions, turn, &mut batch, budget, &mut edits, ctx).await?;
     if !needs.is_empty() {
         // Nothing of this batch runs until every question is answered.
         if !steps.pause(turn, &needs).await? {
@@ -102,6 +102,7 @@ pub(super) async fn run_batch<S: Steps>(
 /// Settles what the backend already knows of each call, applies the recovery rules to
 /// calls that started and have no result, and authorises the rest. Returns what a person
 /// has to answer before the batch can run.
+#[allow(clippy::too_many_arguments)] // the loop's state for one batch, passed as it is
 async fn plan<S: Steps>(
     agent: &Agent,
     steps: &mut S,
@@ -110,6 +111,7 @@ async fn plan<S: Steps>(
     batch: &mut PlannedBatch,
     budget: &mut Budget,
     edits: &mut Edits,
+    ctx: &RunContext,
 ) -> Result<Vec<NeedsInput>, S::Error> {
     let run_id = steps.run_id().map(str::to_owned);
     let mut needs = Vec::new();
@@ -174,6 +176,10 @@ async fn plan<S: Steps>(
             let tool = planned.tool().unwrap_or(&call.name).to_owned();
             let arguments = planned.arguments().cloned().unwrap_or_default();
             let outcome = steps.pre_hooks(agent, &call, &tool, &arguments).await?;
+            if let Some(decision) = outcome.decision_name() {
+                let hook = outcome.by.as_deref().unwrap_or_default();
+                ctx.emit(harnessx_core::ToolEvent::Hook { call_id: &call.id, hook, decision });
+            }
             let rewritten = outcome.rewritten.clone();
             if planned.apply_hooks(outcome) == Permit::Settled {
                 if let Some(result) = planned.result() {

@@ -288,6 +288,11 @@ pub(crate) fn agent_event(event: &ToolEvent<'_>) -> Option<AgentEvent> {
             is_error: result.is_error,
             content: result.content.clone(),
         },
+        ToolEvent::Hook { call_id, hook, decision } => AgentEvent::Hook {
+            hook: hook.to_owned(),
+            call_id: call_id.to_owned(),
+            decision: decision.to_owned(),
+        },
         // Engine events the agent does not stream (yet).
         _ => return None,
     })

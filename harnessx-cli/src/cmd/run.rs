@@ -280,6 +280,9 @@ impl Shown {
                 self.stdout.write_now(format_args!("\n"))?;
                 self.said_end(limit, &usage);
             }
+            AgentEvent::Hook { hook, decision, .. } => {
+                self.progress.line(format!("⚑ hook {}: {decision}", one_line(&hook, 60)));
+            }
             AgentEvent::ModelFallback { from, to, reason } => {
                 self.progress.line(format!("⇢ {from} is down ({reason}); asking {to}"));
             }

@@ -53,6 +53,15 @@ fn a_pre_hook_refuses_writes_and_a_post_hook_redacts_reads() {
     assert!(ends.iter().any(|(t, e, c)| t == "read_file" && !e && c == "[redacted]"), "{ends:?}");
     assert!(ends.iter().all(|(_, _, c)| !c.contains("1234")), "{ends:?}");
     assert!(dir.path().join("refused.marker").exists());
+    // Each decision is an event: `{"type": "hook", "hook", "call_id", "decision"}`.
+    let hooks: Vec<Value> = json_lines(&out).into_iter().filter(|e: &Value| e["type"] == "hook").collect();
+    let decided: Vec<&str> = hooks.iter().map(|e| e["decision"].as_str().unwrap()).collect();
+    assert_eq!(decided, ["deny", "replace"], "{hooks:?}");
+    assert_eq!(
+        hooks[0]["hook"], "touch refused.marker; echo no writes here >&2; exit 2",
+        "named by its command"
+    );
+    assert!(hooks.iter().all(|e| e["call_id"].as_str().is_some_and(|id| !id.is_empty())), "{hooks:?}");
     // The test model writes only its own scratch file: refused, it is not there.
     assert!(!dir.path().join("a").exists());
 }

@@ -130,7 +130,10 @@ impl RunContext {
         self.result_dir.as_deref()
     }
 
-    pub(crate) fn emit(&self, event: ToolEvent<'_>) {
+    /// Hands `event` to the context's sink, if it has one (what the engine does with
+    /// every event; a runtime that runs a stage itself, such as the hooks of a planned
+    /// batch, reports it here too).
+    pub fn emit(&self, event: ToolEvent<'_>) {
         if let Some(sink) = &self.events {
             sink.on_event(&event);
         }

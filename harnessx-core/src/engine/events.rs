@@ -23,6 +23,16 @@ pub enum ToolEvent<'a> {
         /// Its result.
         result: &'a ToolResult,
     },
+    /// A hook decided something about a call ([`crate::hooks`]): `decision` is `allow`,
+    /// `ask`, `deny`, `rewrite` or `answer` before the call, `replace` after it.
+    Hook {
+        /// The call id.
+        call_id: &'a str,
+        /// The hook's name.
+        hook: &'a str,
+        /// What it decided.
+        decision: &'a str,
+    },
 }
 
 /// Receives [`ToolEvent`]s. Called inline by the engine: keep it quick (send to a

@@ -185,12 +185,22 @@ async fn an_answer_is_the_result_without_running_and_post_hooks_redact_every_res
             result: ToolOutput::text(content.replace("42", "[redacted]")),
         }),
     };
-    let ctx = RunContext::new().with_hooks(ToolHooks::new().with(cache).with(redact));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let ctx = RunContext::new().with_hooks(ToolHooks::new().with(cache).with(redact)).with_events(Arc::new(
+        move |event: &harnessx_core::ToolEvent<'_>| {
+            if let harnessx_core::ToolEvent::Hook { call_id, hook, decision } = event {
+                s.lock().unwrap().push(format!("{call_id} {hook} {decision}"));
+            }
+        },
+    ));
     let cached = run(&registry, &ctx, "cached.md").await;
     assert_eq!(cached.content, "wrote cached.md earlier; the secret is [redacted]");
     let ran = run(&registry, &ctx, "new.md").await;
     assert_eq!(ran.content, "wrote new.md; the secret is [redacted]");
     assert_eq!(*wrote.lock().unwrap(), ["new.md"]);
+    // Every decision is an event; no opinion is none.
+    assert_eq!(*seen.lock().unwrap(), ["c1 cache answer", "c1 redact replace", "c1 redact replace"]);
 }
 
 struct Panics;

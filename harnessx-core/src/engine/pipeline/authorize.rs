@@ -88,18 +88,6 @@ pub(super) enum Hooked {
     Answered(ToolOutput),
 }
 
-/// Puts a ready call to the pre hooks ([`ToolHooks::pre_tool_use`]) and applies what they
-/// decided ([`apply_pre`]).
-pub(super) async fn pre_hooks(
-    hooks: &ToolHooks,
-    ready: &mut ReadyCall,
-    call: &ToolCall,
-    run_id: Option<&str>,
-) -> Hooked {
-    let outcome = ask_pre(hooks, ready, call, run_id).await;
-    apply_pre(outcome, ready, call)
-}
-
 /// What the pre hooks decide about a ready call, not yet applied (a runtime that records
 /// each step records this first).
 pub(super) async fn ask_pre(
@@ -172,7 +160,12 @@ pub(super) async fn hooked_gate(
     call: &ToolCall,
     ctx: &RunContext,
 ) -> Gate {
-    let hooked = pre_hooks(hooks, ready, call, ctx.run_id()).await;
+    let outcome = ask_pre(hooks, ready, call, ctx.run_id()).await;
+    if let Some(decision) = outcome.decision_name() {
+        let hook = outcome.by.as_deref().unwrap_or_default();
+        ctx.emit(crate::engine::events::ToolEvent::Hook { call_id: &call.id, hook, decision });
+    }
+    let hooked = apply_pre(outcome, ready, call);
     let decided = match &hooked {
         Hooked::Refused(_) | Hooked::Answered(_) => Authorization::Allow,
         // The rules alone (a manager would ask a person itself): a person is asked below.
@@ -210,11 +203,10 @@ pub(super) async fn hooked_gate(
 /// Puts a result to the post hooks ([`ToolHooks::post_tool_use`]): the output a hook
 /// replaced it with, if one did.
 pub(super) async fn post_hooks(
-    hooks: &ToolHooks,
+    ctx: &RunContext,
     ready: &ReadyCall,
     call: &ToolCall,
     arguments: &serde_json::Value,
-    run_id: Option<&str>,
     output: &ToolOutput,
     is_error: bool,
 ) -> Option<ToolOutput> {
@@ -222,11 +214,13 @@ pub(super) async fn post_hooks(
         tool: ready.tool.name(),
         call_id: &call.id,
         arguments,
-        run_id,
+        run_id: ctx.run_id(),
         content: &output.content,
         is_error,
     };
-    hooks.post_tool_use(asked).await.map(|(output, _)| output)
+    let (output, by) = ctx.hooks()?.post_tool_use(asked).await?;
+    ctx.emit(crate::engine::events::ToolEvent::Hook { call_id: &call.id, hook: &by, decision: "replace" });
+    Some(output)
 }
 
 #[cfg(test)]

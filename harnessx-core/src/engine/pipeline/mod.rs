@@ -311,16 +311,8 @@ fn run_indexed<'a>(
         } else {
             (invoke(&mut ready, call, &run, hooks, ctx.result_dir()).await, true)
         };
-        if let (Some(tool_hooks), Some(arguments)) = (ctx.hooks(), seen) {
-            let replaced = post_hooks(
-                tool_hooks,
-                &ready,
-                call,
-                &arguments,
-                ctx.run_id(),
-                &answer.output,
-                answer.is_error,
-            );
+        if let Some(arguments) = seen {
+            let replaced = post_hooks(ctx, &ready, call, &arguments, &answer.output, answer.is_error);
             if let Some(output) = Box::pin(replaced).await {
                 answer.output = output;
             }
