@@ -176,10 +176,7 @@ async fn plan<S: Steps>(
             let tool = planned.tool().unwrap_or(&call.name).to_owned();
             let arguments = planned.arguments().cloned().unwrap_or_default();
             let outcome = steps.pre_hooks(agent, &call, &tool, &arguments).await?;
-            if let Some(decision) = outcome.decision_name() {
-                let hook = outcome.by.as_deref().unwrap_or_default();
-                ctx.emit(harnessx_core::ToolEvent::Hook { call_id: &call.id, hook, decision });
-            }
+            ctx.report_hooks(&call.id, &outcome);
             let rewritten = outcome.rewritten.clone();
             if planned.apply_hooks(outcome) == Permit::Settled {
                 if let Some(result) = planned.result() {
@@ -275,7 +272,6 @@ fn settled<S: Steps>(steps: &mut S, turn: u32, planned: &PlannedCall<'_>, permit
                 edits.push((planned.call().id.clone(), arguments.clone()));
             }
         }
-        Permit::Asks(_) => {}
         _ => {}
     }
 }

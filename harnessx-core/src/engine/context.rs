@@ -130,6 +130,15 @@ impl RunContext {
         self.result_dir.as_deref()
     }
 
+    /// Reports what the pre hooks decided about call `call_id` as a
+    /// [`ToolEvent::Hook`], when they decided anything.
+    pub fn report_hooks(&self, call_id: &str, outcome: &crate::hooks::PreOutcome) {
+        if let Some(decision) = outcome.decision_name() {
+            let hook = outcome.by.as_deref().unwrap_or_default();
+            self.emit(ToolEvent::Hook { call_id, hook, decision });
+        }
+    }
+
     /// Hands `event` to the context's sink, if it has one (what the engine does with
     /// every event; a runtime that runs a stage itself, such as the hooks of a planned
     /// batch, reports it here too).

@@ -56,20 +56,7 @@ impl ReadyCall {
     /// Replaces the arguments with ones a person edited: validated against the schema
     /// again first. The error is the result text for the model.
     pub(super) fn edit(&mut self, arguments: Value) -> Result<(), String> {
-        let name = self.tool.name();
-        let problem = if !arguments.is_object() {
-            Some(format!("expected a JSON object, got {}", kind_of(&arguments)))
-        } else if value_too_deep(&arguments, MAX_JSON_DEPTH) {
-            Some(format!("nested more than {MAX_JSON_DEPTH} levels deep"))
-        } else {
-            self.tool.check(&arguments)
-        };
-        if let Some(problem) = problem {
-            return Err(format!(
-                "the user changed the arguments of this {name} call, and the new ones are invalid ({problem}); the call did not run"
-            ));
-        }
-        self.args = Some(Box::new(arguments));
+        self.replace(arguments, "the user")?;
         self.edited = true;
         Ok(())
     }
@@ -78,7 +65,14 @@ impl ReadyCall {
     /// again first (the rules are checked on them by the permission stage that follows).
     /// The error is the result text for the model.
     pub(super) fn rewrite(&mut self, arguments: Value, by: &str) -> Result<(), String> {
-        let name = self.tool.name();
+        self.replace(arguments, &format!("hook {by}"))?;
+        self.rewritten = true;
+        Ok(())
+    }
+
+    /// Puts `arguments` in place of the call's once they are an object, not too deep, and
+    /// pass the tool's schema; else the error naming `who` changed them.
+    fn replace(&mut self, arguments: Value, who: &str) -> Result<(), String> {
         let problem = if !arguments.is_object() {
             Some(format!("expected a JSON object, got {}", kind_of(&arguments)))
         } else if value_too_deep(&arguments, MAX_JSON_DEPTH) {
@@ -87,12 +81,12 @@ impl ReadyCall {
             self.tool.check(&arguments)
         };
         if let Some(problem) = problem {
+            let name = self.tool.name();
             return Err(format!(
-                "hook {by} changed the arguments of this {name} call, and the new ones are invalid ({problem}); the call did not run"
+                "{who} changed the arguments of this {name} call, and the new ones are invalid ({problem}); the call did not run"
             ));
         }
         self.args = Some(Box::new(arguments));
-        self.rewritten = true;
         Ok(())
     }
 
