@@ -129,6 +129,17 @@ async fn allow_answers_an_ask_but_never_beats_deny() {
     let ctx = RunContext::new().with_permissions(PermissionManager::default()).with_hooks(allow());
     assert!(!run(&asks, &ctx, "a.md").await.is_error);
     assert_eq!(*wrote.lock().unwrap(), ["a.md"]);
+    // A person who could be asked is not: the hook answered the question.
+    let asked = Arc::new(Mutex::new(0));
+    let a = asked.clone();
+    let manager = PermissionManager::default().with_approval_fn(move |_| {
+        *a.lock().unwrap() += 1;
+        async { ApprovalDecision::Deny }
+    });
+    let ctx = RunContext::new().with_permissions(manager).with_hooks(allow());
+    assert!(!run(&asks, &ctx, "b.md").await.is_error);
+    assert_eq!(*asked.lock().unwrap(), 0);
+    assert_eq!(*wrote.lock().unwrap(), ["a.md", "b.md"]);
     // DENY, as the tool's level, an override, or a rule: still refused.
     let (denied, wrote) = registry(Some(PermissionLevel::Deny));
     let ctx = RunContext::new().with_permissions(PermissionManager::default()).with_hooks(allow());

@@ -161,25 +161,22 @@ pub(super) async fn hooked_gate(
     ctx: &RunContext,
 ) -> Gate {
     let outcome = ask_pre(hooks, ready, call, ctx.run_id()).await;
-    if let Some(decision) = outcome.decision_name() {
-        let hook = outcome.by.as_deref().unwrap_or_default();
-        ctx.emit(crate::engine::events::ToolEvent::Hook { call_id: &call.id, hook, decision });
-    }
-    let hooked = apply_pre(outcome, ready, call);
-    let decided = match &hooked {
-        Hooked::Refused(_) | Hooked::Answered(_) => Authorization::Allow,
-        // The rules alone (a manager would ask a person itself): a person is asked below.
-        Hooked::Ask(_) => match (ctx.permissions(), ctx.has_own_authorizer()) {
-            (Some(manager), false) => ask_call(&manager.rules_only(), ready, call).resolve().await,
-            _ => ask_call(ctx.authorizer(), ready, call).resolve().await,
-        },
-        _ => ask_call(ctx.authorizer(), ready, call).resolve().await,
-    };
-    let mut decided = match hooked {
+    ctx.report_hooks(&call.id, &outcome);
+    let hooked = match apply_pre(outcome, ready, call) {
         Hooked::Refused(refusal) => return Gate::Refused(refusal),
         Hooked::Answered(output) => return Gate::Answered(output),
-        hooked => with_hooks(&hooked, decided),
+        hooked => hooked,
     };
+    // A hook that allowed the call or asks a person about it decides whether anyone is
+    // asked: the manager's rules alone then (it would ask a person itself), the person
+    // below.
+    let decided = match (&hooked, ctx.permissions(), ctx.has_own_authorizer()) {
+        (Hooked::Allow | Hooked::Ask(_), Some(manager), false) => {
+            ask_call(&manager.rules_only(), ready, call).resolve().await
+        }
+        _ => ask_call(ctx.authorizer(), ready, call).resolve().await,
+    };
+    let mut decided = with_hooks(&hooked, decided);
     if let Authorization::Wait { .. } = decided
         && let Some(manager) = ctx.permissions()
         && manager.can_decide()
