@@ -4,7 +4,11 @@
 //! `cargo bench -p harnessx-core --bench dispatch`
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use futures_util::future::BoxFuture;
 use harnessx_core::__private::{Plain, required, shared, sync2};
+use harnessx_core::hooks::{
+    HookError, PostDecision, PostToolUse, PreDecision, PreToolUse, ToolHook, ToolHooks,
+};
 use harnessx_core::{
     PermissionManager, RunContext, ToolCall, ToolContext, ToolHandler, ToolOptions, ToolRegistry,
 };
@@ -65,6 +69,27 @@ fn registry() -> ToolRegistry {
     registry
 }
 
+/// A typical policy hook, in Rust: refuses one tool by name, has no opinion on the rest,
+/// and keeps every result.
+struct Policy;
+
+impl ToolHook for Policy {
+    fn name(&self) -> &str {
+        "policy"
+    }
+    fn pre_tool_use<'a>(&'a self, call: PreToolUse<'a>) -> BoxFuture<'a, Result<PreDecision, HookError>> {
+        let decision = if call.tool == "run_bash" {
+            PreDecision::Deny { message: "no shell here".into() }
+        } else {
+            PreDecision::Continue
+        };
+        Box::pin(std::future::ready(Ok(decision)))
+    }
+    fn post_tool_use<'a>(&'a self, _: PostToolUse<'a>) -> BoxFuture<'a, Result<PostDecision, HookError>> {
+        Box::pin(std::future::ready(Ok(PostDecision::Keep)))
+    }
+}
+
 fn dispatch(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let registry = registry();
@@ -120,6 +145,27 @@ fn dispatch(c: &mut Criterion) {
             results
         })
     });
+    group.finish();
+
+    // One call with and without one Rust hook (pre and post), in the same context
+    // otherwise: the difference is what a hook costs a call.
+    let mut group = c.benchmark_group("dispatch_hooks");
+    let plain = RunContext::new().with_permissions(manager.clone());
+    let hooked =
+        RunContext::new().with_permissions(manager.clone()).with_hooks(ToolHooks::new().with(Policy));
+    for (name, ctx) in [("no_hook", &plain), ("one_rust_hook", &hooked)] {
+        let (registry, call) = (&registry, &call);
+        group.bench_function(name, |b| {
+            b.to_async(&rt).iter_custom(|iters| async move {
+                let start = std::time::Instant::now();
+                for _ in 0..iters {
+                    let r = registry.execute_in(call, ctx).await;
+                    assert!(!r.is_error);
+                }
+                start.elapsed()
+            })
+        });
+    }
     group.finish();
 
     // The same calls awaited one after another inside one task, the shape of the peers'

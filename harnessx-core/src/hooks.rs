@@ -251,13 +251,23 @@ async fn guarded<'a, T>(
         Ok(future) => AssertUnwindSafe(future).catch_unwind(),
         Err(_) => return Err(format!("hook {name} failed (it panicked); the call was refused")),
     };
-    match tokio::time::timeout(timeout, asked).await {
-        Err(_) => {
-            Err(format!("hook {name} did not answer within {}s; the call was refused", timeout.as_secs_f64()))
-        }
-        Ok(Err(_)) => Err(format!("hook {name} failed (it panicked); the call was refused")),
-        Ok(Ok(Err(e))) => Err(format!("hook {name} failed: {}", one_line(&e.0))),
-        Ok(Ok(Ok(decision))) => Ok(decision),
+    let mut asked = std::pin::pin!(asked);
+    // A hook that answers at once (most Rust hooks) needs no timer: the timeout is set
+    // only for one that has to wait.
+    let answered = match asked.as_mut().now_or_never() {
+        Some(answered) => answered,
+        None => match tokio::time::timeout(timeout, asked).await {
+            Ok(answered) => answered,
+            Err(_) => {
+                let seconds = timeout.as_secs_f64();
+                return Err(format!("hook {name} did not answer within {seconds}s; the call was refused"));
+            }
+        },
+    };
+    match answered {
+        Err(_) => Err(format!("hook {name} failed (it panicked); the call was refused")),
+        Ok(Err(e)) => Err(format!("hook {name} failed: {}", one_line(&e.0))),
+        Ok(Ok(decision)) => Ok(decision),
     }
 }
 
@@ -336,6 +346,10 @@ mod tests {
                     tokio::time::sleep(Duration::from_secs(3600)).await;
                     Ok(PreDecision::Allow)
                 }),
+                "wait" => Box::pin(async {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    Ok(PreDecision::Allow)
+                }),
                 _ => Box::pin(std::future::ready(Err(HookError("exit 1:\nno such file\n".into())))),
             }
         }
@@ -396,6 +410,21 @@ mod tests {
             let outcome = hooks.pre_tool_use(call(&args)).await;
             assert_eq!(outcome.decision, PreDecision::Deny { message: expected.into() }, "{how}");
             assert_eq!(outcome.by.as_deref(), Some("failing"));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hook_that_waits_within_its_timeout_is_heard() {
+        // Asked once at once (no timer), then under its timeout: the waiting hook's answer
+        // counts, and the one that waits too long still refuses.
+        let args = json!({});
+        let late = "hook failing did not answer within 0.5s; the call was refused";
+        for (millis, expected) in
+            [(2000, PreDecision::Allow), (500, PreDecision::Deny { message: late.into() })]
+        {
+            let timeout = Duration::from_millis(millis);
+            let hooks = ToolHooks::new().with_timeout(Failing("wait"), timeout);
+            assert_eq!(hooks.pre_tool_use(call(&args)).await.decision, expected);
         }
     }
 

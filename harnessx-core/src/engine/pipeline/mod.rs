@@ -298,10 +298,9 @@ fn run_indexed<'a>(
             Some(args) if ready.edited => Some(edited_note(args)),
             _ => None,
         };
-        // The arguments the post hooks see: the last attempt takes the call's own.
+        // The arguments the post hooks see (the last attempt takes the call's own).
         // (Boxed: only a context with hooks pays for them.)
-        let seen: Option<Box<serde_json::Value>> =
-            ctx.hooks().map(|_| Box::new(ready.with_value(call).1.clone()));
+        let seen: Option<Box<serde_json::Value>> = ctx.hooks().map(|_| ready.value_to_keep(call));
         let (Invoked { mut answer, timed_out, error }, ran) = if let Some(output) = answered {
             // A hook answered it: it does not run.
             (Invoked::answered(*output), false)

@@ -50,6 +50,9 @@ pub(super) struct ReadyCall {
     pub(super) edited: bool,
     /// A hook replaced the model's arguments with `args`.
     pub(super) rewritten: bool,
+    /// The call's text fits the tool's flat schema: while nobody replaced the arguments,
+    /// its handler decodes them from the text, even once `args` was parsed for a hook.
+    pub(super) from_text: bool,
 }
 
 impl ReadyCall {
@@ -95,6 +98,17 @@ impl ReadyCall {
     pub(super) fn with_value(&mut self, call: &ToolCall) -> (&RegisteredTool, &Value) {
         let args = self.args.get_or_insert_with(|| Box::new(parse_checked(&call.arguments)));
         (&self.tool, args)
+    }
+
+    /// The arguments as a value for someone to keep (the post hooks): moved out when the
+    /// handler can decode them from the call's text instead (so they are not copied),
+    /// copied otherwise.
+    pub(super) fn value_to_keep(&mut self, call: &ToolCall) -> Box<Value> {
+        if self.from_text && !self.edited && !self.rewritten {
+            self.args.take().unwrap_or_else(|| Box::new(parse_checked(&call.arguments)))
+        } else {
+            Box::new(self.with_value(call).1.clone())
+        }
     }
 }
 
@@ -209,6 +223,7 @@ pub(super) fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> P
             serial,
             edited: false,
             rewritten: false,
+            from_text: true,
         });
     }
     let invalid = Some(ErrorType::InvalidArguments);
@@ -230,6 +245,7 @@ pub(super) fn prepare(target: CallTarget, call: &ToolCall, from_text: bool) -> P
         serial,
         edited: false,
         rewritten: false,
+        from_text: false,
     })
 }
 
