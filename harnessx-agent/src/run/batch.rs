@@ -173,9 +173,8 @@ async fn plan<S: Steps>(
         // The hooks (their recorded outcome on a resume, not asked again): a refusal or
         // an answer settles the call, a rewrite runs in its place, also when it runs again.
         if !agent.hooks().is_empty() {
-            let tool = planned.tool().unwrap_or(&call.name).to_owned();
-            let arguments = planned.arguments().cloned().unwrap_or_default();
-            let outcome = steps.pre_hooks(agent, &call, &tool, &arguments).await?;
+            let (tool, arguments) = planned.tool_and_arguments().unwrap_or((&call.name, &serde_json::Value::Null));
+            let outcome = steps.pre_hooks(agent, &call, tool, arguments).await?;
             ctx.report_hooks(&call.id, &outcome);
             let rewritten = outcome.rewritten.clone();
             if planned.apply_hooks(outcome) == Permit::Settled {

@@ -233,6 +233,18 @@ impl PlannedCall<'_> {
         }
     }
 
+    /// The tool the call resolved to and its validated arguments (parsed here, once, if
+    /// they were only checked as text), when the call will run: what a hook is shown.
+    pub fn tool_and_arguments(&mut self) -> Option<(&str, &Value)> {
+        match &mut self.item.prepared {
+            Prepared::Ready(ready) => {
+                let (tool, arguments) = ready.with_value(self.call);
+                Some((tool.name(), arguments))
+            }
+            Prepared::Done(..) => None,
+        }
+    }
+
     /// Whether the call runs alongside others (`false`: it takes its turn in call order).
     pub fn is_concurrent(&self) -> bool {
         self.ready().is_some_and(|r| r.serial.is_none())
