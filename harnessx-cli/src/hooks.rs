@@ -102,9 +102,11 @@ impl HookSpec {
     pub(crate) fn from_parts(event: &str, matcher: Option<&str>, command: &str) -> Result<Self, String> {
         // An event is a plain name; anything else would be read as flag syntax.
         let known = |text: String| {
-            (!event.is_empty() && event.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-                .then(|| Self::parse(&text))
-                .unwrap_or_else(|| Err(format!("unknown hook event {event:?}")))
+            if !event.is_empty() && event.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                Self::parse(&text)
+            } else {
+                Err(format!("unknown hook event {event:?}"))
+            }
         };
         let on_tools = known(format!("{event}:*=true"));
         let command = command.trim();

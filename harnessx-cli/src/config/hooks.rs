@@ -261,7 +261,7 @@ mod tests {
             flag.shown(),
             json!({"event": "pre_tool_use", "matcher": "write_file(path=src/**)", "command": "./check.sh --strict=yes", "timeout_seconds": 60, "from": "command line"})
         );
-        let (_, source) = shown(&[flag.clone()]);
+        let (_, source) = shown(std::slice::from_ref(&flag));
         assert_eq!(source, Source::Flag);
         let file = hooks("[[hooks.pre_tool_use]]\nmatcher = \"*\"\ncommand = \"x\"\n").unwrap();
         let (value, source) = shown(&[file[0].clone(), flag]);
