@@ -141,6 +141,18 @@ impl AgentBuilder {
         self
     }
 
+    /// [`hook`](Self::hook) under its own timeout instead of
+    /// [`DEFAULT_HOOK_TIMEOUT`](harnessx_core::hooks::DEFAULT_HOOK_TIMEOUT): a hook that has
+    /// not answered by then refuses the call.
+    pub fn hook_with_timeout(
+        mut self,
+        hook: impl harnessx_core::hooks::ToolHook + 'static,
+        timeout: std::time::Duration,
+    ) -> Self {
+        self.hooks = self.hooks.with_timeout(hook, timeout);
+        self
+    }
+
     /// [`authorizer`](Self::authorizer), shared.
     pub fn authorizer_arc(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
         self.authorizer = Some(authorizer);

@@ -95,14 +95,60 @@ impl HookSpec {
         Ok(Self { pre, matcher, command: command.to_owned() })
     }
 
-    /// The hook, run in `dir` with the default timeout (60 s); its matcher reads paths
-    /// relative to `base` (the file tools' base path), as `--allow` does.
-    pub(crate) fn hook(&self, dir: PathBuf, base: &Path) -> CommandHook {
+    /// A configuration file's `[[hooks.EVENT]]` table: its event, matcher and command,
+    /// read as [`parse`](Self::parse) reads `--hook EVENT:MATCHER=COMMAND` (`EVENT=COMMAND`
+    /// for an event without a matcher), so the events a file knows are the flag's. The
+    /// error says what is wrong, in one line.
+    pub(crate) fn from_parts(event: &str, matcher: Option<&str>, command: &str) -> Result<Self, String> {
+        // An event is a plain name; anything else would be read as flag syntax.
+        let known = |text: String| {
+            if !event.is_empty() && event.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                Self::parse(&text)
+            } else {
+                Err(format!("unknown hook event {event:?}"))
+            }
+        };
+        let on_tools = known(format!("{event}:*=true"));
+        let command = command.trim();
+        if command.is_empty() {
+            return Err("the hook's `command` is empty".into());
+        }
+        let spec = match (matcher, &on_tools) {
+            (Some(matcher), Ok(_)) => {
+                Matcher::parse(matcher).map_err(|e| format!("hook matcher {matcher:?}: {e}"))?;
+                Self::parse(&format!("{event}:{matcher}={command}"))?
+            }
+            (None, Ok(_)) => {
+                return Err(format!(
+                    "a {event} hook needs a `matcher`: a tool name, a rule like \"write_file(path=src/**)\", or \"*\""
+                ));
+            }
+            (matcher, Err(unknown)) => match known(format!("{event}={command}")) {
+                Ok(_) if matcher.is_some() => return Err(format!("a {event} hook takes no `matcher`")),
+                Ok(spec) => spec,
+                Err(_) => return Err(unknown.clone()),
+            },
+        };
+        // A matcher with `=` outside parentheses would take part of the command (no valid
+        // rule has one; this keeps it so should rules ever allow one).
+        if spec.command != command {
+            return Err(format!(
+                "hook matcher {:?}: `=` belongs inside a rule's parentheses",
+                matcher.unwrap_or("")
+            ));
+        }
+        Ok(spec)
+    }
+
+    /// The hook, run in `dir` under `timeout` (a file's `timeout_seconds`, else
+    /// [`harnessx::hooks::DEFAULT_HOOK_TIMEOUT`]); its matcher reads paths relative to
+    /// `base` (the file tools' base path), as `--allow` does.
+    pub(crate) fn hook(&self, dir: PathBuf, base: &Path, timeout: Duration) -> CommandHook {
         let matcher = match &self.matcher {
             Matcher::Any => Matcher::Any,
             Matcher::Rule(rules) => Matcher::Rule(rules.clone().base_path(base)),
         };
-        CommandHook::new(&self.command, matcher, dir, harnessx::hooks::DEFAULT_HOOK_TIMEOUT, self.pre)
+        CommandHook::new(&self.command, matcher, dir, timeout, self.pre)
     }
 }
 
@@ -301,6 +347,28 @@ mod tests {
         ] {
             let err = HookSpec::parse(bad).unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_files_table_is_read_as_the_flag_is() {
+        let spec =
+            HookSpec::from_parts("pre_tool_use", Some("write_file(path=src/**)"), " ./check.sh ").unwrap();
+        assert!(spec.pre);
+        assert_eq!(spec.command, "./check.sh");
+        assert!(spec.matcher.matches("write_file", &json!({"path": "src/a.rs"})));
+        assert!(!HookSpec::from_parts("post_tool_use", Some("*"), "./redact.sh").unwrap().pre);
+        for (event, matcher, command, says) in [
+            ("pre_tool_use", None, "x", "a pre_tool_use hook needs a `matcher`"),
+            ("before", Some("*"), "x", "unknown hook event \"before\""),
+            ("before", None, "x", "unknown hook event \"before\""),
+            ("pre_tool_use:*", None, "x", "unknown hook event \"pre_tool_use:*\""),
+            ("pre_tool_use", Some("*"), "  ", "`command` is empty"),
+            ("pre_tool_use", Some("write_file(path="), "x", "hook matcher \"write_file(path=\""),
+            ("pre_tool_use", Some("a=b"), "x", "hook matcher \"a=b\": malformed permission rule"),
+        ] {
+            let err = HookSpec::from_parts(event, matcher, command).unwrap_err();
+            assert!(err.contains(says), "{event} {matcher:?}: {err}");
         }
     }
 

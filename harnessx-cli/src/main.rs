@@ -158,9 +158,19 @@ fn main() -> ExitCode {
 }
 
 /// Merges the configuration files into the agent flags of `command` (`run`, `chat`,
-/// `resume` of a journal's run, `worker`, `config show`); other commands read no file.
-/// Returns what was merged, from where.
+/// `resume` of a journal's run, `worker`, `config show`), and their hooks into the hook
+/// flags of `tools call` and `mcp serve`; other commands read no file. Returns what was
+/// merged, from where.
 fn configure(command: &mut Command, matches: &ArgMatches) -> Result<Option<config::Applied>, CliError> {
+    let hooks = match &mut *command {
+        Command::Tools { command: tools::ToolsCommand::Call { hooks, .. } } => Some(hooks),
+        Command::Mcp { command: mcp::McpCommand::Serve(args) } => Some(&mut args.hooks),
+        _ => None,
+    };
+    if let Some(hooks) = hooks {
+        config::apply_hooks(hooks, &config::load()?)?;
+        return Ok(None);
+    }
     let (agent, sub) = match (command, matches.subcommand()) {
         (Command::Run(args), Some((_, sub))) => (&mut args.agent, sub),
         (Command::Chat(args), Some((_, sub))) => (&mut args.agent, sub),

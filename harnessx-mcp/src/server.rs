@@ -134,6 +134,12 @@ impl McpServing {
 /// Session grants from elicitation belong to the MCP session (one per HTTP session, one
 /// for stdio); the manager's own overrides and grants apply to every session.
 ///
+/// Hooks set on `registry` ([`ToolRegistry::set_hooks`](harnessx_core::ToolRegistry::set_hooks))
+/// see every call before its permission is decided and its result after: a hook's
+/// refusal (or a hook that fails) is an error result with its one line, a rewrite runs
+/// the call with the hook's arguments (the rules checked on them again), a post hook's
+/// replacement is the result the client gets.
+///
 /// ```no_run
 /// use harnessx_core::{PermissionLevel, PermissionManager, ToolRegistry};
 /// use harnessx_mcp::{McpTransport, serve_mcp};

@@ -21,7 +21,8 @@ pub(crate) enum ConfigCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct ShowArgs {
-    /// Print one JSON object: {"files": [{"path", "scope"}], "settings": {KEY: {"value", "from"}}}.
+    /// Print one JSON object: {"files": [{"path", "scope"}], "settings": {KEY: {"value", "from"}}};
+    /// the value of `hooks` lists each hook: {"event", "matcher", "command", "timeout_seconds", "from"}.
     #[arg(long)]
     pub(crate) json: bool,
     #[command(flatten)]
@@ -58,7 +59,18 @@ pub(crate) fn show(args: &ShowArgs, applied: &Applied) -> Result<ExitCode, CliEr
     }
     let width = applied.settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
     for s in &applied.settings {
-        stdout.write(format_args!("{:<width$} = {}    # {}\n", s.key, s.value, s.source))?;
+        match (s.key, s.value.as_array()) {
+            // One line a hook, in the order they run, each with its own source.
+            ("hooks", Some(hooks)) if !hooks.is_empty() => {
+                for hook in hooks {
+                    let mut shown = hook.clone();
+                    let from = shown.as_object_mut().and_then(|h| h.remove("from")).unwrap_or_default();
+                    let from = from.as_str().unwrap_or_default();
+                    stdout.write(format_args!("{:<width$} = {shown}    # {from}\n", s.key))?;
+                }
+            }
+            _ => stdout.write(format_args!("{:<width$} = {}    # {}\n", s.key, s.value, s.source))?,
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

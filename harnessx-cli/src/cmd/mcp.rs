@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::error::CliError;
 use crate::output::Stdout;
-use crate::setup::flags::{PermissionArgs, SandboxArgs, ToolArgs, WebArgs};
+use crate::setup::flags::{HookArgs, PermissionArgs, SandboxArgs, ToolArgs, WebArgs};
 use crate::setup::{Approvals, BasePath, Tools, permissions};
 use crate::shutdown::Shutdown;
 
@@ -20,8 +20,9 @@ use crate::shutdown::Shutdown;
 pub(crate) enum McpCommand {
     /// Serve built-in tools to an MCP client (a desktop app, an IDE, another agent).
     ///
-    /// Every call goes through the same pipeline as under `run` (validation, permissions,
-    /// timeouts); a failed call is a result with isError set, never a protocol error.
+    /// Every call goes through the same pipeline as under `run` (validation, hooks,
+    /// permissions, timeouts); a failed call is a result with isError set, never a
+    /// protocol error.
     /// Tools are allowed unless --default-permission, --allow or --deny say otherwise:
     /// the client's host asks its user before calls (the tools' annotations say which
     /// ones change things). ASK tools are asked through the client (MCP elicitation),
@@ -39,6 +40,8 @@ pub(crate) struct ServeArgs {
     web: WebArgs,
     #[command(flatten)]
     permissions: PermissionArgs,
+    #[command(flatten)]
+    pub(crate) hooks: HookArgs,
     /// Serve MCP's streamable HTTP on this address (`127.0.0.1:8080`; port 0 picks a
     /// free one) instead of stdio. Clients connect to http://ADDR/mcp.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
@@ -95,6 +98,9 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
     // ASK calls are asked through the client (MCP elicitation).
     let (manager, rules) = permissions(&args.permissions, Approvals::Nobody, base.as_deref())?;
     rules.install(&manager, &registry)?;
+    // The configuration files' hooks and the flags' see every call: a refusal is an
+    // error result with the hook's line.
+    registry.set_hooks(args.hooks.tool_hooks(base.as_deref())?);
     let transport = match args.http {
         None => McpTransport::stdio(),
         Some(addr) => {

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::error::CliError;
 use crate::output::Stdout;
-use crate::setup::flags::{McpArgs, PermissionArgs, SandboxArgs, ToolArgs, WebArgs};
+use crate::setup::flags::{HookArgs, McpArgs, PermissionArgs, SandboxArgs, ToolArgs, WebArgs};
 use crate::setup::{Approvals, BasePath, Tools, connect_mcp, permissions};
 
 #[derive(Debug, Subcommand)]
@@ -38,7 +38,7 @@ pub(crate) enum ToolsCommand {
         mcp: McpArgs,
     },
     /// Call a tool through the same pipeline an agent uses (name repair, validation,
-    /// permissions, timeout).
+    /// hooks, permissions, timeout).
     Call {
         /// The tool name (as a model would write it).
         name: String,
@@ -56,6 +56,8 @@ pub(crate) enum ToolsCommand {
         permissions: Box<PermissionArgs>,
         #[command(flatten)]
         mcp: McpArgs,
+        #[command(flatten)]
+        hooks: HookArgs,
         /// Print `{"name", "is_error", "content"}` as one JSON object.
         #[arg(long)]
         json: bool,
@@ -89,7 +91,7 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
             stdout.write(format_args!("{text}\n"))?;
             Ok(ExitCode::SUCCESS)
         }
-        ToolsCommand::Call { name, arguments, tools, sandbox, web, permissions: flags, mcp, json } => {
+        ToolsCommand::Call { name, arguments, tools, sandbox, web, permissions: flags, mcp, hooks, json } => {
             let builtin: &[&str] = if mcp.given() { &[] } else { &["all"] };
             let base = tools.base_path.clone();
             let registry = Tools {
@@ -100,6 +102,8 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
                 web: &web,
             }
             .registry()?;
+            // The configuration files' hooks and the flags' see the call, as under `run`.
+            registry.set_hooks(hooks.tool_hooks(base.as_deref())?);
             // The user typed the call: tools are ALLOW unless flags (or rule files) say
             // otherwise; ASK is asked on the terminal, and denied without one. The rules
             // are those `run` applies, checked the same way.

@@ -1,7 +1,7 @@
 //! One configuration file, as written: `harnessx.toml` in a project or
 //! `~/.config/harnessx/config.toml`. Its keys are the agent flags' long names with `_`
-//! (`max_turns` for `--max-turns`), plus the tables `[permissions]` and `[mcp_servers.NAME]`
-//! (or Claude desktop's `[mcpServers.NAME]`). Every value keeps its place in the file, so
+//! (`max_turns` for `--max-turns`), plus the tables `[permissions]`, `[mcp_servers.NAME]`
+//! (or Claude desktop's `[mcpServers.NAME]`) and `[[hooks.EVENT]]` ([`super::hooks`]). Every value keeps its place in the file, so
 //! `config show` can say where it came from and an error can name the line.
 
 use std::collections::BTreeMap;
@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
+use super::hooks::HookTables;
 use crate::error::CliError;
 use crate::setup::flags::{AgentFile, Level};
 use crate::setup::settings::FileKeys;
@@ -30,10 +31,12 @@ pub(crate) struct FileConfig {
     /// MCP servers by name; `mcpServers` is Claude desktop's spelling of the same table.
     pub(crate) mcp_servers: Option<Spanned<BTreeMap<String, Spanned<ServerEntry>>>>,
     pub(crate) permissions: Option<PermissionsTable>,
+    /// `[[hooks.EVENT]]` tables, by event.
+    pub(crate) hooks: Option<HookTables>,
 }
 
 /// The tables' keys, after the settings' in [`keys`].
-const TABLES: [&str; 3] = ["mcpServers", "mcp_servers", "permissions"];
+const TABLES: [&str; 4] = ["hooks", "mcpServers", "mcp_servers", "permissions"];
 
 /// Every top-level key a file may hold, in declaration order.
 fn keys() -> &'static [&'static str] {
@@ -103,6 +106,12 @@ impl<'de> Visitor<'de> for Document {
                         return Err(de::Error::duplicate_field("permissions"));
                     }
                     config.permissions = Some(map.next_value()?);
+                }
+                "hooks" => {
+                    if config.hooks.is_some() {
+                        return Err(de::Error::duplicate_field("hooks"));
+                    }
+                    config.hooks = Some(map.next_value()?);
                 }
                 other => return Err(de::Error::unknown_field(other, keys())),
             }

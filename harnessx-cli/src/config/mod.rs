@@ -8,11 +8,21 @@
 //! files (the project's server of a name replaces the user's), and `--mcp` or `--mcp-http`
 //! on the command line replace them all.
 //!
+//! Hooks are the exception: they add up. A hook is usually a policy (refuse these
+//! writes, redact those reads) that a flag must not drop without a word, and Claude Code
+//! merges the hooks of all its settings files too. Every `[[hooks.EVENT]]` table of the
+//! project's file runs, then the user's, then each `--hook`, in that order (within a
+//! file, in the order written; [`hooks`]). They apply to every command that runs tools:
+//! `run`, `chat`, `resume`, `worker`, and also `tools call` and `mcp serve`, which read
+//! nothing else from the files ([`apply_hooks`]) but stop, as the others do, on a file
+//! that cannot be read: its hooks cannot be known.
+//!
 //! [`apply`] writes the merged settings into the command's [`AgentArgs`], so the rest of
 //! the command sees one set of flags, and reports where each came from ([`Applied`], what
 //! `harnessx config show` prints).
 
 pub(crate) mod file;
+pub(crate) mod hooks;
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +33,7 @@ use toml::Spanned;
 
 use self::file::{Loaded, PermissionsTable, ServerEntry};
 use crate::error::CliError;
-use crate::setup::flags::{AgentArgs, AgentFile};
+use crate::setup::flags::{AgentArgs, AgentFile, HookArgs};
 use crate::setup::settings::Declared;
 
 /// The project file's name.
@@ -229,7 +239,20 @@ pub(crate) fn apply(
     };
     note("mcp_servers", Value::Object(shown), source);
 
+    // Hooks: every file's, then the command line's.
+    args.hooks.configured = hooks::from_files(&layers)?;
+    let (shown, source) = hooks::shown(&args.hooks.all()?);
+    note("hooks", shown, source);
+
     Ok(Applied { files: files.iter().map(|(l, scope)| (l.path.clone(), *scope)).collect(), settings })
+}
+
+/// Puts the hooks of `files` (highest precedence first) before the command line's in
+/// `hooks`: what `tools call` and `mcp serve` take from the files.
+pub(crate) fn apply_hooks(hooks: &mut HookArgs, files: &[(Loaded, &'static str)]) -> Result<(), CliError> {
+    let layers: Vec<&Loaded> = files.iter().map(|(loaded, _)| loaded).collect();
+    hooks.configured = self::hooks::from_files(&layers)?;
+    Ok(())
 }
 
 /// The `[permissions]` list `id` (`allow`, `ask` or `deny`).
@@ -484,6 +507,33 @@ mod tests {
     }
 
     #[test]
+    fn hooks_add_up_the_projects_then_the_users_then_the_flags() {
+        let project = loaded(
+            "/w/harnessx.toml",
+            "model = \"test\"\n[[hooks.pre_tool_use]]\nmatcher = \"write_file\"\ncommand = \"./project.sh\"\n",
+        );
+        let user = loaded(
+            "/h/config.toml",
+            "[[hooks.post_tool_use]]\nmatcher = \"*\"\ncommand = \"./user.sh\"\ntimeout_seconds = 5\n",
+        );
+        let files = [project, user];
+        let (args, applied) = merged(&["--hook", "pre_tool_use:*=./flag.sh"], &files).unwrap();
+        let order: Vec<String> = args.hooks.all().unwrap().iter().map(|h| h.spec.command.clone()).collect();
+        assert_eq!(order, ["./project.sh", "./user.sh", "./flag.sh"]);
+        let hooks = applied.settings.iter().find(|s| s.key == "hooks").unwrap();
+        let from: Vec<&str> =
+            hooks.value.as_array().unwrap().iter().map(|h| h["from"].as_str().unwrap()).collect();
+        assert_eq!(from, ["/w/harnessx.toml:2", "/h/config.toml:1", "command line"]);
+        assert_eq!(hooks.source, Source::File("/w/harnessx.toml, /h/config.toml, command line".into()));
+        // The resume line repeats the flags' hooks; the files' are read again.
+        assert_eq!(args.to_flags(), ["--hook", "pre_tool_use:*=./flag.sh"]);
+        // None anywhere: an empty list, by default.
+        let (_, applied) = merged(&[], &[]).unwrap();
+        assert_eq!(applied.settings.iter().find(|s| s.key == "hooks").unwrap().value, json!([]));
+        assert_eq!(source(&applied, "hooks"), &Source::Default);
+    }
+
+    #[test]
     fn system_and_system_file_together_are_an_error() {
         let e =
             merged(&[], &[loaded("/w/harnessx.toml", "system = \"a\"\nsystem_file = \"b\"\n")]).unwrap_err();
@@ -533,6 +583,7 @@ mod tests {
         ("permissions.deny", "[permissions]\ndeny = [\"read_file\"]\n", 2),
         ("mcp_servers", "[mcp_servers.x]\ncommand = \"a\"\n", 1),
         ("mcp_trust", "mcp_trust = true\n", 1),
+        ("hooks", "[[hooks.pre_tool_use]]\nmatcher = \"*\"\ncommand = \"true\"\n", 1),
     ];
 
     #[test]
@@ -550,7 +601,10 @@ mod tests {
             let from: Vec<String> = applied.settings.iter().map(|s| s.source.to_string()).collect();
             assert!(
                 applied.settings.iter().any(|s| match &s.source {
-                    Source::File(at) => at == &place || (key == "mcp_servers" && at == "/w/harnessx.toml"),
+                    // Servers and hooks each say their own line; the setting names the file.
+                    Source::File(at) => {
+                        at == &place || (matches!(key, "mcp_servers" | "hooks") && at == "/w/harnessx.toml")
+                    }
                     _ => false,
                 }),
                 "{key}: no setting came from {place}: {from:?}"

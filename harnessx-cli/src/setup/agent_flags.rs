@@ -12,7 +12,7 @@ use harnessx::agent::ToolChoice;
 use harnessx::agent::budget::{ModelPrice, RunLimits};
 use harnessx::agent::model::{ReasoningConfig, ReasoningEffort};
 
-use super::flags::{McpArgs, PermissionArgs, SandboxArgs, WebArgs};
+use super::flags::{HookArgs, McpArgs, PermissionArgs, SandboxArgs, WebArgs};
 use super::settings::{Declared, Given, Role, defaults, settings};
 use crate::error::CliError;
 
@@ -186,11 +186,8 @@ settings! {
         /// The system prompt, read from this file (UTF-8, at most 1 MiB).
         #[arg(long, value_name = "FILE")]
         pub(crate) system_file: Option<PathBuf> => file "system_file",
-        /// A command hook, `EVENT:MATCHER=COMMAND` (repeatable): EVENT `pre_tool_use` or
-        /// `post_tool_use`, MATCHER a tool name, a rule like `write_file(path=src/**)` or
-        /// `*`, COMMAND run with `sh -c` with the call as JSON on stdin (see docs/hooks.md).
-        #[arg(long = "hook", value_name = "EVENT:MATCHER=COMMAND", value_parser = parse_hook)]
-        pub(crate) hooks: Vec<String> => none "configuration files will hold hooks in [[hooks.EVENT]] tables",
+        #[command(flatten)]
+        pub(crate) hooks: HookArgs => group,
         /// Approve every tool call that would otherwise ask.
         #[arg(long, short = 'y')]
         pub(crate) yes: bool => none "a file that approved every call would do so for every run under it",
@@ -294,12 +291,6 @@ impl AgentArgs {
             .flat_map(|g| std::iter::once(g.name).chain(g.value))
             .collect()
     }
-}
-
-/// `--hook EVENT:MATCHER=COMMAND`, checked: the event, and the matcher, which ends at the
-/// first `=` outside parentheses (so `write_file(path=src/**)` is one matcher).
-fn parse_hook(text: &str) -> Result<String, String> {
-    crate::hooks::HookSpec::parse(text).map(|_| text.to_owned())
 }
 
 #[cfg(test)]
@@ -455,11 +446,7 @@ mod tests {
         }
         let without: Vec<String> =
             every_flag().into_iter().filter(|(d, _)| matches!(d.key, Key::None(_))).map(|(_, f)| f).collect();
-        assert_eq!(
-            without,
-            ["--hook", "--yes", "--permissions"],
-            "a new flag without a key is a choice to make here"
-        );
+        assert_eq!(without, ["--yes", "--permissions"], "a new flag without a key is a choice to make here");
     }
 
     #[test]

@@ -1,19 +1,21 @@
 //! The flags that say where a command's tools act: `--tools`, `--base-path`, the
-//! sandbox, web, permission and MCP flags (`tools`, `mcp serve`, and within the agent
+//! sandbox, web, permission, hook and MCP flags (`tools`, `mcp serve`, and within the agent
 //! flags of [`super::agent_flags`]). Only what the flags say; [`super`] builds from them.
 //! The groups the agent flags take are declared with [`settings!`], so their keys in the
 //! configuration files and their place on the resume line are said with each flag.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use harnessx::PermissionLevel;
+use harnessx::hooks::ToolHooks;
 use harnessx::mcp::{McpOptions, McpServer};
 
 // The agent flags live in their own file; the commands name them from here.
 pub(crate) use super::agent_flags::{AgentArgs, AgentFile};
 use super::settings::settings;
 pub(crate) use super::settings::value_name;
+use crate::config::hooks::Configured;
 use crate::error::CliError;
 
 /// Where file tools may act.
@@ -124,6 +126,52 @@ settings! {
         /// invocation did not load are left out. No flag.
         #[arg(skip)]
         pub(crate) configured: Vec<(String, PermissionLevel, Vec<String>)> => skip "no flag",
+    }
+}
+
+settings! {
+    /// Command hooks (`run`, `chat`, `resume`, `worker`, `tools call`, `mcp serve`): the
+    /// flags', and the configuration files' `[[hooks.EVENT]]` tables before them.
+    #[derive(Debug, Clone, Default, Args)]
+    pub(crate) struct HookArgs in HookFile {
+        /// A command hook, `EVENT:MATCHER=COMMAND` (repeatable): EVENT `pre_tool_use` or
+        /// `post_tool_use`, MATCHER a tool name, a rule like `write_file(path=src/**)` or
+        /// `*`, COMMAND run with `sh -c` with the call as JSON on stdin (see docs/hooks.md).
+        /// Runs after the configuration files' hooks, which it does not replace.
+        #[arg(long = "hook", value_name = "EVENT:MATCHER=COMMAND", value_parser = parse_hook)]
+        pub(crate) hooks: Vec<String> => table "hooks",
+        /// The hooks of the configuration files' `[[hooks.EVENT]]` tables, in the order they
+        /// run (the project's, then the user's); no flag (`--hook` adds to them).
+        #[arg(skip)]
+        pub(crate) configured: Vec<Configured> => skip "no flag",
+    }
+}
+
+/// `--hook EVENT:MATCHER=COMMAND`, checked: the event, and the matcher, which ends at the
+/// first `=` outside parentheses (so `write_file(path=src/**)` is one matcher).
+fn parse_hook(text: &str) -> Result<String, String> {
+    crate::hooks::HookSpec::parse(text).map(|_| text.to_owned())
+}
+
+impl HookArgs {
+    /// Every hook, in the order they run: the files', then the flags'.
+    pub(crate) fn all(&self) -> Result<Vec<Configured>, CliError> {
+        let flags: Result<Vec<Configured>, CliError> =
+            self.hooks.iter().map(|t| Configured::flag(t)).collect();
+        Ok(self.configured.iter().cloned().chain(flags?).collect())
+    }
+
+    /// The hooks of a registry's direct calls (`tools call`, `mcp serve`), each run in the
+    /// working folder under its timeout; matchers read paths relative to `base` (the file
+    /// tools' base path, else the working folder), as `--allow` does.
+    pub(crate) fn tool_hooks(&self, base: Option<&Path>) -> Result<ToolHooks, CliError> {
+        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let base = base.map_or_else(|| here.clone(), Path::to_path_buf);
+        let mut hooks = ToolHooks::new();
+        for hook in self.all()? {
+            hooks = hooks.with_timeout(hook.spec.hook(here.clone(), &base, hook.timeout()), hook.timeout());
+        }
+        Ok(hooks)
     }
 }
 

@@ -481,12 +481,12 @@ fn agent_builder(
     if let Some(prompt) = system_prompt(args)? {
         builder = builder.system_prompt(prompt);
     }
-    // Command hooks run in the working folder, in the order given.
+    // Command hooks run in the working folder, in order: the files', then the flags'.
     let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let base = tools.base_path.dir().cloned().unwrap_or_else(|| here.clone());
-    for text in &args.hooks {
-        let spec = crate::hooks::HookSpec::parse(text).map_err(CliError::Usage)?;
-        builder = builder.hook(spec.hook(here.clone(), &base));
+    for hook in args.hooks.all()? {
+        builder =
+            builder.hook_with_timeout(hook.spec.hook(here.clone(), &base, hook.timeout()), hook.timeout());
     }
     for dir in &args.skills {
         builder = builder.skills(skill_source(dir, &tools.base_path));

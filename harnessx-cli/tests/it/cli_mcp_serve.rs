@@ -1,8 +1,9 @@
 //! `harnessx mcp serve` driven by the official Python MCP client (PyPI `mcp` 2.3.0,
 //! installed by the test into its own virtual environment), over stdio and streamable
 //! HTTP: the tools listed with their annotations, every built-in bundle called, a DENY,
-//! schema errors, a containment refusal, ASK through elicitation (accepted, accepted with
-//! every field filled in, declined, dismissed, allowed for the session) and without it; an HTTP session ended by the
+//! schema errors, a containment refusal, a hook's refusal and redaction, ASK through
+//! elicitation (accepted, accepted with every field filled in, declined, dismissed,
+//! allowed for the session) and without it; an HTTP session ended by the
 //! client's DELETE (200, then 404), as the reference servers answer it.
 //!
 //! Without `python3` these tests print why and pass; `harnessx-mcp/tests/serve_rmcp.rs`
@@ -366,6 +367,30 @@ fn python_client_answers_ask_through_elicitation_over_http() {
     let (dir, base) = workspace();
     let server = HttpServer::start(&[&ASK_WRITES[..], &["read_file", "--base-path", &base]].concat());
     elicitation(&venv, Via::Http(&server.url), &dir.path().join("base"));
+}
+
+/// A hook's refusal (`--hook`) reaches the client as an error result with the hook's
+/// message, and a post hook's replacement is the result the client reads.
+#[test]
+fn python_client_gets_a_hooks_refusal_as_an_error_result() {
+    let Some(venv) = venv() else { return };
+    let (dir, base) = workspace();
+    let marker = dir.path().join("refused.marker");
+    let deny =
+        format!("pre_tool_use:write_file=touch '{}'; echo no writes here >&2; exit 2", marker.display());
+    let redact = r#"post_tool_use:read_file=echo '{"content": "[redacted]"}'"#;
+    let args = ["--tools", "filesystem", "--base-path", &base, "--hook", &deny, "--hook", redact];
+    let steps = json!([
+        call("write_file", json!({"path": "new.txt", "content": "x"})),
+        call("read_file", json!({"path": "notes.txt"})),
+        call("list_directory", json!({})),
+    ]);
+    let (r, _) = drive(&venv, Via::Stdio(&args), None, &steps);
+    assert_eq!(err(&r[0]), "no writes here");
+    assert!(marker.exists(), "the hook ran");
+    assert!(!dir.path().join("base/new.txt").exists(), "a refused write_file wrote");
+    assert_eq!(ok(&r[1]), "[redacted]");
+    assert!(ok(&r[2]).contains("notes.txt"));
 }
 
 const CANNOT_ASK: &str = "Permission denied: write_file needs approval and this MCP client cannot ask its user (no elicitation support); allow it on the server (--allow write_file or --default-permission allow)";

@@ -16,6 +16,7 @@ use crate::engine::context::RunContext;
 use crate::engine::pipeline::{self, CallOutcome, CallTarget, PlannedBatch, RunHooks};
 use crate::engine::serial::SerialQueue;
 use crate::error::RegistryError;
+use crate::hooks::ToolHooks;
 use crate::permission::PermissionManager;
 use crate::sandbox::Sandbox;
 use crate::schema::canonical_schema;
@@ -39,6 +40,9 @@ pub(crate) struct State {
     effective: EffectivePolicy,
     serial: SerialQueue,
     sandbox: Option<Arc<dyn Sandbox>>,
+    /// The hooks of the direct entry points ([`ToolRegistry::set_hooks`]), as the options
+    /// those runs take; `None` without hooks (shared, so a call clones a pointer).
+    hooks: Option<Arc<RunHooks>>,
     /// Bumped by every registration and removal (see [`ToolRegistry::revision`]).
     revision: u64,
 }
@@ -140,6 +144,7 @@ impl ToolRegistry {
                 effective,
                 serial: SerialQueue::new(),
                 sandbox: None,
+                hooks: None,
                 revision: 0,
             })),
         }
@@ -193,6 +198,60 @@ impl ToolRegistry {
     /// The bound sandbox (`agent.tools().sandbox()`), if any.
     pub fn sandbox(&self) -> Option<Arc<dyn Sandbox>> {
         self.read().sandbox.clone()
+    }
+
+    /// Puts the calls made directly through this registry ([`execute`](Self::execute),
+    /// [`execute_in`](Self::execute_in), [`execute_batch`](Self::execute_batch)) through
+    /// `hooks` (see [`crate::hooks`]): what a server of these tools (`mcp serve`) or a
+    /// command that calls one tool applies to every call. Replaces the hooks set before;
+    /// empty hooks remove them.
+    ///
+    /// A context's own hooks ([`RunContext::with_hooks`]) win: a call whose context has
+    /// hooks goes through those alone. A runtime that plans its batches
+    /// ([`run_planned`](Self::run_planned): the agent loop, a durable run) applies its own
+    /// hooks, so it can record what they decided; an agent is given hooks on its builder.
+    ///
+    /// ```
+    /// use futures_util::future::BoxFuture;
+    /// use harnessx_core::hooks::{HookError, PreDecision, PreToolUse, ToolHook, ToolHooks};
+    /// use harnessx_core::{ToolCall, ToolRegistry};
+    ///
+    /// struct NoAbsolutePaths;
+    ///
+    /// impl ToolHook for NoAbsolutePaths {
+    ///     fn name(&self) -> &str {
+    ///         "no-absolute-paths"
+    ///     }
+    ///     fn pre_tool_use<'a>(&'a self, call: PreToolUse<'a>) -> BoxFuture<'a, Result<PreDecision, HookError>> {
+    ///         let absolute = call.arguments["path"].as_str().is_some_and(|p| p.starts_with('/'));
+    ///         Box::pin(async move {
+    ///             Ok(if absolute {
+    ///                 PreDecision::Deny { message: "give a relative path".into() }
+    ///             } else {
+    ///                 PreDecision::Continue
+    ///             })
+    ///         })
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let registry = ToolRegistry::new();
+    /// # registry.register_with_schema("read", "Read.", serde_json::json!({"type": "object"}),
+    /// #     harnessx_core::ToolHandler::from_async(|_, _| async { Ok("text".into()) }),
+    /// #     harnessx_core::ToolOptions::new()).unwrap();
+    /// registry.set_hooks(ToolHooks::new().with(NoAbsolutePaths));
+    /// let result = registry.execute(&ToolCall::new("c1", "read", r#"{"path": "/etc/passwd"}"#), None).await;
+    /// assert_eq!((result.is_error, result.content.as_str()), (true, "give a relative path"));
+    /// # }
+    /// ```
+    pub fn set_hooks(&self, hooks: ToolHooks) {
+        self.write().hooks = (!hooks.is_empty()).then(|| Arc::new(RunHooks::of_registry(hooks)));
+    }
+
+    /// The hooks of the direct entry points ([`set_hooks`](Self::set_hooks)); empty
+    /// without any.
+    pub fn hooks(&self) -> ToolHooks {
+        self.read().hooks.as_ref().and_then(|h| h.registry.clone()).unwrap_or_default()
     }
 
     /// Registers a tool (a `#[tool]` struct or a [`ToolDefinition`]) with its own metadata.
@@ -365,8 +424,8 @@ impl ToolRegistry {
                 Some(p) => RunContext::new().with_permissions(p.clone()),
                 None => RunContext::new(),
             };
-            let target = self.read().target(&call.name);
-            pipeline::execute_one(target, call, &ctx).await
+            let (target, hooks) = self.direct(&call.name);
+            pipeline::execute_one(target, call, &ctx, hooks).await
         }
     }
 
@@ -378,8 +437,8 @@ impl ToolRegistry {
         ctx: &'a RunContext,
     ) -> impl Future<Output = ToolResult> + Send + 'a {
         async move {
-            let target = self.read().target(&call.name);
-            pipeline::execute_one(target, call, ctx).await
+            let (target, hooks) = self.direct(&call.name);
+            pipeline::execute_one(target, call, ctx, hooks).await
         }
     }
 
@@ -387,17 +446,23 @@ impl ToolRegistry {
     /// at a time in call order alongside them. Results come back in call order;
     /// `CallStart` events are emitted in call order; a failure cancels nothing.
     pub async fn execute_batch(&self, calls: &[ToolCall], ctx: &RunContext) -> Vec<ToolResult> {
-        let targets: Vec<CallTarget> = {
+        let (targets, hooks): (Vec<CallTarget>, _) = {
             let state = self.read();
-            calls.iter().map(|c| state.target(&c.name)).collect()
+            (calls.iter().map(|c| state.target(&c.name)).collect(), state.hooks.clone())
         };
-        pipeline::execute_batch(targets, calls, ctx).await
+        pipeline::execute_batch(targets, calls, ctx, hooks.as_deref()).await
+    }
+
+    /// What a direct call of `name` runs: its target, and the registry's hooks.
+    fn direct(&self, name: &str) -> (CallTarget, Option<Arc<RunHooks>>) {
+        let state = self.read();
+        (state.target(name), state.hooks.clone())
     }
 
     /// Resolves and checks the calls of one model turn without running them, for a
     /// runtime that records each step before acting on it; run them with
     /// [`run_planned`](Self::run_planned). `execute_batch` is `plan_batch` then
-    /// `run_planned` with no hooks.
+    /// `run_planned` with no hooks (but the registry's, [`set_hooks`](Self::set_hooks)).
     pub fn plan_batch(&self, calls: &[ToolCall]) -> PlannedBatch {
         let targets: Vec<CallTarget> = {
             let state = self.read();
@@ -409,7 +474,9 @@ impl ToolRegistry {
     /// Runs a [`PlannedBatch`] like [`execute_batch`](Self::execute_batch) (same
     /// scheduling, permissions for calls not [`authorize`](PlannedBatch::authorize)d,
     /// timeouts, retries, dedupe, events), calling `hooks` as handlers start and calls
-    /// finish. Outcomes come back in call order.
+    /// finish. Outcomes come back in call order. The registry's own hooks
+    /// ([`set_hooks`](Self::set_hooks)) are not asked: the runtime gives its context
+    /// the hooks it records.
     pub async fn run_planned(
         &self,
         batch: PlannedBatch,

@@ -1,5 +1,6 @@
-//! Hooks on the direct call path (`RunContext::with_hooks`): every decision kind, their
-//! precedence against the rules, and hooks that fail.
+//! Hooks on the direct call path (`RunContext::with_hooks`, and a registry's own,
+//! `ToolRegistry::set_hooks`): every decision kind, their precedence against the rules,
+//! and hooks that fail.
 
 use std::sync::{Arc, Mutex};
 
@@ -285,4 +286,75 @@ async fn a_planned_call_applies_a_recorded_outcome_without_asking_the_hooks_agai
     assert_eq!(batch.get_mut("c1").unwrap().apply_hooks(answer), Permit::Settled);
     let outcomes = registry.run_planned(batch, &RunContext::new(), &harnessx_core::RunHooks::new()).await;
     assert_eq!((outcomes[0].ran, outcomes[0].result.content.as_str()), (false, "from the cache"));
+}
+
+/// A hook that moves every write under `moved/`, and one that refuses absolute paths.
+fn mover() -> Hook {
+    Hook::pre("mover", |args| PreDecision::Rewrite {
+        arguments: json!({"path": format!("moved/{}", args["path"].as_str().unwrap_or_default())}),
+    })
+}
+
+fn guard() -> Hook {
+    Hook::pre("guard", |args| match args["path"].as_str() {
+        Some(p) if p.starts_with('/') => {
+            PreDecision::Deny { message: "absolute paths are not allowed".into() }
+        }
+        _ => PreDecision::Continue,
+    })
+}
+
+#[tokio::test]
+async fn a_registrys_hooks_deny_and_rewrite_its_direct_calls() {
+    let (registry, wrote) = registry(None);
+    registry.set_hooks(ToolHooks::new().with(guard()).with(mover()));
+    // `execute`, `execute_in` and `execute_batch` alike.
+    let refused = registry.execute(&write("/etc/passwd"), None).await;
+    assert_eq!((refused.is_error, refused.content.as_str()), (true, "absolute paths are not allowed"));
+    let moved = registry.execute_in(&write("a.md"), &RunContext::new()).await;
+    assert_eq!(moved.content, "wrote moved/a.md; the secret is 42");
+    let moved = run(&registry, &RunContext::new(), "b.md").await;
+    assert_eq!(moved.content, "wrote moved/b.md; the secret is 42");
+    assert_eq!(*wrote.lock().unwrap(), ["moved/a.md", "moved/b.md"]);
+    assert!(!registry.hooks().is_empty());
+    // Every handle of the registry shares them; empty hooks remove them.
+    let handle = registry.clone();
+    handle.set_hooks(ToolHooks::new());
+    assert!(registry.hooks().is_empty());
+    assert_eq!(registry.execute(&write("c.md"), None).await.content, "wrote c.md; the secret is 42");
+}
+
+#[tokio::test]
+async fn a_registrys_rewrite_never_passes_a_deny_rule_and_its_post_hooks_redact() {
+    let (registry, wrote) = registry(None);
+    let redact = Hook {
+        name: "redact",
+        pre: Box::new(|_| PreDecision::Continue),
+        post: Box::new(|content| PostDecision::Replace {
+            result: ToolOutput::text(content.replace("42", "[redacted]")),
+        }),
+    };
+    registry.set_hooks(ToolHooks::new().with(mover()).with(redact));
+    let manager = PermissionManager::default();
+    manager.add_rule(PermissionLevel::Deny, "write(path=moved/secret*)").unwrap();
+    let refused = registry.execute(&write("secret.txt"), Some(&manager)).await;
+    assert_eq!((refused.is_error, refused.content.as_str()), (true, PERMISSION_DENIED));
+    let ran = registry.execute(&write("notes.md"), Some(&manager)).await;
+    assert_eq!(ran.content, "wrote moved/notes.md; the secret is [redacted]");
+    assert_eq!(*wrote.lock().unwrap(), ["moved/notes.md"]);
+}
+
+#[tokio::test]
+async fn a_contexts_own_hooks_win_over_the_registrys_and_planned_runs_ask_neither() {
+    let (registry, wrote) = registry(None);
+    registry.set_hooks(ToolHooks::new().with(guard()));
+    // The context's hooks alone: the registry's guard is not asked.
+    let ctx = RunContext::new().with_hooks(ToolHooks::new().with(mover()));
+    let moved = run(&registry, &ctx, "/abs").await;
+    assert_eq!(moved.content, "wrote moved//abs; the secret is 42");
+    // A planned batch (the agent loop's, a durable run's) gets the hooks its runtime gives.
+    let batch = registry.plan_batch(&[write("/planned")]);
+    let outcomes = registry.run_planned(batch, &RunContext::new(), &harnessx_core::RunHooks::new()).await;
+    assert!(!outcomes[0].result.is_error, "{}", outcomes[0].result.content);
+    assert_eq!(*wrote.lock().unwrap(), ["moved//abs", "/planned"]);
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use harnessx_core::{PermissionManager, RunContext, RunHooks, ToolCall, ToolRegistry, ToolResult};
+use harnessx_core::{PermissionManager, RunContext, ToolCall, ToolRegistry, ToolResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
     ErrorCode, Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
@@ -57,20 +57,16 @@ impl Session {
     ) -> CallToolResult {
         let number = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let call = ToolCall::new(format!("mcp-{number}"), name, arguments);
-        let registry = &self.shared.registry;
-        let batch = registry.plan_batch(std::slice::from_ref(&call));
         // Unknown tool, arguments that fail the schema: the pipeline's text. Permissions:
-        // the pipeline's stage, through the session's authorizer.
+        // the pipeline's stage, through the session's authorizer. The registry's hooks
+        // ([`ToolRegistry::set_hooks`]) see the call before its permission and its result
+        // after: a hook's refusal is an error result with the hook's message.
         let authorizer =
             approval::Eliciting { permissions: self.permissions.clone(), peer: ctx.peer.clone() };
         let run = RunContext::new()
             .with_permissions(self.permissions.clone())
             .with_authorizer(Arc::new(authorizer));
-        let mut outcomes = registry.run_planned(batch, &run, &RunHooks::new()).await;
-        match outcomes.pop() {
-            Some(outcome) => result(outcome.result),
-            None => CallToolResult::error(vec![ContentBlock::text("the call produced no result")]),
-        }
+        result(self.shared.registry.execute_in(&call, &run).await)
     }
 }
 

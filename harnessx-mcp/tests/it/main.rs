@@ -4,6 +4,7 @@
 //! test locally and fails it under `CI`).
 
 mod list_changed;
+mod serve_hooks;
 mod serve_rmcp;
 mod server_everything;
 mod server_filesystem;

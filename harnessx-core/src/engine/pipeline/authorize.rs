@@ -200,6 +200,7 @@ pub(super) async fn hooked_gate(
 /// Puts a result to the post hooks ([`ToolHooks::post_tool_use`]): the output a hook
 /// replaced it with, if one did.
 pub(super) async fn post_hooks(
+    hooks: &ToolHooks,
     ctx: &RunContext,
     ready: &ReadyCall,
     call: &ToolCall,
@@ -215,7 +216,7 @@ pub(super) async fn post_hooks(
         content: &output.content,
         is_error,
     };
-    let (output, by) = ctx.hooks()?.post_tool_use(asked).await?;
+    let (output, by) = hooks.post_tool_use(asked).await?;
     ctx.emit(crate::engine::events::ToolEvent::Hook { call_id: &call.id, hook: &by, decision: "replace" });
     Some(output)
 }

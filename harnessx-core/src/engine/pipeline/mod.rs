@@ -26,6 +26,7 @@ use tracing::{Instrument, Span};
 use crate::engine::context::RunContext;
 use crate::engine::events::ToolEvent;
 use crate::engine::span::{self, ErrorType};
+use crate::hooks::ToolHooks;
 use crate::tool::call::{ToolCall, ToolResult};
 
 pub(crate) use attempt::Invoked;
@@ -39,8 +40,9 @@ pub use schedule::{Schedule, Slot};
 
 pub use crate::permission::PERMISSION_DENIED;
 
-/// No hooks, timeouts answered: what a direct call or batch runs with.
-static NO_HOOKS: RunHooks = RunHooks { on_start: None, on_end: None, retry_timeouts: false };
+/// No hooks, timeouts answered: what a direct call or batch runs with (when its registry
+/// has no hooks).
+static NO_HOOKS: RunHooks = RunHooks { on_start: None, on_end: None, retry_timeouts: false, registry: None };
 
 /// Runs one call through the whole pipeline: the batch rules for a batch of one (the
 /// call start event, its span, permission, its serial turn, timeout, retries, dedupe,
@@ -54,33 +56,37 @@ pub(crate) fn execute_one<'a>(
     target: CallTarget,
     call: &'a ToolCall,
     ctx: &'a RunContext,
+    registry: Option<Arc<RunHooks>>,
 ) -> impl Future<Output = ToolResult> + 'a {
     async move {
+        let hooks = registry.as_deref().unwrap_or(&NO_HOOKS);
         match prepare(target, call, true) {
             Prepared::Done(result, error, tool) => {
                 ctx.emit(ToolEvent::CallStart { index: 0, call, tool: tool.as_deref() });
-                settled(0, call, result, error, false, ctx, &NO_HOOKS).result
+                settled(0, call, result, error, false, ctx, hooks).result
             }
             Prepared::Ready(ready) => {
                 ctx.emit(ToolEvent::CallStart { index: 0, call, tool: Some(ready.tool.name()) });
                 let run = Run { index: 0, authorized: false, key: None };
                 let span = span::tool_span(call, Some(ready.tool.name()), false);
                 let mut out = None;
-                run_indexed(run, ready, call, ctx, &NO_HOOKS, &mut out).instrument(span).await;
+                run_indexed(run, ready, call, ctx, hooks, &mut out).instrument(span).await;
                 out.expect("a call's run leaves its outcome").result
             }
         }
     }
 }
 
-/// Runs the calls of one model turn (`targets[i]` is the target of `calls[i]`).
+/// Runs the calls of one model turn (`targets[i]` is the target of `calls[i]`), with
+/// the registry's hooks, if it has any.
 pub(crate) async fn execute_batch(
     targets: Vec<CallTarget>,
     calls: &[ToolCall],
     ctx: &RunContext,
+    registry: Option<&RunHooks>,
 ) -> Vec<ToolResult> {
     let items = plan_items(targets, calls, true);
-    run_items(calls, items, ctx, &NO_HOOKS).await.into_iter().map(|o| o.result).collect()
+    run_items(calls, items, ctx, registry.unwrap_or(&NO_HOOKS)).await.into_iter().map(|o| o.result).collect()
 }
 
 /// What `run_planned` reports for one call.
@@ -114,6 +120,9 @@ pub struct RunHooks {
     /// Retry a `safe` or `idempotent` call that timed out, under its `ToolRetry` (a
     /// durable runtime does; a direct run answers the timeout to the model).
     pub retry_timeouts: bool,
+    /// The registry's hooks ([`ToolRegistry::set_hooks`](crate::ToolRegistry::set_hooks)),
+    /// for the calls of its direct entry points whose context has none of its own.
+    pub(crate) registry: Option<ToolHooks>,
 }
 
 impl std::fmt::Debug for RunHooks {
@@ -122,6 +131,7 @@ impl std::fmt::Debug for RunHooks {
             .field("on_start", &self.on_start.is_some())
             .field("on_end", &self.on_end.is_some())
             .field("retry_timeouts", &self.retry_timeouts)
+            .field("registry", &self.registry)
             .finish()
     }
 }
@@ -130,6 +140,11 @@ impl RunHooks {
     /// No hooks, timeouts answered (what a direct run uses).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// What a registry's direct calls run with: its hooks, timeouts answered.
+    pub(crate) fn of_registry(hooks: ToolHooks) -> Self {
+        Self { registry: Some(hooks), ..Self::default() }
     }
 
     /// Calls `hook` before each handler first runs.
@@ -270,7 +285,7 @@ fn run_indexed<'a>(
         // (Boxed: what a hook answered is rare, and the future keeps room for it.)
         let mut answered: Option<Box<crate::tool::call::ToolOutput>> = None;
         if !run.authorized {
-            let refused = match ctx.hooks() {
+            let refused = match tool_hooks(ctx, hooks) {
                 // Most calls are decided now (an ALLOW by the rules): no future to wait on.
                 None => {
                     let decided = match ask_call(ctx.authorizer(), &mut ready, call) {
@@ -300,7 +315,7 @@ fn run_indexed<'a>(
         };
         // The arguments the post hooks see (the last attempt takes the call's own).
         // (Boxed: only a context with hooks pays for them.)
-        let seen: Option<Box<serde_json::Value>> = ctx.hooks().map(|_| ready.value_to_keep(call));
+        let seen: Option<Box<serde_json::Value>> = tool_hooks(ctx, hooks).map(|_| ready.value_to_keep(call));
         let (Invoked { mut answer, timed_out, error }, ran) = if let Some(output) = answered {
             // A hook answered it: it does not run.
             (Invoked::answered(*output), false)
@@ -310,8 +325,9 @@ fn run_indexed<'a>(
         } else {
             (invoke(&mut ready, call, &run, hooks, ctx.result_dir()).await, true)
         };
-        if let Some(arguments) = seen {
-            let replaced = post_hooks(ctx, &ready, call, &arguments, &answer.output, answer.is_error);
+        if let (Some(arguments), Some(tool_hooks)) = (seen, tool_hooks(ctx, hooks)) {
+            let replaced =
+                post_hooks(tool_hooks, ctx, &ready, call, &arguments, &answer.output, answer.is_error);
             if let Some(output) = Box::pin(replaced).await {
                 answer.output = output;
             }
@@ -323,6 +339,12 @@ fn run_indexed<'a>(
         let result = answer.into_result(&call.id, ready.tool.name());
         ended(index, out.insert(CallOutcome { result, timed_out, ran }), error, ctx, hooks)
     }
+}
+
+/// The hooks a call goes through: its context's own, else its registry's (for a direct
+/// call, [`ToolRegistry::set_hooks`](crate::ToolRegistry::set_hooks)).
+fn tool_hooks<'a>(ctx: &'a RunContext, hooks: &'a RunHooks) -> Option<&'a ToolHooks> {
+    ctx.hooks().or(hooks.registry.as_ref())
 }
 
 /// A call that ran or was refused, its outcome in its place: its span's result, the end
