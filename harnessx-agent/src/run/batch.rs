@@ -173,7 +173,8 @@ async fn plan<S: Steps>(
         // The hooks (their recorded outcome on a resume, not asked again): a refusal or
         // an answer settles the call, a rewrite runs in its place, also when it runs again.
         if !agent.hooks().is_empty() {
-            let (tool, arguments) = planned.tool_and_arguments().unwrap_or((&call.name, &serde_json::Value::Null));
+            let (tool, arguments) =
+                planned.tool_and_arguments().unwrap_or((&call.name, &serde_json::Value::Null));
             let outcome = steps.pre_hooks(agent, &call, tool, arguments).await?;
             ctx.report_hooks(&call.id, &outcome);
             let rewritten = outcome.rewritten.clone();
@@ -226,7 +227,12 @@ async fn plan<S: Steps>(
             }
         };
         let raw = planned.call().arguments.clone();
-        let decided = if permissions.can_decide() {
+        // A question only a hook's ASK raised (the rules allow the call) is answered by
+        // a decision already recorded for it, as the rules' questions are.
+        let recorded = authorizer.recorded.iter().find(|(id, _)| *id == question.call_id);
+        let decided = if let Some((_, decision)) = recorded {
+            Some(permissions.apply(&question.tool, decision.clone()))
+        } else if permissions.can_decide() {
             let arguments = planned.arguments().cloned().unwrap_or_default();
             let ask = ApprovalRequest {
                 tool_name: question.tool.clone(),

@@ -15,6 +15,7 @@ mod crash_matrix;
 mod decisions;
 mod durable_spans;
 mod fallback;
+mod hook_decisions;
 mod hooks;
 mod journal_stores;
 mod output;
