@@ -175,7 +175,7 @@ async fn plan<S: Steps>(
         if !agent.hooks().is_empty() {
             let tool = planned.tool().unwrap_or(&call.name).to_owned();
             let arguments = planned.arguments().cloned().unwrap_or_default();
-            let outcome = steps.pre_hooks(agent, &call, &tool, &arguments).await?;
+            let outcome = steps.pre_hooks(agent, &call, &tool, &arguments, ctx.usage()).await?;
             ctx.report_hooks(&call.id, &outcome);
             let rewritten = outcome.rewritten.clone();
             if planned.apply_hooks(outcome) == Permit::Settled {
