@@ -401,6 +401,7 @@ impl AgentRuntime {
             turns: replay.responses.len() as u32,
             needs_input: if run.status == RunStatus::NeedsInput { replay.paused.clone() } else { Vec::new() },
             error: if run.status == RunStatus::Failed { run.output.clone() } else { None },
+            blocked: if run.status == RunStatus::Blocked { replay.blocked.clone() } else { None },
             ..RunState::default()
         };
         Ok(RunReport { calls: replay.results.len(), state, run })
@@ -506,6 +507,7 @@ impl AgentRuntime {
                 &[Entry::Failed { error: e.to_string() }],
                 Some((RunStatus::Failed, Some(e.to_string()))),
             );
+            self.agent.run_failed_hooks(Some(run_id), &e.to_string()).await;
         }
         outcome
     }
