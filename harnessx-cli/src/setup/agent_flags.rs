@@ -188,7 +188,8 @@ settings! {
         pub(crate) system_file: Option<PathBuf> => file "system_file",
         /// A command hook, `EVENT:MATCHER=COMMAND` (repeatable): EVENT `pre_tool_use` or
         /// `post_tool_use`, MATCHER a tool name, a rule like `write_file(path=src/**)` or
-        /// `*`, COMMAND run with `sh -c` with the call as JSON on stdin (see docs/hooks.md).
+        /// `*`, COMMAND run with `sh -c` with the call as JSON on stdin; or `EVENT=COMMAND`
+        /// for EVENT `user_prompt`, `model_response` or `run_end` (see docs/hooks.md).
         #[arg(long = "hook", value_name = "EVENT:MATCHER=COMMAND", value_parser = parse_hook)]
         pub(crate) hooks: Vec<String> => none "configuration files will hold hooks in [[hooks.EVENT]] tables",
         /// Approve every tool call that would otherwise ask.

@@ -47,7 +47,7 @@ use crate::sqlite::SqliteJournal;
 ///
 /// Serialises as `{"run": RunRecord, "turns", "calls", "needs_input", "usage"}`, the
 /// shape `harnessx runs show --json` has always printed, with `"limit"` once the run
-/// stopped at one.
+/// stopped at one and `"blocked"` (the hook and its message) once a hook ended it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
     /// The header.
@@ -69,6 +69,9 @@ impl serde::Serialize for RunReport {
         map.serialize_entry("usage", &self.state.usage)?;
         if let Some(limit) = self.state.limit {
             map.serialize_entry("limit", &limit)?;
+        }
+        if let Some(blocked) = &self.state.blocked {
+            map.serialize_entry("blocked", blocked)?;
         }
         map.end()
     }
