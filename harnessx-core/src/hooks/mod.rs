@@ -1,9 +1,9 @@
-//! Hooks: user code a run puts its steps through. On tool calls ([`tool`]): every call
-//! before it runs (it may be rewritten, refused, let skip a question or answered
-//! without running) and every result after (it may be replaced). On the run ([`run`]):
-//! the prompt before the first model request (it may be blocked, or context added),
-//! each model response before its calls run (the run may be stopped), and the run's
-//! end (observed only).
+//! Hooks: user code a run puts its steps through. On tool calls ([`PreToolUse`],
+//! [`PostToolUse`]): every call before it runs (it may be rewritten, refused, let skip a
+//! question or answered without running) and every result after (it may be replaced).
+//! On the run ([`UserPrompt`], [`ModelTurn`], [`RunEnd`]): the prompt before the first
+//! model request (it may be blocked, or context added), each model response before its
+//! calls run (the run may be stopped), and the run's end (observed only).
 //!
 //! A [`ToolHook`] implements the points it needs (the others default to no opinion);
 //! [`ToolHooks`] runs several in the order given, each under its timeout, failing
