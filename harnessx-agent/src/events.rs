@@ -58,13 +58,14 @@ pub enum AgentEvent {
         /// The result text.
         content: String,
     },
-    /// A hook decided something about a call: `decision` is `allow`, `ask`, `deny`,
-    /// `rewrite` or `answer` before it ran, `replace` after.
+    /// A hook decided something: about a call, `allow`, `ask`, `deny`, `rewrite` or
+    /// `answer` before it ran, `replace` after; about the run (`call_id` `null`),
+    /// `add_context` or `block` on the prompt, `stop` on a model response.
     Hook {
         /// The hook's name (a command hook's command).
         hook: String,
-        /// The call id.
-        call_id: String,
+        /// The call id; `None` (`null` in JSON) for a decision about the run.
+        call_id: Option<String>,
         /// What it decided.
         decision: String,
     },
@@ -87,11 +88,11 @@ pub enum AgentEvent {
         /// Its estimated size after.
         tokens_after: u64,
     },
-    /// The run ended: with a final answer (`status` `completed`), or at a limit
-    /// (`limit_reached`, with `limit`). A durable run that stops to wait for input sends
-    /// none.
+    /// The run ended: with a final answer (`status` `completed`), at a limit
+    /// (`limit_reached`, with `limit`), or by a hook (`blocked`, with `blocked`: the
+    /// hook and its message). A durable run that stops to wait for input sends none.
     RunEnd {
-        /// [`RunStatus::Completed`] or [`RunStatus::LimitReached`].
+        /// [`RunStatus::Completed`], [`RunStatus::LimitReached`] or [`RunStatus::Blocked`].
         status: RunStatus,
         /// The limit reached (`turns`, `tool_calls`, `tokens`, `cost`), with
         /// `limit_reached`.
@@ -108,6 +109,9 @@ pub enum AgentEvent {
         usage: Usage,
         /// Model requests made.
         turns: u32,
+        /// Which hook blocked the run, and why, with `blocked`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        blocked: Option<harnessx_core::hooks::Blocked>,
     },
     /// The run failed (a model or runtime fault; tool failures never do this).
     Error {

@@ -1,8 +1,9 @@
 //! Command hooks: a shell command run as a [`ToolHook`], in the protocol people know from
 //! Claude Code. The command runs with `sh -c` in the working directory and reads one JSON
 //! object on stdin (`{"hook": "pre_tool_use", "run_id": .., "call_id": .., "tool": ..,
-//! "arguments": {..}}`; a post hook also gets `content` and `is_error`). It answers by
-//! its exit status and stdout:
+//! "arguments": {..}, "usage": {..}}`; a post hook also gets `content` and `is_error`;
+//! the run points' objects are in [`run_points`]). It answers by its exit status and
+//! stdout:
 //!
 //! - exit 0, nothing on stdout: no opinion;
 //! - exit 0, a JSON object: `{"decision": "allow" | "ask" | "deny", "message": ..}` or
@@ -16,8 +17,13 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+mod run_points;
+
 use futures_util::future::BoxFuture;
-use harnessx::hooks::{HookError, PostDecision, PostToolUse, PreDecision, PreToolUse, ToolHook};
+use harnessx::hooks::{
+    HookError, ModelTurn, PostDecision, PostToolUse, PreDecision, PreToolUse, PromptDecision,
+    ResponseDecision, RunEnd, ToolHook, UserPrompt,
+};
 use harnessx::{PermissionLevel, PermissionRules, ToolOutput};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -51,28 +57,65 @@ impl Matcher {
     }
 }
 
-/// One `--hook EVENT:MATCHER=COMMAND`, read.
+/// The point of a run a command hook is asked at (its `EVENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Point {
+    /// Before a call runs (takes a matcher).
+    PreToolUse,
+    /// After a call ran (takes a matcher).
+    PostToolUse,
+    /// Before the first model request of a run.
+    UserPrompt,
+    /// After each model response.
+    ModelResponse,
+    /// When the run ends.
+    RunEnd,
+}
+
+impl Point {
+    /// Whether the point is about calls, and so takes a matcher.
+    fn on_calls(self) -> bool {
+        matches!(self, Self::PreToolUse | Self::PostToolUse)
+    }
+}
+
+/// One `--hook EVENT:MATCHER=COMMAND` (or `EVENT=COMMAND` for a run point), read.
 #[derive(Debug, Clone)]
 pub(crate) struct HookSpec {
-    /// `pre_tool_use` (`true`) or `post_tool_use`.
-    pub(crate) pre: bool,
+    pub(crate) point: Point,
     pub(crate) matcher: Matcher,
     pub(crate) command: String,
 }
 
 impl HookSpec {
-    /// `EVENT:MATCHER=COMMAND`; the error says what is wrong, in one line.
+    /// `EVENT:MATCHER=COMMAND` for `pre_tool_use` and `post_tool_use`, `EVENT=COMMAND`
+    /// for `user_prompt`, `model_response` and `run_end`; the error says what is wrong,
+    /// in one line.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let (event, rest) = text
-            .split_once(':')
-            .ok_or_else(|| format!("{text:?} is not EVENT:MATCHER=COMMAND (no `:` after the event)"))?;
-        let pre = match event.trim() {
-            "pre_tool_use" => true,
-            "post_tool_use" => false,
-            other => {
-                return Err(format!("unknown hook event {other:?}: use pre_tool_use or post_tool_use"));
+        let at = text.find([':', '=']).ok_or_else(|| {
+            format!("{text:?} is not EVENT:MATCHER=COMMAND or EVENT=COMMAND (no `:` or `=` after the event)")
+        })?;
+        let (event, separator, rest) = (text[..at].trim(), &text[at..=at], &text[at + 1..]);
+        let point: Point = serde_json::from_value(Value::String(event.to_owned())).map_err(|_| {
+            format!(
+                "unknown hook event {event:?}: use pre_tool_use, post_tool_use, user_prompt, model_response or run_end"
+            )
+        })?;
+        match (point.on_calls(), separator) {
+            (true, "=") => {
+                return Err(format!("{text:?} is not EVENT:MATCHER=COMMAND (no `:` after the event)"));
             }
-        };
+            (false, ":") => return Err(format!("a {event} hook takes no matcher: {event}=COMMAND")),
+            (false, _) => {
+                let command = rest.trim();
+                if command.is_empty() {
+                    return Err(format!("{text:?} has no command after `=`"));
+                }
+                return Ok(Self { point, matcher: Matcher::Any, command: command.to_owned() });
+            }
+            (true, _) => {}
+        }
         // The matcher ends at the first `=` outside parentheses.
         let mut depth = 0usize;
         let split = rest.char_indices().find(|&(_, c)| {
@@ -92,7 +135,7 @@ impl HookSpec {
             return Err(format!("{text:?} has no command after `=`"));
         }
         let matcher = Matcher::parse(matcher).map_err(|e| format!("hook matcher {matcher:?}: {e}"))?;
-        Ok(Self { pre, matcher, command: command.to_owned() })
+        Ok(Self { point, matcher, command: command.to_owned() })
     }
 
     /// A configuration file's `[[hooks.EVENT]]` table: its event, matcher and command,
@@ -148,11 +191,11 @@ impl HookSpec {
             Matcher::Any => Matcher::Any,
             Matcher::Rule(rules) => Matcher::Rule(rules.clone().base_path(base)),
         };
-        CommandHook::new(&self.command, matcher, dir, timeout, self.pre)
+        CommandHook::new(&self.command, matcher, dir, timeout, self.point)
     }
 }
 
-/// A shell command as a hook on one point (`pre_tool_use` or `post_tool_use`).
+/// A shell command as a hook on one point.
 #[derive(Debug, Clone)]
 pub(crate) struct CommandHook {
     /// The command, as its name in refusals and events.
@@ -161,13 +204,19 @@ pub(crate) struct CommandHook {
     /// Where it runs.
     dir: PathBuf,
     timeout: Duration,
-    /// Runs before calls (`true`) or after them.
-    pre: bool,
+    /// Where it is asked.
+    point: Point,
 }
 
 impl CommandHook {
-    pub(crate) fn new(command: &str, matcher: Matcher, dir: PathBuf, timeout: Duration, pre: bool) -> Self {
-        Self { command: command.to_owned(), matcher, dir, timeout, pre }
+    pub(crate) fn new(
+        command: &str,
+        matcher: Matcher,
+        dir: PathBuf,
+        timeout: Duration,
+        point: Point,
+    ) -> Self {
+        Self { command: command.to_owned(), matcher, dir, timeout, point }
     }
 
     /// Runs the command with `input` on stdin: its exit status, stdout and stderr.
@@ -238,7 +287,7 @@ impl ToolHook for CommandHook {
 
     fn pre_tool_use<'a>(&'a self, call: PreToolUse<'a>) -> BoxFuture<'a, Result<PreDecision, HookError>> {
         Box::pin(async move {
-            if !self.pre || !self.matcher.matches(call.tool, call.arguments) {
+            if self.point != Point::PreToolUse || !self.matcher.matches(call.tool, call.arguments) {
                 return Ok(PreDecision::Continue);
             }
             let input = json!({
@@ -247,6 +296,7 @@ impl ToolHook for CommandHook {
                 "call_id": call.call_id,
                 "tool": call.tool,
                 "arguments": call.arguments,
+                "usage": call.usage,
             });
             let (status, out, err) = self.run(input).await?;
             match status {
@@ -272,7 +322,7 @@ impl ToolHook for CommandHook {
 
     fn post_tool_use<'a>(&'a self, call: PostToolUse<'a>) -> BoxFuture<'a, Result<PostDecision, HookError>> {
         Box::pin(async move {
-            if self.pre || !self.matcher.matches(call.tool, call.arguments) {
+            if self.point != Point::PostToolUse || !self.matcher.matches(call.tool, call.arguments) {
                 return Ok(PostDecision::Keep);
             }
             let input = json!({
@@ -281,6 +331,7 @@ impl ToolHook for CommandHook {
                 "call_id": call.call_id,
                 "tool": call.tool,
                 "arguments": call.arguments,
+                "usage": call.usage,
                 "content": call.content,
                 "is_error": call.is_error,
             });
@@ -294,6 +345,36 @@ impl ToolHook for CommandHook {
                     Ok(PostDecision::Replace { result: ToolOutput::text(content.clone()) })
                 }
                 Some(_) => Err(HookError("answered a `content` that is not a string".into())),
+            }
+        })
+    }
+
+    fn user_prompt<'a>(&'a self, prompt: UserPrompt<'a>) -> BoxFuture<'a, Result<PromptDecision, HookError>> {
+        Box::pin(async move {
+            match self.point {
+                Point::UserPrompt => self.ask_prompt(prompt).await,
+                _ => Ok(PromptDecision::Continue),
+            }
+        })
+    }
+
+    fn model_response<'a>(
+        &'a self,
+        response: ModelTurn<'a>,
+    ) -> BoxFuture<'a, Result<ResponseDecision, HookError>> {
+        Box::pin(async move {
+            match self.point {
+                Point::ModelResponse => self.ask_response(response).await,
+                _ => Ok(ResponseDecision::Continue),
+            }
+        })
+    }
+
+    fn run_end<'a>(&'a self, end: RunEnd<'a>) -> BoxFuture<'a, Result<(), HookError>> {
+        Box::pin(async move {
+            match self.point {
+                Point::RunEnd => self.tell_end(end).await,
+                _ => Ok(()),
             }
         })
     }
@@ -316,31 +397,51 @@ mod tests {
     use super::*;
 
     fn hook(command: &str, matcher: &str, pre: bool) -> (CommandHook, tempfile::TempDir) {
+        let point = if pre { Point::PreToolUse } else { Point::PostToolUse };
         let dir = tempfile::tempdir().unwrap();
         let hook = CommandHook::new(
             command,
             Matcher::parse(matcher).unwrap(),
             dir.path().to_owned(),
             Duration::from_secs(5),
-            pre,
+            point,
         );
         (hook, dir)
     }
 
     async fn pre(hook: &CommandHook, tool: &str, arguments: Value) -> Result<PreDecision, HookError> {
-        hook.pre_tool_use(PreToolUse { tool, call_id: "c1", arguments: &arguments, run_id: None }).await
+        let call = PreToolUse {
+            tool,
+            call_id: "c1",
+            arguments: &arguments,
+            run_id: None,
+            usage: Default::default(),
+        };
+        hook.pre_tool_use(call).await
     }
 
     #[test]
     fn a_hook_flag_reads_event_matcher_and_command() {
         let spec = HookSpec::parse("pre_tool_use:write_file(path=src/**)=./check.sh --strict=yes").unwrap();
-        assert!(spec.pre);
+        assert_eq!(spec.point, Point::PreToolUse);
         assert_eq!(spec.command, "./check.sh --strict=yes");
         assert!(spec.matcher.matches("write_file", &json!({"path": "src/a.rs"})));
         assert!(!spec.matcher.matches("write_file", &json!({"path": "docs/a.md"})));
-        assert!(!HookSpec::parse("post_tool_use:*=./redact.sh").unwrap().pre);
+        assert_eq!(HookSpec::parse("post_tool_use:*=./redact.sh").unwrap().point, Point::PostToolUse);
+        // A run point has no matcher: its command is everything after the `=`.
+        for (text, point) in [
+            ("user_prompt=./gate.sh a:b=c", Point::UserPrompt),
+            ("model_response = ./watch.sh", Point::ModelResponse),
+            ("run_end=./notify.sh", Point::RunEnd),
+        ] {
+            let spec = HookSpec::parse(text).unwrap();
+            assert_eq!((spec.point, spec.command.as_str()), (point, text.split_once('=').unwrap().1.trim()));
+        }
         for (bad, says) in [
-            ("pre_tool_use", "no `:` after the event"),
+            ("pre_tool_use", "no `:` or `=` after the event"),
+            ("pre_tool_use=./x.sh", "no `:` after the event"),
+            ("user_prompt:*=./x.sh", "a user_prompt hook takes no matcher: user_prompt=COMMAND"),
+            ("run_end=", "has no command"),
             ("before:*=x", "unknown hook event \"before\""),
             ("pre_tool_use:*", "no `=` before the command"),
             ("pre_tool_use:*= ", "has no command"),
@@ -402,7 +503,7 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(dir.path().join("seen.json")).unwrap()).unwrap();
         assert_eq!(
             seen,
-            json!({"hook": "pre_tool_use", "run_id": null, "call_id": "c1", "tool": "write_file", "arguments": {"path": "a"}})
+            json!({"hook": "pre_tool_use", "run_id": null, "call_id": "c1", "tool": "write_file", "arguments": {"path": "a"}, "usage": {"input_tokens": 0, "output_tokens": 0, "requests": 0, "tool_calls": 0}})
         );
         let here = std::fs::read_to_string(dir.path().join("where.txt")).unwrap();
         assert_eq!(
@@ -440,7 +541,7 @@ mod tests {
             Matcher::Any,
             dir.path().to_owned(),
             Duration::from_millis(200),
-            true,
+            Point::PreToolUse,
         );
         let started = std::time::Instant::now();
         assert_eq!(pre(&slow, "t", json!({})).await.unwrap_err().0, "did not finish within 0.2s");
@@ -456,6 +557,7 @@ mod tests {
             call_id: "c1",
             arguments: &arguments,
             run_id: None,
+            usage: Default::default(),
             content: "secret",
             is_error: false,
         };
@@ -465,9 +567,15 @@ mod tests {
         );
         // A pre hook is not asked after calls, nor a post hook before them.
         assert_eq!(
-            h.pre_tool_use(PreToolUse { tool: "t", call_id: "c1", arguments: &arguments, run_id: None })
-                .await
-                .unwrap(),
+            h.pre_tool_use(PreToolUse {
+                tool: "t",
+                call_id: "c1",
+                arguments: &arguments,
+                run_id: None,
+                usage: Default::default()
+            })
+            .await
+            .unwrap(),
             PreDecision::Continue
         );
     }

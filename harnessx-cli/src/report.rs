@@ -20,14 +20,26 @@ pub(crate) const NEEDS_INPUT: u8 = 3;
 /// The exit status of a run that stopped at a limit.
 pub(crate) const LIMIT_REACHED: u8 = 4;
 
+/// The exit status of a run a hook ended (a blocked prompt, a stopped response).
+pub(crate) const BLOCKED: u8 = 5;
+
 /// The exit status of a run in `status`: 0 completed, 1 failed (or still running),
-/// [`NEEDS_INPUT`] waiting, [`LIMIT_REACHED`] at a limit.
+/// [`NEEDS_INPUT`] waiting, [`LIMIT_REACHED`] at a limit, [`BLOCKED`] ended by a hook.
 pub(crate) fn exit_status(status: RunStatus) -> ExitCode {
     match status {
         RunStatus::Completed => ExitCode::SUCCESS,
         RunStatus::NeedsInput => ExitCode::from(NEEDS_INPUT),
         RunStatus::LimitReached => ExitCode::from(LIMIT_REACHED),
+        RunStatus::Blocked => ExitCode::from(BLOCKED),
         RunStatus::Failed | RunStatus::Running => ExitCode::FAILURE,
+    }
+}
+
+/// The one line that says a hook ended a run: `run blocked by hook HOOK: MESSAGE`.
+pub(crate) fn blocked_line(blocked: Option<&harnessx::hooks::Blocked>) -> String {
+    match blocked {
+        Some(b) => format!("run blocked by hook {}: {}", one_line(&b.hook, 60), one_line(&b.message, 300)),
+        None => "run blocked by a hook".into(),
     }
 }
 
@@ -128,6 +140,10 @@ pub(crate) fn print(state: &RunState, next: &Next, json: bool) -> ExitCode {
             object["limit"] = json!(limit);
             object["usage"] = usage_json(&state.usage);
         }
+        // Ended by a hook: which, and why (`output` is its message).
+        if let Some(blocked) = &state.blocked {
+            object["blocked"] = json!(blocked);
+        }
         outln!("{object}");
     } else {
         print_text(state, next);
@@ -170,6 +186,7 @@ fn print_text(state: &RunState, next: &Next) {
                 }
             }
         }
+        (RunStatus::Blocked, _) => errln!("harnessx: {}", blocked_line(state.blocked.as_ref())),
         (RunStatus::Failed, Next::Journal { .. }) => {
             errln!("harnessx: the run failed: {output}");
             errln!("harnessx: resume it with: {}", next.resume_command(run_id));

@@ -35,7 +35,8 @@ pub struct RunRecord {
     pub created_at_ms: u64,
     /// Milliseconds since the Unix epoch of the last change.
     pub updated_at_ms: u64,
-    /// The final answer, once completed; the error text, once failed.
+    /// The final answer, once completed; the error text, once failed; the hook's
+    /// message, once blocked.
     pub output: Option<String>,
 }
 
@@ -131,6 +132,28 @@ pub enum Entry {
         arguments_hash: String,
         /// What the hooks decided.
         outcome: harnessx_core::hooks::PreOutcome,
+    },
+    /// What the `user_prompt` hooks decided, before the first request: a resume applies
+    /// it (the context added, or the block) without asking them again.
+    PromptHook {
+        /// What the hooks decided.
+        outcome: harnessx_core::hooks::PromptOutcome,
+    },
+    /// What the `model_response` hooks decided about the response of `turn`, before its
+    /// calls ran: a resume applies it without asking them again.
+    ResponseHook {
+        /// The turn.
+        turn: u32,
+        /// What the hooks decided.
+        outcome: harnessx_core::hooks::ResponseOutcome,
+    },
+    /// A hook ended the run ([`RunStatus::Blocked`]): a blocked prompt or a stopped
+    /// response.
+    Blocked {
+        /// The hook's name.
+        hook: String,
+        /// Its message.
+        message: String,
     },
     /// The run stopped waiting for input.
     Paused {

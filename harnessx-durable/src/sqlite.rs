@@ -401,6 +401,9 @@ fn kind(entry: &Entry) -> &'static str {
         Entry::CallResult { .. } => "call_result",
         Entry::Approval { .. } => "approval",
         Entry::Hook { .. } => "hook",
+        Entry::PromptHook { .. } => "prompt_hook",
+        Entry::ResponseHook { .. } => "response_hook",
+        Entry::Blocked { .. } => "blocked",
         Entry::Paused { .. } => "paused",
         Entry::Answer { .. } => "answer",
         Entry::LimitReached { .. } => "limit_reached",
@@ -507,6 +510,9 @@ mod tests {
             Entry::ContextOverflow { turn: 2, message: "m".into(), limit: Some(8), requested: None },
             Entry::Compaction { turn: 2, attempt: 1, response: json!({}) },
             Entry::Limits { limits: Default::default(), price: None },
+            Entry::PromptHook { outcome: Default::default() },
+            Entry::ResponseHook { turn: 1, outcome: Default::default() },
+            Entry::Blocked { hook: "h".into(), message: "m".into() },
         ];
         for entry in &all {
             assert_eq!(serde_json::to_value(entry).unwrap()["kind"], kind(entry), "{entry:?}");

@@ -175,7 +175,7 @@ async fn plan<S: Steps>(
         if !agent.hooks().is_empty() {
             let (tool, arguments) =
                 planned.tool_and_arguments().unwrap_or((&call.name, &serde_json::Value::Null));
-            let outcome = steps.pre_hooks(agent, &call, tool, arguments).await?;
+            let outcome = steps.pre_hooks(agent, &call, tool, arguments, ctx.usage()).await?;
             ctx.report_hooks(&call.id, &outcome);
             let rewritten = outcome.rewritten.clone();
             if planned.apply_hooks(outcome) == Permit::Settled {

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use harnessx_core::hooks::{Blocked, RunUsage};
 use harnessx_core::{PermissionManager, RunContext, ToolCall, ToolEvent, ToolResult};
 
 use crate::budget::{Budget, Limit, RunLimits};
@@ -13,7 +14,7 @@ use crate::model::{FinishReason, Message};
 use crate::output::attempts::{Attempts, Verdict};
 use crate::run::state::{NeedsInput, RunState, RunStatus};
 use crate::run::steps::Steps;
-use crate::run::{Events, agent_event, call_ids_for_turn, history_safe};
+use crate::run::{Events, agent_event, call_ids_for_turn, history_safe, hook_points};
 use crate::{Agent, AgentError, AgentEvent};
 
 /// How a run begins: the conversation before it and the prompt.
@@ -55,7 +56,13 @@ pub async fn drive<S: Steps>(
 ) -> Result<RunState, S::Error> {
     // A fallback model's switch holds for the run (see `FallbackModel`).
     let circuit = Circuit::default();
-    run_scope(circuit.clone(), run(agent, steps, start, permissions, events, circuit)).await
+    let state = run_scope(circuit.clone(), run(agent, steps, start, permissions, events, circuit)).await?;
+    // Every state the loop returns is the end of this drive (a durable run's pause or
+    // limit too: a resume is a drive of its own).
+    if !agent.hooks().is_empty() {
+        steps.run_end(agent, &state).await?;
+    }
+    Ok(state)
 }
 
 /// [`drive`], within the run's fallback circuit.
@@ -89,7 +96,27 @@ async fn run<S: Steps>(
     }
     let registry = agent.tools();
     let mut revision = registry.revision();
+    let hooked = !agent.hooks().is_empty();
+    // The prompt's hooks, before the first request (their recorded decision on a resume).
+    let prompt_hooks = match hooked {
+        true => Some(steps.user_prompt(agent, &prompt, RunUsage::default()).await?),
+        false => None,
+    };
     let mut request = agent.first_request(history, prompt);
+    if let Some(outcome) = prompt_hooks {
+        hook_points::report(events, outcome.decisions());
+        if let Some(blocked) = outcome.blocked {
+            let end = End { turn: 0, budget, finish_reason: FinishReason::Stop, value: None };
+            return ended_by_hook(steps, events, request.messages, end, blocked).await;
+        }
+        // Context a hook added: the model reads it after the prompt, in the same message.
+        if let Some(Message::User { content }) = request.messages.last_mut() {
+            for added in outcome.context {
+                content.push_str("\n\n");
+                content.push_str(&added.text);
+            }
+        }
+    }
     // Requests of one run share their prefix: a provider that routes on a key keeps them
     // on one cache.
     request.prompt_cache_key = steps.run_id().map(str::to_owned);
@@ -152,6 +179,17 @@ async fn run<S: Steps>(
         budget.response(turn, response.usage, response.model.as_deref());
         finish_reason = response.finish_reason;
         let calls = call_ids_for_turn(response.tool_calls, turn);
+        // The response's hooks, before anything of it is kept or run: a stop ends the run
+        // without it.
+        if hooked {
+            let usage = budget.usage.into();
+            let outcome = steps.model_response(agent, turn, &response.content, &calls, usage).await?;
+            if let Some(blocked) = outcome.stopped {
+                hook_points::report(events, std::iter::once((blocked.hook.as_str(), "stop")));
+                let end = End { turn, budget, finish_reason, value: None };
+                return ended_by_hook(steps, events, request.messages, end, blocked).await;
+            }
+        }
         if calls.is_empty() {
             request.messages.push(Message::assistant_with_reasoning(
                 response.content.clone(),
@@ -203,6 +241,7 @@ async fn run<S: Steps>(
             if allowed > 0 {
                 let chunk = &calls[done..done + allowed];
                 budget.count_calls(turn, allowed);
+                ctx.set_usage(budget.usage.into());
                 let ran = super::batch::run_batch(
                     agent,
                     steps,
@@ -330,6 +369,7 @@ fn limited<S: Steps>(
         value: None,
         usage: budget.usage,
         turns,
+        blocked: None,
     });
     RunState {
         run_id: steps.run_id().map(str::to_owned),
@@ -376,6 +416,7 @@ async fn complete<S: Steps>(
         value: value.clone(),
         usage: budget.usage,
         turns: turn,
+        blocked: None,
     });
     Ok(RunState {
         run_id: steps.run_id().map(str::to_owned),
@@ -388,6 +429,42 @@ async fn complete<S: Steps>(
         usage_by_turn: budget.by_turn,
         turns: turn,
         finish_reason,
+        ..RunState::default()
+    })
+}
+
+/// A hook ended the run (`blocked`: which, and why): recorded, announced, and its state.
+/// The messages are the conversation before what the hook refused (the prompt is kept; a
+/// stopped response is not).
+async fn ended_by_hook<S: Steps>(
+    steps: &mut S,
+    events: Option<&Events>,
+    messages: Vec<Message>,
+    end: End,
+    blocked: Blocked,
+) -> Result<RunState, S::Error> {
+    let End { turn, budget, finish_reason, value: _ } = end;
+    steps.blocked(turn, &blocked).await?;
+    steps.note(format_args!("turn {turn}: blocked by hook {}: {}", blocked.hook, blocked.message));
+    emit(events, || AgentEvent::RunEnd {
+        status: RunStatus::Blocked,
+        limit: None,
+        output: String::new(),
+        value: None,
+        usage: budget.usage,
+        turns: turn,
+        blocked: Some(blocked.clone()),
+    });
+    Ok(RunState {
+        run_id: steps.run_id().map(str::to_owned),
+        status: RunStatus::Blocked,
+        messages,
+        usage: budget.usage,
+        usage_by_model: budget.by_model,
+        usage_by_turn: budget.by_turn,
+        turns: turn,
+        finish_reason,
+        blocked: Some(blocked),
         ..RunState::default()
     })
 }

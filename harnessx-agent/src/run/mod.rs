@@ -4,6 +4,7 @@
 
 mod batch;
 pub mod engine;
+mod hook_points;
 pub mod recovery;
 pub mod state;
 pub mod steps;
@@ -125,6 +126,10 @@ impl Agent {
             .instrument(span.clone())
             .await;
         spans::record_run(&span, &outcome);
+        // The loop told the hooks of every state it returned; a failure is told here.
+        if let Err(e) = &outcome {
+            self.run_failed_hooks(None, &e.to_string()).await;
+        }
         outcome
     }
 
@@ -290,7 +295,7 @@ pub(crate) fn agent_event(event: &ToolEvent<'_>) -> Option<AgentEvent> {
         },
         ToolEvent::Hook { call_id, hook, decision } => AgentEvent::Hook {
             hook: hook.to_owned(),
-            call_id: call_id.to_owned(),
+            call_id: Some(call_id.to_owned()),
             decision: decision.to_owned(),
         },
         // Engine events the agent does not stream (yet).

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::budget::Limit;
 use crate::model::{FinishReason, Message, Usage};
+pub use harnessx_core::hooks::Blocked;
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -23,6 +24,10 @@ pub enum RunStatus {
     /// Stopped at a limit ([`RunState::limit`] says which): a distinct end, not an error.
     /// A durable run pauses there; resuming it under a higher limit continues it.
     LimitReached,
+    /// Ended by a hook: a `user_prompt` hook blocked the prompt (no model request was
+    /// made), or a `model_response` hook stopped the run ([`RunState::blocked`] says which
+    /// hook, and why). A distinct end, not an error.
+    Blocked,
 }
 
 impl RunStatus {
@@ -34,6 +39,7 @@ impl RunStatus {
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::LimitReached => "limit_reached",
+            Self::Blocked => "blocked",
         }
     }
 
@@ -45,6 +51,7 @@ impl RunStatus {
             "completed" => Self::Completed,
             "failed" => Self::Failed,
             "limit_reached" => Self::LimitReached,
+            "blocked" => Self::Blocked,
             _ => return None,
         })
     }
@@ -138,6 +145,9 @@ pub struct RunState {
     /// when the cluster says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Which hook blocked the run, and its message, once [`RunStatus::Blocked`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<Blocked>,
 }
 
 /// The outcome of a run: a [`RunState`] (the name the spec uses for `agent.run`).
@@ -187,6 +197,13 @@ pub enum RunOutcome<'a> {
         /// Everything it waits for.
         needs: &'a [NeedsInput],
     },
+    /// Ended by a hook (a blocked prompt, a stopped response): not an error.
+    Blocked {
+        /// The hook's name.
+        hook: &'a str,
+        /// Its message.
+        message: &'a str,
+    },
     /// Failed; a durable run can be resumed.
     Failed {
         /// Why.
@@ -210,12 +227,13 @@ impl RunState {
     }
 
     /// What the run came to: the final answer once completed, the error once failed,
-    /// nothing while it runs or waits, or once it stopped at a limit
-    /// ([`run_outcome`](Self::run_outcome) says which).
+    /// the hook's message once blocked, nothing while it runs or waits, or once it
+    /// stopped at a limit ([`run_outcome`](Self::run_outcome) says which).
     pub fn outcome(&self) -> Option<&str> {
         match self.status {
             RunStatus::Completed => Some(&self.output),
             RunStatus::Failed => self.error.as_deref(),
+            RunStatus::Blocked => self.blocked.as_ref().map(|b| b.message.as_str()),
             RunStatus::Running | RunStatus::NeedsInput | RunStatus::LimitReached => None,
         }
     }
@@ -229,6 +247,10 @@ impl RunState {
             }
             RunStatus::NeedsInput => RunOutcome::NeedsInput { needs: &self.needs_input },
             RunStatus::Failed => RunOutcome::Failed { error: self.error.as_deref().unwrap_or_default() },
+            RunStatus::Blocked => RunOutcome::Blocked {
+                hook: self.blocked.as_ref().map_or("", |b| b.hook.as_str()),
+                message: self.blocked.as_ref().map_or("", |b| b.message.as_str()),
+            },
             RunStatus::Running => RunOutcome::Running,
         }
     }

@@ -6,7 +6,9 @@
 
 use std::future::Future;
 
-use harnessx_core::hooks::{PreOutcome, PreToolUse};
+use harnessx_core::hooks::{
+    Blocked, ModelTurn, PreOutcome, PreToolUse, PromptOutcome, ResponseOutcome, RunUsage, UserPrompt,
+};
 use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolCall, ToolResult,
 };
@@ -15,7 +17,7 @@ use crate::budget::{Limit, RunLimits, UsageByModel};
 use crate::model::{ModelError, ModelRequest, ModelResponse, Usage};
 use crate::run::Events;
 use crate::run::recovery::Unknown;
-use crate::run::state::NeedsInput;
+use crate::run::state::{NeedsInput, RunState};
 use crate::{Agent, AgentError};
 
 /// What a backend has recorded of one call (nothing, for a direct run).
@@ -136,20 +138,78 @@ pub trait Steps: Send {
     ) -> impl Future<Output = Result<Option<ApprovalDecision>, Self::Error>> + Send;
 
     /// What the agent's pre hooks decide about `call` (resolved to `tool`, with its
-    /// validated `arguments`): asked here by default; a backend that records each step
-    /// records it before the call runs, and on a resume answers with what it recorded
-    /// (bound to the call's raw arguments) without asking the hooks again.
+    /// validated `arguments`; the run has used `usage`): asked here by default; a
+    /// backend that records each step records it before the call runs, and on a resume
+    /// answers with what it recorded (bound to the call's raw arguments) without asking
+    /// the hooks again.
     fn pre_hooks(
         &mut self,
         agent: &Agent,
         call: &ToolCall,
         tool: &str,
         arguments: &serde_json::Value,
+        usage: RunUsage,
     ) -> impl Future<Output = Result<PreOutcome, Self::Error>> + Send {
         let run_id = self.run_id().map(str::to_owned);
         async move {
-            let asked = PreToolUse { tool, call_id: &call.id, arguments, run_id: run_id.as_deref() };
+            let asked = PreToolUse { tool, call_id: &call.id, arguments, run_id: run_id.as_deref(), usage };
             Ok(agent.hooks().pre_tool_use(asked).await)
+        }
+    }
+
+    /// What the agent's `user_prompt` hooks decide about the run's `prompt`, before its
+    /// first request (the loop asks only when the agent has hooks): asked here by
+    /// default; a backend that records each step records it before the first request,
+    /// and on a resume answers with what it recorded without asking again.
+    fn user_prompt(
+        &mut self,
+        agent: &Agent,
+        prompt: &str,
+        usage: RunUsage,
+    ) -> impl Future<Output = Result<PromptOutcome, Self::Error>> + Send {
+        let run_id = self.run_id().map(str::to_owned);
+        async move { Ok(agent.hooks().user_prompt(UserPrompt { prompt, run_id: run_id.as_deref(), usage }).await) }
+    }
+
+    /// What the agent's `model_response` hooks decide about the response of `turn` (its
+    /// text, and its `calls` with their ids), before the calls run: asked here by
+    /// default; recorded and replayed as [`user_prompt`](Self::user_prompt) is.
+    fn model_response(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        text: &str,
+        calls: &[ToolCall],
+        usage: RunUsage,
+    ) -> impl Future<Output = Result<ResponseOutcome, Self::Error>> + Send {
+        let run_id = self.run_id().map(str::to_owned);
+        async move {
+            let asked = ModelTurn { turn, text, tool_calls: calls, run_id: run_id.as_deref(), usage };
+            Ok(agent.hooks().model_response(asked).await)
+        }
+    }
+
+    /// A hook ended the run in `turn` (0: before the first request): records the end,
+    /// [`RunStatus::Blocked`](crate::RunStatus::Blocked).
+    fn blocked(
+        &mut self,
+        _turn: u32,
+        _blocked: &Blocked,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        std::future::ready(Ok(()))
+    }
+
+    /// Tells the agent's `run_end` hooks the state the loop returns (any status; the loop
+    /// calls it only when the agent has hooks). A backend that replays only for the
+    /// messages tells nothing; one that replays the loop itself tells them once.
+    fn run_end(
+        &mut self,
+        agent: &Agent,
+        state: &RunState,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        async move {
+            agent.run_end_hooks(state).await;
+            Ok(())
         }
     }
 

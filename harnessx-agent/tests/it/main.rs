@@ -37,6 +37,7 @@ mod models_responses;
 mod output;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod output_providers;
+mod run_hooks;
 mod skills;
 #[cfg(feature = "openai")]
 mod skills_knowledge_openai;

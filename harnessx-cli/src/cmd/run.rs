@@ -264,6 +264,13 @@ impl Shown {
                 let mark = if is_error { "✗" } else { "✓" };
                 self.progress.line(format!("{mark} {name}: {}", one_line(&content, 120)));
             }
+            AgentEvent::RunEnd { status: RunStatus::Blocked, blocked, .. } => {
+                self.progress.flush();
+                if self.printed_text {
+                    self.stdout.write_now(format_args!("\n"))?;
+                }
+                errln!("harnessx: {}", report::blocked_line(blocked.as_ref()));
+            }
             AgentEvent::RunEnd { status: RunStatus::LimitReached, limit, usage, .. } => {
                 self.progress.flush();
                 if self.printed_text {

@@ -85,6 +85,9 @@ fn print_report(report: &RunReport, entries: &[JournalEntry]) {
     if let Some(limit) = report.state.limit {
         outln!("stopped at its {limit} limit ({})", crate::report::limit_flag(limit));
     }
+    if report.state.blocked.is_some() {
+        outln!("{}", crate::report::blocked_line(report.state.blocked.as_ref()));
+    }
     outln!("{}", crate::report::usage_line(&report.state.usage));
     if let Some(output) = &run.output {
         outln!("output:\n{output}");
@@ -164,6 +167,15 @@ fn summary(entry: &Entry) -> (&'static str, String) {
             let rewritten = if outcome.rewritten.is_some() { " (rewritten)" } else { "" };
             ("hook", format!("{call_id} {by}: {decision}{rewritten}"))
         }
+        Entry::PromptHook { outcome } => {
+            let decided: Vec<String> = outcome.decisions().map(|(by, d)| format!("{by}: {d}")).collect();
+            ("hook", format!("prompt {}", if decided.is_empty() { "-".into() } else { decided.join(", ") }))
+        }
+        Entry::ResponseHook { turn, outcome } => {
+            let decided = outcome.stopped.as_ref().map_or("-".into(), |b| format!("{}: stop", b.hook));
+            ("hook", format!("response {turn} {decided}"))
+        }
+        Entry::Blocked { hook, message } => ("blocked", format!("{hook}: {message}")),
         Entry::Output { output } => (
             "output",
             format!(

@@ -136,7 +136,8 @@ settings! {
     pub(crate) struct HookArgs in HookFile {
         /// A command hook, `EVENT:MATCHER=COMMAND` (repeatable): EVENT `pre_tool_use` or
         /// `post_tool_use`, MATCHER a tool name, a rule like `write_file(path=src/**)` or
-        /// `*`, COMMAND run with `sh -c` with the call as JSON on stdin (see docs/hooks.md).
+        /// `*`, COMMAND run with `sh -c` with the call as JSON on stdin; or `EVENT=COMMAND`
+        /// for EVENT `user_prompt`, `model_response` or `run_end` (see docs/hooks.md).
         /// Runs after the configuration files' hooks, which it does not replace.
         #[arg(long = "hook", value_name = "EVENT:MATCHER=COMMAND", value_parser = parse_hook)]
         pub(crate) hooks: Vec<String> => table "hooks",

@@ -259,3 +259,129 @@ fn after_a_kill_the_resume_applies_the_journaled_hook_decision_without_asking_th
     assert_eq!(count("count"), "ran\n", "the rewritten command ran again");
     assert_eq!(count("model.count"), "", "the model's own command ran");
 }
+
+/// The `hook` events of a `run --json`.
+fn hook_events(out: &Output) -> Vec<Value> {
+    json_lines(out).into_iter().filter(|e: &Value| e["type"] == "hook").collect()
+}
+
+#[test]
+fn a_prompt_hook_blocks_the_run_before_any_model_request_with_exit_status_5() {
+    let dir = tempfile::tempdir().unwrap();
+    // Exit 2: blocked, stderr the message; the hook reads the prompt on stdin.
+    let gate = "cat > prompt.json; echo no deploys on fridays >&2; exit 2";
+    let out =
+        harnessx(dir.path(), &["run", "Deploy it.", "--json", "--hook", &format!("user_prompt={gate}")]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("prompt.json")).unwrap()).unwrap();
+    assert_eq!(
+        (&seen["hook"], &seen["prompt"], &seen["run_id"]),
+        (&"user_prompt".into(), &"Deploy it.".into(), &Value::Null)
+    );
+    let events = json_lines(&out);
+    assert!(events.iter().all(|e| e["type"] != "model_request"), "no request: {events:?}");
+    assert_eq!(
+        hook_events(&out),
+        [serde_json::json!({"type": "hook", "hook": gate, "call_id": null, "decision": "block"})]
+    );
+    let end = events.last().unwrap();
+    assert_eq!((&end["type"], &end["status"]), (&"run_end".into(), &"blocked".into()), "{end}");
+    assert_eq!(end["blocked"], serde_json::json!({"hook": gate, "message": "no deploys on fridays"}));
+
+    // The JSON form, on the terminal: one line naming the hook and its message.
+    let script = r#"touch asked.marker; echo '{"decision": "block", "message": "not today"}'"#;
+    std::fs::write(dir.path().join("gate.sh"), script).unwrap();
+    let gate = "sh gate.sh";
+    let out = harnessx(dir.path(), &["run", "Deploy it.", "--hook", &format!("user_prompt={gate}")]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(dir.path().join("asked.marker").exists());
+    let said = stderr(&out);
+    assert!(said.contains(&format!("harnessx: run blocked by hook {gate}: not today")), "{said}");
+    assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty(), "no answer");
+}
+
+#[test]
+fn a_prompt_hook_that_misbehaves_blocks_with_a_line_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (gate, says) in [
+        ("echo garbage", "hook echo garbage failed: printed something that is not a JSON object"),
+        ("echo broken >&2; exit 1", "hook echo broken >&2; exit 1 failed: exited with status 1: broken"),
+        (r#"echo '{"decision": "maybe"}'"#, r#"failed: answered an unknown decision "maybe""#),
+    ] {
+        let out = harnessx(dir.path(), &["run", "Hi.", "--json", "--hook", &format!("user_prompt={gate}")]);
+        assert_eq!(out.status.code(), Some(5), "{gate}: {}", stderr(&out));
+        let end = json_lines(&out).pop().unwrap();
+        assert_eq!(end["status"], "blocked", "{gate}: {end}");
+        let message = end["blocked"]["message"].as_str().unwrap();
+        assert!(message.ends_with(says) && !message.contains('\n'), "{gate}: {message}");
+    }
+}
+
+#[test]
+fn a_response_hook_stops_the_run_and_a_run_end_hook_hears_how_it_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = harnessx(
+        dir.path(),
+        &[
+            "run",
+            "What do my notes say?",
+            "--yes",
+            "--json",
+            "--hook",
+            "model_response=cat > response.json; echo it may not do that >&2; exit 2",
+            "--hook",
+            "run_end=cat > end.json",
+            "--hook",
+            "pre_tool_use:*=touch ran.marker",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap()
+    };
+    assert_eq!(read("response.json")["turn"], 1);
+    assert!(!dir.path().join("ran.marker").exists(), "the response's calls did not run");
+    let end = read("end.json");
+    assert_eq!(
+        (&end["hook"], &end["status"], &end["turns"]),
+        (&"run_end".into(), &"blocked".into(), &1.into())
+    );
+    assert_eq!(end["blocked"]["message"], "it may not do that");
+    let decided: Vec<Value> = hook_events(&out).into_iter().map(|e| e["decision"].clone()).collect();
+    assert_eq!(decided, ["stop"]);
+}
+
+#[test]
+fn a_durable_run_blocked_by_a_hook_is_journaled_and_runs_show_lists_the_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = "touch asked.marker; echo not today >&2; exit 2";
+    let hook = format!("user_prompt={gate}");
+    let out = harnessx(
+        dir.path(),
+        &["run", "Hi.", "--durable", "runs.db", "--run-id", "b1", "--json", "--hook", &hook],
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&report["status"], &report["output"]), (&"blocked".into(), &"not today".into()), "{report}");
+    assert_eq!(report["blocked"]["hook"], gate);
+    let out = harnessx(dir.path(), &["runs", "list", "--durable", "runs.db"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("b1  blocked"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = harnessx(dir.path(), &["runs", "show", "b1", "--durable", "runs.db"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("status: blocked"), "{text}");
+    assert!(text.contains(&format!("run blocked by hook {gate}: not today")), "{text}");
+    assert!(
+        text.lines().any(|l| l.contains("hook") && l.contains(&format!("prompt {gate}: block"))),
+        "{text}"
+    );
+    // A resume applies the journaled block: the hook is not asked again.
+    std::fs::remove_file(dir.path().join("asked.marker")).unwrap();
+    let out = harnessx(dir.path(), &["resume", "b1", "--durable", "runs.db", "--hook", &hook]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(!dir.path().join("asked.marker").exists(), "not asked again");
+}

@@ -9,7 +9,7 @@ use tokio::sync::OnceCell;
 use crate::engine::cap::ResultDir;
 use crate::engine::events::{ToolEvent, ToolEventSink};
 use crate::engine::pipeline::Invoked;
-use crate::hooks::ToolHooks;
+use crate::hooks::{RunUsage, ToolHooks};
 use crate::permission::{Authorizer, NoManager, PermissionManager};
 
 type DedupeSlot = Arc<OnceCell<Invoked>>;
@@ -36,6 +36,8 @@ pub struct RunContext {
     hooks: Option<ToolHooks>,
     /// The durable run's id, as hooks see it.
     run_id: Option<Arc<str>>,
+    /// What the run used so far, as hooks see it (the run sets it before each batch).
+    usage: Mutex<RunUsage>,
 }
 
 impl fmt::Debug for RunContext {
@@ -115,6 +117,16 @@ impl RunContext {
     /// The run's id, if one was given.
     pub fn run_id(&self) -> Option<&str> {
         self.run_id.as_deref()
+    }
+
+    /// Sets what the run used so far, as the hooks of the calls after this see it.
+    pub fn set_usage(&self, usage: RunUsage) {
+        *self.usage.lock().unwrap_or_else(|e| e.into_inner()) = usage;
+    }
+
+    /// What the run used so far, as last set (zero outside a run).
+    pub fn usage(&self) -> RunUsage {
+        *self.usage.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Saves the whole text of a result longer than the cap

@@ -252,7 +252,8 @@ async fn a_planned_call_applies_a_recorded_outcome_without_asking_the_hooks_agai
     let calls = [write("a.md"), ToolCall::new("c2", "write", r#"{"path": "b.md"}"#)];
     let mut batch = registry.plan_batch(&calls);
     // The first call: the hooks asked, their outcome "recorded" (kept here).
-    let outcome = batch.get_mut("c1").unwrap().ask_hooks(&hooks, Some("run-1")).await.unwrap();
+    let outcome =
+        batch.get_mut("c1").unwrap().ask_hooks(&hooks, Some("run-1"), Default::default()).await.unwrap();
     assert_eq!(*asked.lock().unwrap(), 1);
     assert_eq!(batch.get_mut("c1").unwrap().apply_hooks(outcome.clone()), Permit::Runs);
     // The second: a recorded outcome that rewrites into a denied path is applied as it is,

@@ -279,6 +279,15 @@ impl RestateRuntime {
             200 => {
                 state.status = RunStatus::Completed;
                 state.output = serde_json::from_str::<String>(&text).unwrap_or(text);
+                // A run a hook ended finished too: it says which hook, and why.
+                let blocked = self.call(run_id, "blocked", None).await?;
+                if let Ok(Some(blocked)) =
+                    serde_json::from_value::<Option<harnessx_core::hooks::Blocked>>(blocked)
+                {
+                    state.status = RunStatus::Blocked;
+                    state.blocked = Some(blocked);
+                    return Ok(state);
+                }
                 // A typed run's answer, as a JSON value (`null` for free text).
                 state.value = Some(self.call(run_id, "value", None).await?).filter(|v| !v.is_null());
             }

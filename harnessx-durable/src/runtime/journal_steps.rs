@@ -10,6 +10,7 @@ use harnessx_agent::run::recovery;
 use harnessx_agent::{
     Agent, AgentError, Events, Executed, NeedsInput, Recorded, Recovery, Steps, Unknown, spans,
 };
+use harnessx_core::hooks::{Blocked, ModelTurn, PromptOutcome, ResponseOutcome, RunUsage, UserPrompt};
 use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PlannedBatch, ReplayPolicy, RunContext, RunHooks, ToolCall, ToolResult,
 };
@@ -187,6 +188,7 @@ impl Steps for JournalSteps {
         call: &ToolCall,
         tool: &str,
         arguments: &serde_json::Value,
+        usage: RunUsage,
     ) -> Result<harnessx_core::hooks::PreOutcome, DurableError> {
         let hash = arguments_hash(&call.arguments);
         if let Some((recorded, outcome)) = self.replay.hooks.get(&call.id)
@@ -202,6 +204,7 @@ impl Steps for JournalSteps {
             call_id: &call.id,
             arguments,
             run_id: Some(&self.run_id),
+            usage,
         };
         let outcome = agent.hooks().pre_tool_use(asked).await;
         // Committed with the batch's starts, before the call runs.
@@ -212,6 +215,63 @@ impl Steps for JournalSteps {
             outcome: outcome.clone(),
         });
         Ok(outcome)
+    }
+
+    async fn user_prompt(
+        &mut self,
+        agent: &Agent,
+        prompt: &str,
+        usage: RunUsage,
+    ) -> Result<PromptOutcome, DurableError> {
+        if let Some(outcome) = &self.replay.prompt_hook {
+            return Ok(outcome.clone());
+        }
+        // A journal from before the run had hooks (it made requests, or is replayed for
+        // its messages): nothing was decided, and nothing is asked now.
+        if self.read_only || !self.replay.responses.is_empty() {
+            return Ok(PromptOutcome::default());
+        }
+        let asked = UserPrompt { prompt, run_id: Some(&self.run_id), usage };
+        let outcome = agent.hooks().user_prompt(asked).await;
+        // Committed before the first request: a resume applies it without asking again.
+        self.commit(vec![Entry::PromptHook { outcome: outcome.clone() }], None)?;
+        self.replay.prompt_hook = Some(outcome.clone());
+        Ok(outcome)
+    }
+
+    async fn model_response(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        text: &str,
+        calls: &[ToolCall],
+        usage: RunUsage,
+    ) -> Result<ResponseOutcome, DurableError> {
+        if let Some(outcome) = self.replay.response_hooks.get(&turn) {
+            return Ok(outcome.clone());
+        }
+        if self.read_only {
+            return Ok(ResponseOutcome::default());
+        }
+        let asked = ModelTurn { turn, text, tool_calls: calls, run_id: Some(&self.run_id), usage };
+        let outcome = agent.hooks().model_response(asked).await;
+        // Committed before any call of the response runs.
+        self.commit(vec![Entry::ResponseHook { turn, outcome: outcome.clone() }], None)?;
+        self.replay.response_hooks.insert(turn, outcome.clone());
+        Ok(outcome)
+    }
+
+    async fn blocked(&mut self, _turn: u32, blocked: &Blocked) -> Result<(), DurableError> {
+        let entry = Entry::Blocked { hook: blocked.hook.clone(), message: blocked.message.clone() };
+        self.commit(vec![entry], Some((RunStatus::Blocked, Some(blocked.message.clone()))))
+    }
+
+    async fn run_end(&mut self, agent: &Agent, state: &harnessx_agent::RunState) -> Result<(), DurableError> {
+        // A replay for the messages is no end of anything.
+        if !self.read_only {
+            agent.run_end_hooks(state).await;
+        }
+        Ok(())
     }
 
     async fn decide(

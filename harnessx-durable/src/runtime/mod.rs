@@ -47,7 +47,7 @@ use crate::sqlite::SqliteJournal;
 ///
 /// Serialises as `{"run": RunRecord, "turns", "calls", "needs_input", "usage"}`, the
 /// shape `harnessx runs show --json` has always printed, with `"limit"` once the run
-/// stopped at one.
+/// stopped at one and `"blocked"` (the hook and its message) once a hook ended it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
     /// The header.
@@ -69,6 +69,9 @@ impl serde::Serialize for RunReport {
         map.serialize_entry("usage", &self.state.usage)?;
         if let Some(limit) = self.state.limit {
             map.serialize_entry("limit", &limit)?;
+        }
+        if let Some(blocked) = &self.state.blocked {
+            map.serialize_entry("blocked", blocked)?;
         }
         map.end()
     }
@@ -401,6 +404,7 @@ impl AgentRuntime {
             turns: replay.responses.len() as u32,
             needs_input: if run.status == RunStatus::NeedsInput { replay.paused.clone() } else { Vec::new() },
             error: if run.status == RunStatus::Failed { run.output.clone() } else { None },
+            blocked: if run.status == RunStatus::Blocked { replay.blocked.clone() } else { None },
             ..RunState::default()
         };
         Ok(RunReport { calls: replay.results.len(), state, run })
@@ -506,6 +510,7 @@ impl AgentRuntime {
                 &[Entry::Failed { error: e.to_string() }],
                 Some((RunStatus::Failed, Some(e.to_string()))),
             );
+            self.agent.run_failed_hooks(Some(run_id), &e.to_string()).await;
         }
         outcome
     }

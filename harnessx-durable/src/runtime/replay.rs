@@ -8,6 +8,7 @@ use harnessx_agent::NeedsInput;
 use harnessx_agent::budget::{Limit, ModelPrice, RunLimits, UsageByModel};
 use harnessx_agent::model::{ModelError, Usage};
 use harnessx_agent::output::OutputSpec;
+use harnessx_core::hooks::{Blocked, PromptOutcome, ResponseOutcome};
 use harnessx_core::{ApprovalDecision, ToolResult};
 
 use crate::journal::{Entry, JournalEntry};
@@ -27,6 +28,12 @@ pub(super) struct Replay {
     pub(super) answers: HashMap<String, String>,
     /// What the pre hooks decided, by call id, with the hash of the arguments.
     pub(super) hooks: HashMap<String, (String, harnessx_core::hooks::PreOutcome)>,
+    /// What the `user_prompt` hooks decided.
+    pub(super) prompt_hook: Option<PromptOutcome>,
+    /// What the `model_response` hooks decided, by turn.
+    pub(super) response_hooks: HashMap<u32, ResponseOutcome>,
+    /// The hook that ended the run, and why.
+    pub(super) blocked: Option<Blocked>,
     pub(super) paused: Vec<NeedsInput>,
     /// The run whose conversation this one continues.
     pub(super) continues: Option<String>,
@@ -72,6 +79,13 @@ impl Replay {
                 }
                 Entry::Hook { call_id, arguments_hash, outcome } => {
                     s.hooks.insert(call_id.clone(), (arguments_hash.clone(), outcome.clone()));
+                }
+                Entry::PromptHook { outcome } => s.prompt_hook = Some(outcome.clone()),
+                Entry::ResponseHook { turn, outcome } => {
+                    s.response_hooks.insert(*turn, outcome.clone());
+                }
+                Entry::Blocked { hook, message } => {
+                    s.blocked = Some(Blocked { hook: hook.clone(), message: message.clone() });
                 }
                 Entry::Answer { call_id, text } => {
                     s.answers.insert(call_id.clone(), text.clone());
@@ -223,6 +237,22 @@ mod tests {
             Entry::Limits { limits: RunLimits::default(), price: Some(dear) },
         ]);
         assert_eq!((replay.limits, replay.price), (Some(limits(Some(1), None)), Some(dear)));
+    }
+
+    #[test]
+    fn run_hook_decisions_are_kept_by_turn_with_the_block() {
+        let stop = Blocked { hook: "watch".into(), message: "leak".into() };
+        let replay = read(vec![
+            Entry::PromptHook { outcome: PromptOutcome::default() },
+            Entry::ResponseHook { turn: 1, outcome: ResponseOutcome::default() },
+            Entry::ResponseHook { turn: 2, outcome: ResponseOutcome { stopped: Some(stop.clone()) } },
+            Entry::Blocked { hook: "watch".into(), message: "leak".into() },
+        ]);
+        assert_eq!(replay.prompt_hook, Some(PromptOutcome::default()));
+        assert_eq!(replay.response_hooks[&2].stopped.as_ref(), Some(&stop));
+        assert_eq!(replay.response_hooks.len(), 2);
+        assert_eq!(replay.blocked, Some(stop));
+        assert!(read(Vec::new()).prompt_hook.is_none());
     }
 
     #[test]

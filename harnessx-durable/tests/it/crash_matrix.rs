@@ -245,6 +245,7 @@ fn scenario(
                 }
             }
             RunStatus::LimitReached => panic!("the crash matrix sets no limit: {report:?}"),
+            RunStatus::Blocked => panic!("the crash matrix has no hooks: {report:?}"),
             RunStatus::Running | RunStatus::Failed => {}
         }
     }

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use super::prepare::ReadyCall;
 use crate::engine::context::RunContext;
-use crate::hooks::{PostToolUse, PreDecision, PreOutcome, PreToolUse, ToolHooks};
+use crate::hooks::{PostToolUse, PreDecision, PreOutcome, PreToolUse, RunUsage, ToolHooks};
 use crate::permission::ApprovalRequest;
 use crate::permission::{AuthRequest, Authorization, Authorizer, Decision, DenyReason, PermissionManager};
 use crate::permission::{PERMISSION_DENIED, ask, ask_by_name};
@@ -95,10 +95,11 @@ pub(super) async fn ask_pre(
     ready: &mut ReadyCall,
     call: &ToolCall,
     run_id: Option<&str>,
+    usage: RunUsage,
 ) -> PreOutcome {
     let (tool, arguments) = ready.with_value(call);
     let name = tool.name().clone();
-    hooks.pre_tool_use(PreToolUse { tool: &name, call_id: &call.id, arguments, run_id }).await
+    hooks.pre_tool_use(PreToolUse { tool: &name, call_id: &call.id, arguments, run_id, usage }).await
 }
 
 /// Applies what the pre hooks decided (now, or as recorded): a rewrite replaces the
@@ -160,7 +161,7 @@ pub(super) async fn hooked_gate(
     call: &ToolCall,
     ctx: &RunContext,
 ) -> Gate {
-    let outcome = ask_pre(hooks, ready, call, ctx.run_id()).await;
+    let outcome = ask_pre(hooks, ready, call, ctx.run_id(), ctx.usage()).await;
     ctx.report_hooks(&call.id, &outcome);
     let hooked = match apply_pre(outcome, ready, call) {
         Hooked::Refused(refusal) => return Gate::Refused(refusal),
@@ -213,6 +214,7 @@ pub(super) async fn post_hooks(
         call_id: &call.id,
         arguments,
         run_id: ctx.run_id(),
+        usage: ctx.usage(),
         content: &output.content,
         is_error,
     };

@@ -352,9 +352,15 @@ impl PlannedCall<'_> {
     /// applied: a runtime that records each step records it, then applies it with
     /// [`apply_hooks`](Self::apply_hooks) (and on a resume applies the recorded one
     /// without asking the hooks again).
-    pub async fn ask_hooks(&mut self, hooks: &ToolHooks, run_id: Option<&str>) -> Option<PreOutcome> {
+    /// `usage` is what the run used so far, as the hooks see it.
+    pub async fn ask_hooks(
+        &mut self,
+        hooks: &ToolHooks,
+        run_id: Option<&str>,
+        usage: crate::hooks::RunUsage,
+    ) -> Option<PreOutcome> {
         let Prepared::Ready(ready) = &mut self.item.prepared else { return None };
-        Some(ask_pre(hooks, ready, self.call, run_id).await)
+        Some(ask_pre(hooks, ready, self.call, run_id, usage).await)
     }
 
     /// Applies what the pre hooks decided: rewritten arguments replace the model's once

@@ -12,6 +12,7 @@ use harnessx_agent::model::{ModelError, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::output::Output;
 use harnessx_agent::run::recovery;
 use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, RunStatus, spans};
+use harnessx_core::hooks::{Blocked, ModelTurn, PromptOutcome, ResponseOutcome, RunUsage, UserPrompt};
 use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolCall,
 };
@@ -29,6 +30,9 @@ const EVENTS: &str = "events";
 const LIMIT: &str = "limit";
 /// The state key holding a typed run's answer (a JSON value), once it completed.
 const VALUE: &str = "value";
+/// The state key holding the hook that ended the run and its message
+/// ([`Blocked`]), once blocked.
+const BLOCKED: &str = "blocked";
 
 /// The workflow that drives one run.
 pub struct HarnessxRun(pub(super) Arc<Shared>);
@@ -215,6 +219,7 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         call: &ToolCall,
         tool: &str,
         arguments: &serde_json::Value,
+        usage: RunUsage,
     ) -> Result<harnessx_core::hooks::PreOutcome, Fault> {
         self.flush_events();
         // Asked once, as a journaled step: a replay reads the outcome back.
@@ -230,12 +235,73 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
                     call_id: &call_id,
                     arguments: &arguments,
                     run_id: Some(&run_id),
+                    usage,
                 };
                 Ok(Json(hooks.pre_tool_use(asked).await))
             })
             .name(name)
             .await?;
         Ok(outcome)
+    }
+
+    async fn user_prompt(
+        &mut self,
+        agent: &Agent,
+        prompt: &str,
+        usage: RunUsage,
+    ) -> Result<PromptOutcome, Fault> {
+        self.flush_events();
+        // Asked once, as a journaled step: a replay reads the outcome back.
+        let (hooks, prompt, run_id) = (agent.hooks().clone(), prompt.to_owned(), self.run_id.clone());
+        let Json(outcome): Json<PromptOutcome> = self
+            .ctx
+            .run(|| async move {
+                let asked = UserPrompt { prompt: &prompt, run_id: Some(&run_id), usage };
+                Ok(Json(hooks.user_prompt(asked).await))
+            })
+            .name("hooks prompt")
+            .await?;
+        Ok(outcome)
+    }
+
+    async fn model_response(
+        &mut self,
+        agent: &Agent,
+        turn: u32,
+        text: &str,
+        calls: &[ToolCall],
+        usage: RunUsage,
+    ) -> Result<ResponseOutcome, Fault> {
+        let hooks = agent.hooks().clone();
+        let (text, calls, run_id) = (text.to_owned(), calls.to_vec(), self.run_id.clone());
+        let Json(outcome): Json<ResponseOutcome> = self
+            .ctx
+            .run(|| async move {
+                let asked = ModelTurn { turn, text: &text, tool_calls: &calls, run_id: Some(&run_id), usage };
+                Ok(Json(hooks.model_response(asked).await))
+            })
+            .name(format!("hooks response {turn}"))
+            .await?;
+        Ok(outcome)
+    }
+
+    async fn blocked(&mut self, _turn: u32, blocked: &Blocked) -> Result<(), Fault> {
+        // The client reads it to report the run blocked (its output is empty).
+        self.ctx.set(BLOCKED, Json(blocked.clone()));
+        Ok(())
+    }
+
+    async fn run_end(&mut self, _agent: &Agent, state: &harnessx_agent::RunState) -> Result<(), Fault> {
+        // Told once: a replay of the workflow reads the step back.
+        let (told, state) = (self.agent.clone(), state.clone());
+        self.ctx
+            .run(|| async move {
+                told.run_end_hooks(&state).await;
+                Ok(())
+            })
+            .name("hooks run_end")
+            .await?;
+        Ok(())
     }
 
     async fn decide(
@@ -450,6 +516,13 @@ impl HarnessxRun {
         ctx: SharedWorkflowContext<'_>,
     ) -> Result<Json<Option<serde_json::Value>>, HandlerError> {
         let found: Option<Json<serde_json::Value>> = ctx.get(VALUE).await?;
+        Ok(Json(found.map(Json::into_inner)))
+    }
+
+    /// The hook that ended the run and its message, once blocked (`null` otherwise).
+    #[handler]
+    async fn blocked(&self, ctx: SharedWorkflowContext<'_>) -> Result<Json<Option<Blocked>>, HandlerError> {
+        let found: Option<Json<Blocked>> = ctx.get(BLOCKED).await?;
         Ok(Json(found.map(Json::into_inner)))
     }
 

@@ -1,28 +1,16 @@
-//! Hooks: user code that sees every call before it runs (and may rewrite it, refuse it,
-//! let it skip a question or answer it without running) and every result after (and may
-//! replace it).
-//!
-//! A [`ToolHook`] answers for one call; [`ToolHooks`] runs several in the order given,
-//! each under its timeout, failing closed: a hook that panics, errors or passes its
-//! timeout refuses the call with a one-line reason naming it (a post hook keeps the
-//! result). The first final decision wins ([`PreDecision::is_final`]); a rewrite is not
+//! The tool-call points: [`PreToolUse`] (before a call runs: it may be rewritten,
+//! refused, let skip a question or answered without running) and [`PostToolUse`] (after:
+//! its result may be replaced), with what the hooks decide and how [`ToolHooks`] asks
+//! them. The first final decision wins ([`PreDecision::is_final`]); a rewrite is not
 //! final, and the hooks after it see the rewritten arguments.
 //!
 //! What the decisions mean for the call (the rules checked again on rewritten arguments,
 //! `Allow` never beating a deny rule) is the permission stage's business, not the hooks'.
 
-use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
-use std::time::Duration;
-
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use serde_json::Value;
 
+use super::{RunUsage, ToolHooks, guarded};
 use crate::tool::call::ToolOutput;
-
-/// The default time a hook has to answer.
-pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One call as a pre hook sees it.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +23,8 @@ pub struct PreToolUse<'a> {
     pub arguments: &'a Value,
     /// The durable run's id; `None` for a direct run or call.
     pub run_id: Option<&'a str>,
+    /// What the run used so far (zero for a direct call outside a run).
+    pub usage: RunUsage,
 }
 
 /// One call and its result as a post hook sees them.
@@ -48,6 +38,8 @@ pub struct PostToolUse<'a> {
     pub arguments: &'a Value,
     /// The durable run's id; `None` for a direct run or call.
     pub run_id: Option<&'a str>,
+    /// What the run used so far (zero for a direct call outside a run).
+    pub usage: RunUsage,
     /// The result's text.
     pub content: &'a str,
     /// Whether the result is an error.
@@ -120,30 +112,6 @@ pub enum PostDecision {
     },
 }
 
-/// Why a hook gave no decision: its text, for the one-line reason naming the hook.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct HookError(pub String);
-
-/// A hook on tool calls. Both methods default to no opinion, so a hook implements only
-/// the points it needs.
-pub trait ToolHook: Send + Sync {
-    /// The hook's name, in refusals, events and spans.
-    fn name(&self) -> &str;
-
-    /// Before a call runs.
-    fn pre_tool_use<'a>(&'a self, call: PreToolUse<'a>) -> BoxFuture<'a, Result<PreDecision, HookError>> {
-        let _ = call;
-        Box::pin(std::future::ready(Ok(PreDecision::Continue)))
-    }
-
-    /// After a call ran (or was answered), before the model sees its result.
-    fn post_tool_use<'a>(&'a self, call: PostToolUse<'a>) -> BoxFuture<'a, Result<PostDecision, HookError>> {
-        let _ = call;
-        Box::pin(std::future::ready(Ok(PostDecision::Keep)))
-    }
-}
-
 /// What the pre hooks decided together: the final decision (or
 /// [`PreDecision::Continue`]), the arguments if a hook rewrote them, and which hook
 /// decided. What a durable run journals with the call.
@@ -159,50 +127,19 @@ pub struct PreOutcome {
     pub by: Option<String>,
 }
 
-/// Hooks in the order given, each with its timeout. Cheap to clone.
-#[derive(Clone, Default)]
-pub struct ToolHooks {
-    hooks: Vec<(Arc<dyn ToolHook>, Duration)>,
-}
-
-impl std::fmt::Debug for ToolHooks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.hooks.iter().map(|(h, t)| (h.name().to_owned(), *t))).finish()
-    }
-}
+/// What a failed pre hook's reason ends with.
+const REFUSED: &str = "the call was refused";
 
 impl ToolHooks {
-    /// No hooks.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds `hook`, after the others, with the default timeout
-    /// ([`DEFAULT_HOOK_TIMEOUT`]).
-    pub fn with(self, hook: impl ToolHook + 'static) -> Self {
-        self.with_timeout(hook, DEFAULT_HOOK_TIMEOUT)
-    }
-
-    /// Adds `hook`, after the others, with its own timeout.
-    pub fn with_timeout(mut self, hook: impl ToolHook + 'static, timeout: Duration) -> Self {
-        self.hooks.push((Arc::new(hook), timeout));
-        self
-    }
-
-    /// Whether there are no hooks (then nothing is asked and nothing allocated).
-    pub fn is_empty(&self) -> bool {
-        self.hooks.is_empty()
-    }
-
     /// Runs the pre hooks in order until one decides. A hook that fails (an error, a
     /// panic, its timeout) denies the call with a one-line reason naming it.
     pub async fn pre_tool_use(&self, call: PreToolUse<'_>) -> PreOutcome {
         let mut rewritten: Option<Value> = None;
         let mut by = None;
-        for (hook, timeout) in &self.hooks {
+        for (hook, timeout) in self.iter() {
             let arguments = rewritten.as_ref().unwrap_or(call.arguments);
             let asked = PreToolUse { arguments, ..call };
-            let decided = match guarded(hook.name(), *timeout, || hook.pre_tool_use(asked)).await {
+            let decided = match guarded(hook.name(), *timeout, REFUSED, || hook.pre_tool_use(asked)).await {
                 Ok(decision) => decision,
                 Err(reason) => PreDecision::Deny { message: reason },
             };
@@ -225,14 +162,14 @@ impl ToolHooks {
     /// hook replaced it, with the last hook that did.
     pub async fn post_tool_use(&self, call: PostToolUse<'_>) -> Option<(ToolOutput, String)> {
         let mut replaced: Option<(ToolOutput, String)> = None;
-        for (hook, timeout) in &self.hooks {
+        for (hook, timeout) in self.iter() {
             let content = replaced.as_ref().map_or(call.content, |(r, _)| r.content.as_str());
             let asked = PostToolUse { content, ..call };
-            match guarded(hook.name(), *timeout, || hook.post_tool_use(asked)).await {
+            match guarded(hook.name(), *timeout, "the result was kept", || hook.post_tool_use(asked)).await {
                 Ok(PostDecision::Keep) => {}
                 Ok(PostDecision::Replace { result }) => replaced = Some((result, hook.name().to_owned())),
                 Err(reason) => {
-                    tracing::warn!(hook = hook.name(), tool = call.tool, call_id = call.call_id, %reason, "post hook failed; the result is kept");
+                    tracing::warn!(hook = hook.name(), tool = call.tool, call_id = call.call_id, %reason, "post hook failed");
                 }
             }
         }
@@ -240,51 +177,16 @@ impl ToolHooks {
     }
 }
 
-/// One hook asked under its timeout, a panic caught: its decision, or the one-line reason
-/// it gave none, naming it.
-async fn guarded<'a, T>(
-    name: &str,
-    timeout: Duration,
-    ask: impl FnOnce() -> BoxFuture<'a, Result<T, HookError>>,
-) -> Result<T, String> {
-    let asked = match std::panic::catch_unwind(AssertUnwindSafe(ask)) {
-        Ok(future) => AssertUnwindSafe(future).catch_unwind(),
-        Err(_) => return Err(format!("hook {name} failed (it panicked); the call was refused")),
-    };
-    let mut asked = std::pin::pin!(asked);
-    // A hook that answers at once (most Rust hooks) needs no timer: the timeout is set
-    // only for one that has to wait.
-    let answered = match asked.as_mut().now_or_never() {
-        Some(answered) => answered,
-        None => match tokio::time::timeout(timeout, asked).await {
-            Ok(answered) => answered,
-            Err(_) => {
-                let seconds = timeout.as_secs_f64();
-                return Err(format!("hook {name} did not answer within {seconds}s; the call was refused"));
-            }
-        },
-    };
-    match answered {
-        Err(_) => Err(format!("hook {name} failed (it panicked); the call was refused")),
-        Ok(Err(e)) => Err(format!("hook {name} failed: {}", one_line(&e.0))),
-        Ok(Ok(decision)) => Ok(decision),
-    }
-}
-
-/// `text` on one line, cut at 300 characters.
-fn one_line(text: &str) -> String {
-    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.char_indices().nth(300) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use futures_util::future::BoxFuture;
     use serde_json::json;
 
     use super::*;
+    use crate::hooks::{HookError, ToolHook};
 
     /// A hook that answers `pre` and `post`, counting how often it was asked.
     struct Fixed {
@@ -359,7 +261,7 @@ mod tests {
     }
 
     fn call(arguments: &Value) -> PreToolUse<'_> {
-        PreToolUse { tool: "write_file", call_id: "c1", arguments, run_id: None }
+        PreToolUse { tool: "write_file", call_id: "c1", arguments, run_id: None, usage: RunUsage::default() }
     }
 
     #[tokio::test]
@@ -446,6 +348,7 @@ mod tests {
             call_id: "c1",
             arguments: &args,
             run_id: None,
+            usage: RunUsage::default(),
             content: "the secret is 42",
             is_error: false,
         };
@@ -453,13 +356,5 @@ mod tests {
         assert_eq!((result.content.as_str(), by.as_str()), ("the [redacted] is 42", "redact"));
         let kept = ToolHooks::new().with(Failing("error")).post_tool_use(post).await;
         assert_eq!(kept, None);
-    }
-
-    #[test]
-    fn a_long_reason_is_one_cut_line() {
-        let text = format!("line one\nline two {}", "x".repeat(500));
-        let line = one_line(&text);
-        assert!(!line.contains('\n') && line.starts_with("line one line two") && line.ends_with('…'));
-        assert_eq!(line.chars().count(), 301);
     }
 }
