@@ -455,10 +455,13 @@ mod tests {
     fn a_files_table_is_read_as_the_flag_is() {
         let spec =
             HookSpec::from_parts("pre_tool_use", Some("write_file(path=src/**)"), " ./check.sh ").unwrap();
-        assert!(spec.pre);
+        assert_eq!(spec.point, Point::PreToolUse);
         assert_eq!(spec.command, "./check.sh");
         assert!(spec.matcher.matches("write_file", &json!({"path": "src/a.rs"})));
-        assert!(!HookSpec::from_parts("post_tool_use", Some("*"), "./redact.sh").unwrap().pre);
+        assert_eq!(
+            HookSpec::from_parts("post_tool_use", Some("*"), "./redact.sh").unwrap().point,
+            Point::PostToolUse
+        );
         for (event, matcher, command, says) in [
             ("pre_tool_use", None, "x", "a pre_tool_use hook needs a `matcher`"),
             ("before", Some("*"), "x", "unknown hook event \"before\""),

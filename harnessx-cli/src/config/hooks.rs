@@ -202,7 +202,10 @@ mod tests {
             ]
         );
         assert_eq!(read[0].timeout(), Duration::from_secs(10));
-        assert!(read[0].spec.pre && !read[1].spec.pre);
+        assert!(
+            read[0].spec.point == crate::hooks::Point::PreToolUse
+                && read[1].spec.point == crate::hooks::Point::PostToolUse
+        );
     }
 
     #[test]
