@@ -395,3 +395,87 @@ async fn calls_of_a_batch_are_children_of_the_run_and_serial_ones_take_turns() {
     assert!(c1.start < c3.end && c3.start < c1.end, "the concurrent calls overlap");
     assert!(c4.start >= c2.end, "the second serial call starts after the first ended");
 }
+
+/// Lets `open_vault` run without a question, then fails on its result; names itself
+/// `warden`.
+struct Warden;
+
+impl harnessx_core::hooks::ToolHook for Warden {
+    fn name(&self) -> &str {
+        "warden"
+    }
+    fn pre_tool_use<'a>(
+        &'a self,
+        _: harnessx_core::hooks::PreToolUse<'a>,
+    ) -> futures_util::future::BoxFuture<
+        'a,
+        Result<harnessx_core::hooks::PreDecision, harnessx_core::hooks::HookError>,
+    > {
+        Box::pin(std::future::ready(Ok(harnessx_core::hooks::PreDecision::Allow)))
+    }
+    fn post_tool_use<'a>(
+        &'a self,
+        _: harnessx_core::hooks::PostToolUse<'a>,
+    ) -> futures_util::future::BoxFuture<
+        'a,
+        Result<harnessx_core::hooks::PostDecision, harnessx_core::hooks::HookError>,
+    > {
+        Box::pin(std::future::ready(Err(harnessx_core::hooks::HookError("no opinion today".into()))))
+    }
+}
+
+/// Each hook asked is a `hook {point}` span in the run's trace, with the hook's name, the
+/// point and its decision; a hook that failed has an ERROR status and why.
+#[tokio::test]
+async fn each_hook_asked_is_a_span_with_its_name_and_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spans.jsonl");
+    let (guard, scope) = init_for_current_thread(TraceTarget::File(path.clone())).expect("tracing is set up");
+    let agent = Agent::builder()
+        .name("locksmith")
+        .model(TestModel::new())
+        .tool(ToolDefinition::new(
+            "open_vault",
+            "Open the vault.",
+            json!({"type": "object"}),
+            ToolHandler::from_async(|_, _| async { Ok("opened".into()) }),
+        ))
+        .hook(Warden)
+        .config(AgentConfig { planning: false, ..AgentConfig::default() })
+        .build()
+        .unwrap();
+    agent.run("Open the vault.").await.expect("the run finishes");
+    drop(scope);
+    guard.shutdown().expect("every span is exported");
+    let spans = from_file(&std::fs::read_to_string(&path).unwrap());
+    let mut hooks: Vec<&Span> = spans.iter().filter(|s| s.name.starts_with("hook ")).collect();
+    hooks.sort_by_key(|s| s.start);
+    let seen: Vec<(&str, &str, &str)> = hooks
+        .iter()
+        .map(|s| {
+            assert_eq!(s.attr("harnessx.hook.name"), "warden", "{s:#?}");
+            assert_eq!(format!("hook {}", s.attr("harnessx.hook.point").as_str().unwrap()), s.name, "{s:#?}");
+            (s.name.as_str(), s.attr("harnessx.hook.decision").as_str().unwrap(), s.status.as_str())
+        })
+        .collect();
+    let ok = seen[0].2;
+    assert_eq!(
+        seen,
+        [
+            ("hook user_prompt", "continue", ok),
+            ("hook model_response", "continue", ok),
+            ("hook pre_tool_use", "allow", ok),
+            ("hook post_tool_use", "error", seen[3].2),
+            ("hook model_response", "continue", ok),
+            ("hook run_end", "observed", ok),
+        ],
+        "{hooks:#?}"
+    );
+    assert!(seen[3].2.to_lowercase().contains("error") && !ok.to_lowercase().contains("error"), "{hooks:#?}");
+    assert!(hooks[3].message.contains("hook warden failed: no opinion today"), "{hooks:#?}");
+    // In the run's trace; the post hook inside its call's span.
+    let trace = &spans.iter().find(|s| s.name.starts_with("invoke_agent")).unwrap().trace_id;
+    assert!(hooks.iter().all(|s| &s.trace_id == trace && s.parent.is_some()), "{hooks:#?}");
+    let call = spans.iter().find(|s| s.name == "execute_tool open_vault").unwrap();
+    assert_eq!(hooks[3].parent.as_ref(), Some(&call.span_id), "{hooks:#?}");
+}

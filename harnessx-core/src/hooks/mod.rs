@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
+use tracing::Instrument;
 
 pub use run::{
     Added, Blocked, ModelTurn, PromptDecision, PromptOutcome, ResponseDecision, ResponseOutcome, RunEnd,
@@ -120,10 +121,104 @@ impl ToolHooks {
     }
 }
 
-/// One hook asked under its timeout, a panic caught: its decision, or the one-line reason
-/// it gave none, naming it (a panic or a timeout's reason ends with `then`: what that
-/// meant, such as "the call was refused").
-async fn guarded<'a, T>(
+/// A hook's decision as its span's `harnessx.hook.decision` names it.
+trait Decided {
+    fn decision(&self) -> &'static str;
+}
+
+impl Decided for PreDecision {
+    fn decision(&self) -> &'static str {
+        match self {
+            Self::Continue => "continue",
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny { .. } => "deny",
+            Self::Rewrite { .. } => "rewrite",
+            Self::Answer { .. } => "answer",
+        }
+    }
+}
+
+impl Decided for PostDecision {
+    fn decision(&self) -> &'static str {
+        match self {
+            Self::Keep => "keep",
+            Self::Replace { .. } => "replace",
+        }
+    }
+}
+
+impl Decided for PromptDecision {
+    fn decision(&self) -> &'static str {
+        match self {
+            Self::Continue => "continue",
+            Self::Block { .. } => "block",
+            Self::AddContext { .. } => "add_context",
+        }
+    }
+}
+
+impl Decided for ResponseDecision {
+    fn decision(&self) -> &'static str {
+        match self {
+            Self::Continue => "continue",
+            Self::Stop { .. } => "stop",
+        }
+    }
+}
+
+impl Decided for () {
+    fn decision(&self) -> &'static str {
+        "observed"
+    }
+}
+
+/// The span of one hook asked at one point (`hook {point}`), a child of the current
+/// span (the call's or the run's): its name, point and decision, or an ERROR status with
+/// why it gave none. Built only when a subscriber wants it.
+fn hook_span(name: &str, point: &'static str) -> tracing::Span {
+    tracing::info_span!(
+        target: "harnessx_core::hooks",
+        "hook",
+        "otel.name" = %format_args!("hook {point}"),
+        "otel.kind" = "internal",
+        "harnessx.hook.name" = name,
+        "harnessx.hook.point" = point,
+        "harnessx.hook.decision" = tracing::field::Empty,
+        "otel.status_code" = tracing::field::Empty,
+        "otel.status_description" = tracing::field::Empty,
+    )
+}
+
+/// One hook asked under its timeout, a panic caught, in its span: its decision, or the
+/// one-line reason it gave none, naming it (a panic or a timeout's reason ends with
+/// `then`: what that meant, such as "the call was refused").
+async fn guarded<'a, T: Decided>(
+    name: &str,
+    point: &'static str,
+    timeout: Duration,
+    then: &str,
+    ask: impl FnOnce() -> BoxFuture<'a, Result<T, HookError>>,
+) -> Result<T, String> {
+    let span = hook_span(name, point);
+    let answered = answer(name, timeout, then, ask).instrument(span.clone()).await;
+    if !span.is_disabled() {
+        match &answered {
+            Ok(decision) => {
+                span.record("harnessx.hook.decision", decision.decision());
+            }
+            Err(reason) => {
+                span.record("harnessx.hook.decision", "error");
+                span.record("otel.status_code", "ERROR");
+                span.record("otel.status_description", reason.as_str());
+            }
+        }
+    }
+    answered
+}
+
+/// [`guarded`] without its span.
+async fn answer<'a, T>(
     name: &str,
     timeout: Duration,
     then: &str,

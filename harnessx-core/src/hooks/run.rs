@@ -168,7 +168,8 @@ impl ToolHooks {
         for (hook, timeout) in self.iter() {
             let name = hook.name();
             let decided =
-                guarded(name, *timeout, "the prompt was blocked", || hook.user_prompt(prompt)).await;
+                guarded(name, "user_prompt", *timeout, "the prompt was blocked", || hook.user_prompt(prompt))
+                    .await;
             match decided.unwrap_or_else(|message| PromptDecision::Block { message }) {
                 PromptDecision::Continue => {}
                 PromptDecision::AddContext { text } => {
@@ -188,8 +189,10 @@ impl ToolHooks {
     pub async fn model_response(&self, response: ModelTurn<'_>) -> ResponseOutcome {
         for (hook, timeout) in self.iter() {
             let name = hook.name();
-            let decided =
-                guarded(name, *timeout, "the run was stopped", || hook.model_response(response)).await;
+            let decided = guarded(name, "model_response", *timeout, "the run was stopped", || {
+                hook.model_response(response)
+            })
+            .await;
             match decided.unwrap_or_else(|message| ResponseDecision::Stop { message }) {
                 ResponseDecision::Continue => {}
                 ResponseDecision::Stop { message } => {
@@ -204,7 +207,9 @@ impl ToolHooks {
     pub async fn run_end(&self, end: RunEnd<'_>) {
         for (hook, timeout) in self.iter() {
             let name = hook.name();
-            if let Err(reason) = guarded(name, *timeout, "it was ignored", || hook.run_end(end)).await {
+            if let Err(reason) =
+                guarded(name, "run_end", *timeout, "it was ignored", || hook.run_end(end)).await
+            {
                 tracing::warn!(hook = name, run_id = end.run_id, %reason, "run_end hook failed");
             }
         }

@@ -139,10 +139,13 @@ impl ToolHooks {
         for (hook, timeout) in self.iter() {
             let arguments = rewritten.as_ref().unwrap_or(call.arguments);
             let asked = PreToolUse { arguments, ..call };
-            let decided = match guarded(hook.name(), *timeout, REFUSED, || hook.pre_tool_use(asked)).await {
-                Ok(decision) => decision,
-                Err(reason) => PreDecision::Deny { message: reason },
-            };
+            let decided =
+                match guarded(hook.name(), "pre_tool_use", *timeout, REFUSED, || hook.pre_tool_use(asked))
+                    .await
+                {
+                    Ok(decision) => decision,
+                    Err(reason) => PreDecision::Deny { message: reason },
+                };
             match decided {
                 PreDecision::Continue => {}
                 PreDecision::Rewrite { arguments } => {
@@ -165,7 +168,11 @@ impl ToolHooks {
         for (hook, timeout) in self.iter() {
             let content = replaced.as_ref().map_or(call.content, |(r, _)| r.content.as_str());
             let asked = PostToolUse { content, ..call };
-            match guarded(hook.name(), *timeout, "the result was kept", || hook.post_tool_use(asked)).await {
+            match guarded(hook.name(), "post_tool_use", *timeout, "the result was kept", || {
+                hook.post_tool_use(asked)
+            })
+            .await
+            {
                 Ok(PostDecision::Keep) => {}
                 Ok(PostDecision::Replace { result }) => replaced = Some((result, hook.name().to_owned())),
                 Err(reason) => {
