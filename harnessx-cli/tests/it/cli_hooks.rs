@@ -385,3 +385,57 @@ fn a_durable_run_blocked_by_a_hook_is_journaled_and_runs_show_lists_the_decision
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     assert!(!dir.path().join("asked.marker").exists(), "not asked again");
 }
+
+/// Hooks that misbehave in every way at once, one per tool, from a project file: one
+/// sleeps past its `timeout_seconds` (and is killed), one prints 5 MB, one exits 1, one
+/// prints garbage. Each call is refused with one line naming its hook, and the run ends
+/// normally with the model's answer.
+#[cfg(unix)]
+#[test]
+fn hooks_that_hang_flood_fail_or_babble_refuse_their_calls_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.md"), "notes").unwrap();
+    let hooks = [
+        ("write_file", "echo $$ > sleeper.pid; exec sleep 30"),
+        ("grep", "head -c 5000000 /dev/zero | tr '\\\\0' x"),
+        ("list_directory", "echo broken >&2; exit 1"),
+        ("glob", "echo '{not json'"),
+    ];
+    let toml: String = hooks
+        .iter()
+        .map(|(tool, command)| {
+            format!("[[hooks.pre_tool_use]]\nmatcher = \"{tool}\"\ncommand = \"{command}\"\ntimeout_seconds = 1\n\n")
+        })
+        .collect();
+    std::fs::write(dir.path().join("harnessx.toml"), toml).unwrap();
+    let out = harnessx(
+        dir.path(),
+        &[
+            "run",
+            "What do my notes say?",
+            "--tools",
+            "write_file,grep,list_directory,glob",
+            "--yes",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ends = ends(&out);
+    let refusal = |tool: &str| ends.iter().find(|(t, _, _)| t == tool).map(|(_, e, c)| (*e, c.clone()));
+    let expected = [
+        ("write_file", "hook echo $$ > sleeper.pid; exec sleep 30 failed: did not finish within 1s"),
+        ("grep", "failed: printed more than 1048576 bytes"),
+        ("list_directory", "hook echo broken >&2; exit 1 failed: exited with status 1: broken"),
+        ("glob", "hook echo '{not json' failed: printed something that is not a JSON object"),
+    ];
+    for (tool, message) in expected {
+        let (is_error, content) = refusal(tool).unwrap_or_else(|| panic!("no {tool} call: {ends:?}"));
+        assert!(is_error && content.contains(message) && !content.contains('\n'), "{tool}: {content}");
+    }
+    // The run answered, and the sleeping hook did not outlive it.
+    let last = json_lines(&out).into_iter().last().unwrap();
+    assert_eq!(last["type"], "run_end", "{last}");
+    let pid = std::fs::read_to_string(dir.path().join("sleeper.pid")).unwrap();
+    let alive = std::process::Command::new("kill").args(["-0", pid.trim()]).status().unwrap().success();
+    assert!(!alive, "the hook that passed its timeout still runs");
+}
