@@ -1,11 +1,18 @@
 //! Hooks on a registry's calls: one refuses absolute paths, one moves every write into a
 //! `sandbox/` folder (a deny rule still refuses what it moves into `secrets/`), one
-//! answers from a cache, and a post hook redacts what results say.
+//! answers from a cache, and a post hook redacts what results say. Then an agent's run
+//! hooks: a prompt that holds a key is blocked before any model request, another gets
+//! context added, and a guardrail stops a run whose model asks to delete something.
 //!
 //! `cargo run --example hooks`
 
 use futures_util::future::BoxFuture;
-use harnessx::hooks::{HookError, PostDecision, PostToolUse, PreDecision, PreToolUse, ToolHook, ToolHooks};
+use harnessx::agent::{Agent, AgentConfig};
+use harnessx::hooks::{
+    HookError, ModelTurn, PostDecision, PostToolUse, PreDecision, PreToolUse, PromptDecision,
+    ResponseDecision, ToolHook, ToolHooks, UserPrompt,
+};
+use harnessx::model::{FunctionModel, Message, ModelResponse};
 use harnessx::{
     PermissionLevel, PermissionManager, RunContext, ToolCall, ToolHandler, ToolOptions, ToolOutput,
     ToolRegistry,
@@ -55,5 +62,60 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let result = registry.execute_batch(&[call], &ctx).await.pop().ok_or("no result")?;
         println!("{path}: {}{}", if result.is_error { "refused: " } else { "" }, result.content);
     }
+
+    // The run points: on an agent, before its first request and after each response.
+    let model = FunctionModel::new(|req| {
+        let Some(Message::User { content }) = req.messages.last() else {
+            return Ok(ModelResponse::text("?"));
+        };
+        Ok(if content.contains("clean up") {
+            ModelResponse::tool_calls(vec![ToolCall::new("c1", "delete_file", r#"{"path": "."}"#)])
+        } else {
+            ModelResponse::text(format!("I read: {content:?}"))
+        })
+    });
+    let agent = Agent::builder()
+        .model(model)
+        .hook(Gate)
+        .config(AgentConfig { planning: false, ..AgentConfig::default() })
+        .build()?;
+    for prompt in ["Deploy with sk-live-123", "What changed?", "Please clean up"] {
+        let state = agent.run(prompt).await?;
+        match &state.blocked {
+            Some(blocked) => println!("{prompt:?}: blocked by {}: {}", blocked.hook, blocked.message),
+            None => println!("{prompt:?}: {}", state.output),
+        }
+    }
     Ok(())
+}
+
+/// Screens prompts (no keys; every prompt gets the release branch's name) and responses
+/// (no deleting).
+struct Gate;
+
+impl ToolHook for Gate {
+    fn name(&self) -> &str {
+        "gate"
+    }
+
+    fn user_prompt<'a>(&'a self, prompt: UserPrompt<'a>) -> BoxFuture<'a, Result<PromptDecision, HookError>> {
+        let decision = if prompt.prompt.contains("sk-") {
+            PromptDecision::Block { message: "the prompt holds a key: remove it and send again".into() }
+        } else {
+            PromptDecision::AddContext { text: "The release branch is release/2.1.".into() }
+        };
+        Box::pin(std::future::ready(Ok(decision)))
+    }
+
+    fn model_response<'a>(
+        &'a self,
+        turn: ModelTurn<'a>,
+    ) -> BoxFuture<'a, Result<ResponseDecision, HookError>> {
+        let deletes = turn.tool_calls.iter().any(|c| c.name.starts_with("delete"));
+        let decision = match deletes {
+            true => ResponseDecision::Stop { message: "the model asked to delete files".into() },
+            false => ResponseDecision::Continue,
+        };
+        Box::pin(std::future::ready(Ok(decision)))
+    }
 }
