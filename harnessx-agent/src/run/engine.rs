@@ -60,7 +60,8 @@ pub async fn drive<S: Steps>(
     // Every state the loop returns is the end of this drive (a durable run's pause or
     // limit too: a resume is a drive of its own).
     if !agent.hooks().is_empty() {
-        steps.run_end(agent, &state).await?;
+        // (Boxed, as every hook step: a run without hooks keeps a small future.)
+        Box::pin(steps.run_end(agent, &state)).await?;
     }
     Ok(state)
 }
@@ -99,7 +100,7 @@ async fn run<S: Steps>(
     let hooked = !agent.hooks().is_empty();
     // The prompt's hooks, before the first request (their recorded decision on a resume).
     let prompt_hooks = match hooked {
-        true => Some(steps.user_prompt(agent, &prompt, RunUsage::default()).await?),
+        true => Some(Box::pin(steps.user_prompt(agent, &prompt, RunUsage::default())).await?),
         false => None,
     };
     let mut request = agent.first_request(history, prompt);
@@ -107,7 +108,7 @@ async fn run<S: Steps>(
         hook_points::report(events, outcome.decisions());
         if let Some(blocked) = outcome.blocked {
             let end = End { turn: 0, budget, finish_reason: FinishReason::Stop, value: None };
-            return ended_by_hook(steps, events, request.messages, end, blocked).await;
+            return Box::pin(ended_by_hook(steps, events, request.messages, end, blocked)).await;
         }
         // Context a hook added: the model reads it after the prompt, in the same message.
         if let Some(Message::User { content }) = request.messages.last_mut() {
@@ -183,11 +184,12 @@ async fn run<S: Steps>(
         // without it.
         if hooked {
             let usage = budget.usage.into();
-            let outcome = steps.model_response(agent, turn, &response.content, &calls, usage).await?;
+            let outcome =
+                Box::pin(steps.model_response(agent, turn, &response.content, &calls, usage)).await?;
             if let Some(blocked) = outcome.stopped {
                 hook_points::report(events, std::iter::once((blocked.hook.as_str(), "stop")));
                 let end = End { turn, budget, finish_reason, value: None };
-                return ended_by_hook(steps, events, request.messages, end, blocked).await;
+                return Box::pin(ended_by_hook(steps, events, request.messages, end, blocked)).await;
             }
         }
         if calls.is_empty() {

@@ -37,8 +37,9 @@ pub(super) struct PlanItem {
     /// Settled with a result replayed from a journal (marked on its span).
     pub(super) replayed: bool,
     /// What the pre hooks said that the authorizer's answer is read with (an ALLOW past
-    /// an ASK, or an ASK over an ALLOW); `None` when no hook said either.
-    pub(super) hooked: Option<Hooked>,
+    /// an ASK, or an ASK over an ALLOW); `None` when no hook said either. (Boxed: rare,
+    /// and every item of every batch would keep room for it.)
+    pub(super) hooked: Option<Box<Hooked>>,
 }
 
 /// The items of a batch, `calls[i]` prepared against `targets[i]`.
@@ -384,7 +385,7 @@ impl PlannedCall<'_> {
             }
             Hooked::Continue => Permit::Runs,
             hooked => {
-                self.item.hooked = Some(hooked);
+                self.item.hooked = Some(Box::new(hooked));
                 Permit::Runs
             }
         }
