@@ -201,8 +201,12 @@ async fn guarded<'a, T: Decided>(
     ask: impl FnOnce() -> BoxFuture<'a, Result<T, HookError>>,
 ) -> Result<T, String> {
     let span = hook_span(name, point);
+    if span.is_disabled() {
+        // Nobody wants the span: nothing to enter on each poll.
+        return answer(name, timeout, then, ask).await;
+    }
     let answered = answer(name, timeout, then, ask).instrument(span.clone()).await;
-    if !span.is_disabled() {
+    {
         match &answered {
             Ok(decision) => {
                 span.record("harnessx.hook.decision", decision.decision());
