@@ -265,7 +265,7 @@ fn run_once<'a>(
             Arguments::Text(text) => match h.call_json(text, info) {
                 Some(fut) => fut,
                 // It did not decode: the value, for the handler's own error.
-                None => h.call(parse_checked(text), info.to_context()),
+                None => h.call(parse_checked(text, 0), info.to_context()),
             },
         })) {
             Ok(fut) => Running::Async { fut },
@@ -283,7 +283,7 @@ fn run_once<'a>(
                     Ok(value) => h.call(value, &ctx),
                     Err(text) => match h.call_json(&text, &ctx) {
                         Some(result) => result,
-                        None => h.call(parse_checked(&text), &ctx),
+                        None => h.call(parse_checked(&text, 0), &ctx),
                     },
                 }),
             }

@@ -96,7 +96,8 @@ impl ReadyCall {
     /// The tool and the arguments as a value (parsed from the call's text, once, if they
     /// were not yet).
     pub(super) fn with_value(&mut self, call: &ToolCall) -> (&RegisteredTool, &Value) {
-        let args = self.args.get_or_insert_with(|| Box::new(parse_checked(&call.arguments)));
+        let capacity = self.tool.argument_capacity();
+        let args = self.args.get_or_insert_with(|| Box::new(parse_checked(&call.arguments, capacity)));
         (&self.tool, args)
     }
 
@@ -105,17 +106,19 @@ impl ReadyCall {
     /// copied otherwise.
     pub(super) fn value_to_keep(&mut self, call: &ToolCall) -> Box<Value> {
         if self.from_text && !self.edited && !self.rewritten {
-            self.args.take().unwrap_or_else(|| Box::new(parse_checked(&call.arguments)))
+            let capacity = self.tool.argument_capacity();
+            self.args.take().unwrap_or_else(|| Box::new(parse_checked(&call.arguments, capacity)))
         } else {
             Box::new(self.with_value(call).1.clone())
         }
     }
 }
 
-/// Argument text the flat schema accepted, as a value: an object, which parses (the
-/// check read it with the same parser), so the empty object is never reached.
-pub(super) fn parse_checked(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::Object(serde_json::Map::new()))
+/// Argument text the flat schema accepted, as a value (its map made room for `capacity`
+/// keys at once): an object, which parses (the check read it with the same parser), so
+/// the empty object is never reached.
+pub(super) fn parse_checked(text: &str, capacity: usize) -> Value {
+    parse_object(text, capacity).unwrap_or_else(|_| Value::Object(serde_json::Map::new()))
 }
 
 /// What the result of a call a person edited starts with.
