@@ -303,7 +303,7 @@ impl ToolHook for CommandHook {
                 0 => {}
                 2 => return Ok(PreDecision::Deny { message: one_line(&err, "refused by a hook") }),
                 other => {
-                    return Err(HookError(format!("exited with status {other}: {}", one_line(&err, ""))));
+                    return Err(exited(other, &err));
                 }
             }
             let Some(answer) = Self::object(&out)? else { return Ok(PreDecision::Continue) };
@@ -335,17 +335,24 @@ impl ToolHook for CommandHook {
                 "content": call.content,
                 "is_error": call.is_error,
             });
-            let (status, out, err) = self.run(input).await?;
-            if status != 0 {
-                return Err(HookError(format!("exited with status {status}: {}", one_line(&err, ""))));
-            }
-            match Self::object(&out)?.as_ref().and_then(|a| a.get("content")) {
-                None => Ok(PostDecision::Keep),
-                Some(Value::String(content)) => {
-                    Ok(PostDecision::Replace { result: ToolOutput::text(content.clone()) })
+            let answered = async {
+                let (status, out, err) = self.run(input).await?;
+                if status != 0 {
+                    return Err(exited(status, &err));
                 }
-                Some(_) => Err(HookError("answered a `content` that is not a string".into())),
+                match Self::object(&out)?.as_ref().and_then(|a| a.get("content")) {
+                    None => Ok(PostDecision::Keep),
+                    Some(Value::String(content)) => {
+                        Ok(PostDecision::Replace { result: ToolOutput::text(content.clone()) })
+                    }
+                    Some(_) => Err(HookError("answered a `content` that is not a string".into())),
+                }
+            };
+            let answered = answered.await;
+            if let Err(e) = &answered {
+                self.say_failed(e, "the result was kept");
             }
+            answered
         })
     }
 
@@ -373,10 +380,33 @@ impl ToolHook for CommandHook {
     fn run_end<'a>(&'a self, end: RunEnd<'a>) -> BoxFuture<'a, Result<(), HookError>> {
         Box::pin(async move {
             match self.point {
-                Point::RunEnd => self.tell_end(end).await,
+                Point::RunEnd => {
+                    let told = self.tell_end(end).await;
+                    if let Err(e) = &told {
+                        self.say_failed(e, "it was ignored");
+                    }
+                    told
+                }
                 _ => Ok(()),
             }
         })
+    }
+}
+
+impl CommandHook {
+    /// Says on stderr, in one line, that the hook failed where its failure changes
+    /// nothing the model or the person would otherwise see (a post hook's result is
+    /// kept, a run-end hook is ignored).
+    fn say_failed(&self, error: &HookError, then: &str) {
+        eprintln!("harnessx: hook {} failed: {}; {then}", one_line(&self.command, ""), error.0);
+    }
+}
+
+/// Why a hook that exited with `status` gave no answer: its stderr, on one line.
+pub(crate) fn exited(status: i32, stderr: &str) -> HookError {
+    match one_line(stderr, "") {
+        line if line.is_empty() => HookError(format!("exited with status {status} (nothing on stderr)")),
+        line => HookError(format!("exited with status {status}: {line}")),
     }
 }
 

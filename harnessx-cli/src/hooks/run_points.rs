@@ -17,7 +17,7 @@
 use harnessx::hooks::{HookError, ModelTurn, PromptDecision, ResponseDecision, RunEnd, UserPrompt};
 use serde_json::{Value, json};
 
-use super::{CommandHook, one_line};
+use super::{CommandHook, exited, one_line};
 
 /// What a `user_prompt` or `model_response` command may print.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -47,7 +47,7 @@ impl CommandHook {
                 let message = Some(one_line(&err, otherwise));
                 return Ok(Some(Answer { decision: Some(refusal.to_owned()), message, context: None }));
             }
-            other => return Err(HookError(format!("exited with status {other}: {}", one_line(&err, "")))),
+            other => return Err(exited(other, &err)),
         }
         let Some(object) = Self::object(&out)? else { return Ok(None) };
         serde_json::from_value(Value::Object(object))
@@ -112,9 +112,7 @@ impl CommandHook {
         });
         match self.run(input).await? {
             (0, _, _) => Ok(()),
-            (status, _, err) => {
-                Err(HookError(format!("exited with status {status}: {}", one_line(&err, ""))))
-            }
+            (status, _, err) => Err(exited(status, &err)),
         }
     }
 }
@@ -253,6 +251,6 @@ mod tests {
             turns: 1,
             usage: Default::default(),
         };
-        assert_eq!(h.run_end(end).await.unwrap_err().0, "exited with status 3: ");
+        assert_eq!(h.run_end(end).await.unwrap_err().0, "exited with status 3 (nothing on stderr)");
     }
 }

@@ -439,3 +439,39 @@ fn hooks_that_hang_flood_fail_or_babble_refuse_their_calls_and_the_run_goes_on()
     let alive = std::process::Command::new("kill").args(["-0", pid.trim()]).status().unwrap().success();
     assert!(!alive, "the hook that passed its timeout still runs");
 }
+
+/// A post hook that fails keeps the result and says so on stderr, in one line; so does a
+/// run-end hook, which changes nothing.
+#[test]
+fn a_failing_post_hook_keeps_the_result_and_says_so_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.md"), "the code is 1234").unwrap();
+    let out = harnessx(
+        dir.path(),
+        &[
+            "run",
+            "What do my notes say?",
+            "--tools",
+            "list_directory,read_file",
+            "--json",
+            "--hook",
+            "post_tool_use:read_file=echo oops >&2; exit 1",
+            "--hook",
+            "run_end=exit 7",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ends = ends(&out);
+    assert!(ends.iter().any(|(t, e, c)| t == "read_file" && !e && c.contains("1234")), "{ends:?}");
+    let err = stderr(&out);
+    assert!(
+        err.lines().any(|l| l == "harnessx: hook echo oops >&2; exit 1 failed: exited with status 1: oops; the result was kept"),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l
+                == "harnessx: hook exit 7 failed: exited with status 7 (nothing on stderr); it was ignored"),
+        "{err}"
+    );
+}
