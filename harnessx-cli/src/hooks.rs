@@ -309,13 +309,16 @@ impl ToolHook for CommandHook {
             let Some(answer) = Self::object(&out)? else { return Ok(PreDecision::Continue) };
             let message =
                 answer.get("message").and_then(Value::as_str).unwrap_or("refused by a hook").to_owned();
-            match (answer.get("decision").and_then(Value::as_str), answer.get("arguments")) {
+            let arguments = answer.get("arguments").cloned();
+            match (answer.get("decision").and_then(Value::as_str), arguments) {
                 (Some("deny"), _) => Ok(PreDecision::Deny { message }),
-                (_, Some(arguments)) => Ok(PreDecision::Rewrite { arguments: arguments.clone() }),
+                (Some("allow"), Some(arguments)) => Ok(PreDecision::AllowRewritten { arguments }),
                 (Some("allow"), None) => Ok(PreDecision::Allow),
+                (Some("ask"), Some(arguments)) => Ok(PreDecision::AskRewritten { arguments }),
                 (Some("ask"), None) => Ok(PreDecision::Ask),
+                (None, Some(arguments)) => Ok(PreDecision::Rewrite { arguments }),
                 (None, None) => Ok(PreDecision::Continue),
-                (Some(other), None) => Err(HookError(format!("answered an unknown decision {other:?}"))),
+                (Some(other), _) => Err(HookError(format!("answered an unknown decision {other:?}"))),
             }
         })
     }

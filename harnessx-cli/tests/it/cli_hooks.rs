@@ -475,3 +475,49 @@ fn a_failing_post_hook_keeps_the_result_and_says_so_on_stderr() {
         "{err}"
     );
 }
+
+/// `{"decision": "allow", "arguments": ..}` rewrites the call and runs it without asking
+/// (no `--yes`, and nobody on a terminal to ask): the write lands where the hook sent it.
+/// The same answer onto a path a deny rule covers is refused.
+#[test]
+fn allow_with_arguments_rewrites_and_skips_the_question_but_not_a_deny_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sandbox")).unwrap();
+    let allow = |path: &str| {
+        format!(
+            r#"pre_tool_use:write_file=echo '{{"decision": "allow", "arguments": {{"path": "{path}", "content": "x"}}}}'"#
+        )
+    };
+    let out = harnessx(
+        dir.path(),
+        &["run", "Write it.", "--tools", "write_file", "--json", "--hook", &allow("sandbox/a")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(dir.path().join("sandbox/a")).unwrap(), "x");
+    assert!(!dir.path().join("a").exists());
+    let decided: Vec<Value> = json_lines(&out)
+        .into_iter()
+        .filter(|e: &Value| e["type"] == "hook")
+        .map(|e| e["decision"].clone())
+        .collect();
+    assert_eq!(decided, ["allow"]);
+
+    let out = harnessx(
+        dir.path(),
+        &[
+            "run",
+            "Write it.",
+            "--tools",
+            "write_file",
+            "--json",
+            "--deny",
+            "write_file(path=secrets/**)",
+            "--hook",
+            &allow("secrets/key"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ends = ends(&out);
+    assert!(ends.iter().any(|(t, e, _)| t == "write_file" && *e), "{ends:?}");
+    assert!(!dir.path().join("secrets").exists());
+}

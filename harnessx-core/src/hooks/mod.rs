@@ -134,6 +134,8 @@ impl Decided for PreDecision {
             Self::Ask => "ask",
             Self::Deny { .. } => "deny",
             Self::Rewrite { .. } => "rewrite",
+            Self::AllowRewritten { .. } => "allow_rewritten",
+            Self::AskRewritten { .. } => "ask_rewritten",
             Self::Answer { .. } => "answer",
         }
     }

@@ -69,6 +69,19 @@ pub enum PreDecision {
         /// The arguments the call runs with.
         arguments: Value,
     },
+    /// Run it with these arguments instead, without asking a person: a
+    /// [`Rewrite`](Self::Rewrite) and an [`Allow`](Self::Allow) at once (the arguments
+    /// are checked as a rewrite's are, and a deny rule still wins). Final.
+    AllowRewritten {
+        /// The arguments the call runs with.
+        arguments: Value,
+    },
+    /// Ask a person about the call with these arguments instead: a
+    /// [`Rewrite`](Self::Rewrite) and an [`Ask`](Self::Ask) at once. Final.
+    AskRewritten {
+        /// The arguments the person is asked about, and the call runs with.
+        arguments: Value,
+    },
     /// Do not run it: this is its result (a cache).
     Answer {
         /// The call's result.
@@ -81,8 +94,8 @@ impl PreOutcome {
     /// `answer`, or `rewrite` for a rewrite alone); `None` for no opinion.
     pub fn decision_name(&self) -> Option<&'static str> {
         Some(match &self.decision {
-            PreDecision::Allow => "allow",
-            PreDecision::Ask => "ask",
+            PreDecision::Allow | PreDecision::AllowRewritten { .. } => "allow",
+            PreDecision::Ask | PreDecision::AskRewritten { .. } => "ask",
             PreDecision::Deny { .. } => "deny",
             PreDecision::Answer { .. } => "answer",
             _ if self.rewritten.is_some() => "rewrite",
@@ -151,6 +164,16 @@ impl ToolHooks {
                 PreDecision::Rewrite { arguments } => {
                     rewritten = Some(arguments);
                     by = Some(hook.name().to_owned());
+                }
+                // Recorded as the decision with the arguments beside it, as a rewrite
+                // followed by that decision would be.
+                PreDecision::AllowRewritten { arguments } => {
+                    let by = Some(hook.name().to_owned());
+                    return PreOutcome { decision: PreDecision::Allow, rewritten: Some(arguments), by };
+                }
+                PreDecision::AskRewritten { arguments } => {
+                    let by = Some(hook.name().to_owned());
+                    return PreOutcome { decision: PreDecision::Ask, rewritten: Some(arguments), by };
                 }
                 decision => {
                     return PreOutcome { decision, rewritten, by: Some(hook.name().to_owned()) };
@@ -269,6 +292,32 @@ mod tests {
 
     fn call(arguments: &Value) -> PreToolUse<'_> {
         PreToolUse { tool: "write_file", call_id: "c1", arguments, run_id: None, usage: RunUsage::default() }
+    }
+
+    #[tokio::test]
+    async fn a_rewrite_with_a_decision_is_recorded_as_the_decision_with_the_arguments() {
+        let args = json!({"path": "a"});
+        let moved = json!({"path": "sandbox/a"});
+        for (decision, recorded) in [
+            (PreDecision::AllowRewritten { arguments: moved.clone() }, PreDecision::Allow),
+            (PreDecision::AskRewritten { arguments: moved.clone() }, PreDecision::Ask),
+        ] {
+            let last = Fixed::pre("never", PreDecision::Deny { message: "never asked".into() });
+            let asked = last.asked.clone();
+            let hooks = ToolHooks::new().with(Fixed::pre("both", decision)).with(last);
+            let outcome = hooks.pre_tool_use(call(&args)).await;
+            let name = outcome.decision_name();
+            assert_eq!(
+                outcome,
+                PreOutcome { decision: recorded, rewritten: Some(moved.clone()), by: Some("both".into()) }
+            );
+            assert!(matches!(name, Some("allow" | "ask")), "{name:?}");
+            assert_eq!(
+                asked.load(std::sync::atomic::Ordering::SeqCst),
+                0,
+                "final: the hooks after it are not asked"
+            );
+        }
     }
 
     #[tokio::test]
