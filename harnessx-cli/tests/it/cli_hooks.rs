@@ -435,9 +435,20 @@ fn hooks_that_hang_flood_fail_or_babble_refuse_their_calls_and_the_run_goes_on()
     // The run answered, and the sleeping hook did not outlive it.
     let last = json_lines(&out).into_iter().last().unwrap();
     assert_eq!(last["type"], "run_end", "{last}");
+    // (Killed, it may linger a moment, and then as a zombie until whoever inherited it
+    // reaps it: neither runs.)
     let pid = std::fs::read_to_string(dir.path().join("sleeper.pid")).unwrap();
-    let alive = std::process::Command::new("kill").args(["-0", pid.trim()]).status().unwrap().success();
-    assert!(!alive, "the hook that passed its timeout still runs");
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+            .ok()
+            .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])))
+            .is_some_and(|dead| !dead)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!running(), "the hook that passed its timeout still runs");
 }
 
 /// A post hook that fails keeps the result and says so on stderr, in one line; so does a
