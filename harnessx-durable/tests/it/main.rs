@@ -22,6 +22,8 @@ mod output;
 #[cfg(feature = "restate")]
 mod restate_failover;
 #[cfg(feature = "restate")]
+mod restate_hooks;
+#[cfg(feature = "restate")]
 mod restate_runs;
 mod runtime;
 mod tool_choice;
