@@ -4,6 +4,7 @@
 
 pub mod backoff;
 pub mod catalog;
+pub mod content;
 pub mod depth;
 pub mod engine;
 pub mod error;
@@ -24,6 +25,7 @@ pub mod __private;
 pub use __private::{CollectedTool, Toolbox};
 pub use backoff::Backoff;
 pub use catalog::{BuiltinBundle, BuiltinOptions, BundleRequest};
+pub use content::{Blob, Bytes, Part};
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::cap::{DEFAULT_MAX_RESULT_CHARS, ResultDir};
 pub use engine::context::RunContext;
