@@ -33,6 +33,7 @@ fn turn(calls: usize) -> Vec<Entry> {
                 content: "pub mod journal;\npub mod memory;\npub mod sqlite;\n".into(),
                 is_error: false,
                 structured_content: None,
+                parts: Vec::new(),
             },
             timed_out: false,
             usage: Default::default(),

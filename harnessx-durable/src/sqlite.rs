@@ -465,6 +465,7 @@ mod tests {
             content: "x".into(),
             is_error: false,
             structured_content: None,
+            parts: Vec::new(),
         };
         let all = [
             Entry::ModelResponse { turn: 1, response: json!({}) },

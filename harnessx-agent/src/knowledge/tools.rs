@@ -99,7 +99,11 @@ impl BlockingToolHandler for Search {
             let _ = writeln!(text, "{}. {} — {}: {}", i + 1, hit.id, hit.title, hit.snippet);
         }
         let structured = serde_json::to_value(&hits).ok();
-        Ok(ToolOutput { content: text.trim_end().to_owned(), structured_content: structured })
+        Ok(ToolOutput {
+            content: text.trim_end().to_owned(),
+            structured_content: structured,
+            parts: Vec::new(),
+        })
     }
 }
 
@@ -175,6 +179,10 @@ impl BlockingToolHandler for Neighbors {
             section(&format!("Links into {id}"), &links.incoming);
         }
         let structured = serde_json::to_value(&links).ok();
-        Ok(ToolOutput { content: text.trim_end().to_owned(), structured_content: structured })
+        Ok(ToolOutput {
+            content: text.trim_end().to_owned(),
+            structured_content: structured,
+            parts: Vec::new(),
+        })
     }
 }

@@ -119,7 +119,7 @@ pub(super) fn render(output: &CommandOutput, timeout: Duration, limit: usize) ->
         "stderr": output.stream(OutputStream::Stderr),
         "elapsed_ms": u64::try_from(output.elapsed.as_millis()).unwrap_or(u64::MAX),
     });
-    ToolOutput { content: text, structured_content: Some(structured) }
+    ToolOutput { content: text, structured_content: Some(structured), parts: Vec::new() }
 }
 
 /// `5 s`, `0.5 s`.

@@ -116,7 +116,7 @@ impl BlockingToolHandler for MemoryTool {
                 };
                 let mut structured = memory_json(m);
                 structured["replaced"] = saved.replaced.into();
-                Ok(ToolOutput { content: text, structured_content: Some(structured) })
+                Ok(ToolOutput { content: text, structured_content: Some(structured), parts: Vec::new() })
             }
             Kind::Search => {
                 let SearchArgs { query, limit } = decode_args(args, ctx)?;
@@ -141,7 +141,7 @@ impl BlockingToolHandler for MemoryTool {
                     head.push_str(&format!(", tags: {}", memory.tags.join(", ")));
                 }
                 let content = format!("{head}\n{}", memory.text);
-                Ok(ToolOutput { content, structured_content: Some(memory_json(&memory)) })
+                Ok(ToolOutput { content, structured_content: Some(memory_json(&memory)), parts: Vec::new() })
             }
             Kind::Update => {
                 let UpdateArgs { id, text, tags } = decode_args(args, ctx)?;
@@ -155,6 +155,7 @@ impl BlockingToolHandler for MemoryTool {
                 Ok(ToolOutput {
                     content: format!("Updated memory {}.", memory.id),
                     structured_content: Some(memory_json(&memory)),
+                    parts: Vec::new(),
                 })
             }
             Kind::Delete => {
@@ -163,6 +164,7 @@ impl BlockingToolHandler for MemoryTool {
                 Ok(ToolOutput {
                     content: format!("Deleted memory {}.", memory.id),
                     structured_content: Some(memory_json(&memory)),
+                    parts: Vec::new(),
                 })
             }
             Kind::List => {
@@ -223,7 +225,7 @@ fn render_hits(query: &str, hits: &[MemoryHit]) -> ToolOutput {
             v
         }).collect::<Vec<_>>(),
     });
-    ToolOutput { content, structured_content: Some(structured) }
+    ToolOutput { content, structured_content: Some(structured), parts: Vec::new() }
 }
 
 fn render_list(memories: &[Memory]) -> ToolOutput {
@@ -242,7 +244,7 @@ fn render_list(memories: &[Memory]) -> ToolOutput {
         text
     };
     let structured = json!({ "memories": memories.iter().map(memory_json).collect::<Vec<_>>() });
-    ToolOutput { content, structured_content: Some(structured) }
+    ToolOutput { content, structured_content: Some(structured), parts: Vec::new() }
 }
 
 /// `2026-11-30 14:05 UTC` from milliseconds since the epoch.

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::content::Part;
 use crate::depth::{MAX_JSON_DEPTH, value_too_deep};
 
 /// One tool call as a model requested it: an id, a name (possibly misspelt or decorated),
@@ -29,20 +30,33 @@ impl ToolCall {
     }
 }
 
-/// What a handler produced on success: text for the model and, optionally, the same
-/// result as structured JSON for programs.
+/// What a handler produced on success: text for the model, media beside it (an image, a
+/// document), and, optionally, the same result as structured JSON for programs.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolOutput {
     /// The text the model reads.
     pub content: String,
     /// Machine-readable form of the result, if the tool has one.
     pub structured_content: Option<Value>,
+    /// Media the model sees beside the text (images, documents, audio), in order. Not
+    /// written when empty, so a text-only result serializes as it did before parts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Part>,
 }
 
 impl ToolOutput {
     /// A text result.
     pub fn text(content: impl Into<String>) -> Self {
-        Self { content: content.into(), structured_content: None }
+        Self { content: content.into(), structured_content: None, parts: Vec::new() }
+    }
+
+    /// This result with `part` added after its other parts (an image the tool produced,
+    /// a document it read). Keep a short line in [`content`](Self::content) that names
+    /// the part: it is what a model or a provider that takes no media reads.
+    #[must_use]
+    pub fn with_part(mut self, part: Part) -> Self {
+        self.parts.push(part);
+        self
     }
 
     /// A JSON result: strings pass through as text, other values are serialized compactly
@@ -53,12 +67,13 @@ impl ToolOutput {
         match value {
             Value::String(s) => Self::text(s),
             deep if value_too_deep(&deep, MAX_JSON_DEPTH) => {
-                Self { content: String::new(), structured_content: Some(deep) }
+                Self { content: String::new(), structured_content: Some(deep), parts: Vec::new() }
             }
             // `to_string` writes straight into a buffer (`Display` goes through a formatter).
             other => Self {
                 content: serde_json::to_string(&other).unwrap_or_else(|_| other.to_string()),
                 structured_content: Some(other),
+                parts: Vec::new(),
             },
         }
     }
@@ -104,6 +119,10 @@ pub struct ToolResult {
     /// Structured form of a successful result, if the tool produced one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
+    /// Media beside the text ([`ToolOutput::parts`]). Not written when empty, so the
+    /// journal and the events of a text-only result are as they were before parts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Part>,
 }
 
 impl ToolResult {
@@ -115,6 +134,7 @@ impl ToolResult {
             content: output.content,
             is_error: false,
             structured_content: output.structured_content,
+            parts: output.parts,
         }
     }
 
@@ -126,6 +146,7 @@ impl ToolResult {
             content: message.into(),
             is_error: true,
             structured_content: None,
+            parts: Vec::new(),
         }
     }
 }

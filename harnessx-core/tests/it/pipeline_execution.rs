@@ -453,7 +453,11 @@ async fn a_result_nested_too_deeply_is_an_error_result_and_nothing_overflows() {
             schema,
             ToolHandler::from_blocking(move |args, _ctx| {
                 let value = nested_value(depth_of(&args));
-                Ok(ToolOutput { content: "a tree".into(), structured_content: Some(value) })
+                Ok(ToolOutput {
+                    content: "a tree".into(),
+                    structured_content: Some(value),
+                    parts: Vec::new(),
+                })
             }),
             ToolOptions::new(),
         )

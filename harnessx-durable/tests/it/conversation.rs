@@ -23,7 +23,7 @@ fn agent_hanging(requests: &Arc<AtomicUsize>, runs: &Arc<AtomicUsize>, hang_at: 
             .messages
             .iter()
             .filter_map(|m| match m {
-                Message::User { content } => Some(content.as_str()),
+                Message::User { content, .. } => Some(content.as_str()),
                 _ => None,
             })
             .collect();

@@ -147,7 +147,7 @@ impl ToolHook for Gate {
 fn gated(gate: &Gate, wrote: &Arc<Mutex<Vec<String>>>, hang: &Arc<AtomicUsize>) -> Agent {
     let model = FunctionModel::new(|req| {
         let prompt = req.messages.iter().find_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content, .. } => Some(content.clone()),
             _ => None,
         });
         Ok(match req.messages.last() {

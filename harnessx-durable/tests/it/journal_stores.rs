@@ -52,6 +52,7 @@ fn every_variant() -> Vec<Entry> {
                 content: "line 1\nline \"2\" é ✓".into(),
                 is_error: true,
                 structured_content: Some(json!({"lines": [1, 2], "nested": {"ok": false}})),
+                parts: Vec::new(),
             },
             timed_out: true,
             usage: Default::default(),

@@ -169,7 +169,7 @@ async fn a_native_run_that_failed_mid_retry_resumes_with_the_same_conversation()
     let seen = seen.lock().unwrap();
     // The retry asked after the failure is the very request that failed.
     assert_eq!(seen[1], seen[2]);
-    let Some(Message::User { content }) = seen[2].messages.last() else { panic!() };
+    let Some(Message::User { content, .. }) = seen[2].messages.last() else { panic!() };
     assert!(
         content.starts_with(r#"invalid output: population: "lots" is not of type "integer""#),
         "{content}"

@@ -186,7 +186,7 @@ async fn run_hooks_on_restate_are_journaled_a_replay_after_the_worker_dies_asks_
     .with_replay_policy(ReplayPolicy::Safe);
     let model = FunctionModel::new(|req| {
         let prompt = req.messages.iter().find_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content, .. } => Some(content.clone()),
             _ => None,
         });
         Ok(match req.messages.last() {

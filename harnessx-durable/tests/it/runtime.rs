@@ -403,7 +403,11 @@ async fn a_deeply_nested_result_is_journaled_as_an_error_the_journal_can_read_ba
             "A deep tree.",
             json!({"type": "object", "properties": {}}),
             ToolHandler::from_blocking(move |_args, _ctx| {
-                Ok(ToolOutput { content: "tree".into(), structured_content: Some(nested_value(depth)) })
+                Ok(ToolOutput {
+                    content: "tree".into(),
+                    structured_content: Some(nested_value(depth)),
+                    parts: Vec::new(),
+                })
             }),
         );
         let model = FunctionModel::new(|req| {

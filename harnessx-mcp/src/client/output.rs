@@ -16,7 +16,7 @@ pub(super) fn output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
     if result.is_error == Some(true) {
         return Err(ToolError::new(if text.is_empty() { "the tool failed".to_owned() } else { text }));
     }
-    Ok(ToolOutput { content: text, structured_content: result.structured_content })
+    Ok(ToolOutput { content: text, structured_content: result.structured_content, parts: Vec::new() })
 }
 
 fn describe(block: &ContentBlock) -> String {

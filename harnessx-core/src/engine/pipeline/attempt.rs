@@ -63,13 +63,14 @@ impl Answer {
 
     #[inline]
     pub(super) fn into_result(self, call_id: &str, name: &str) -> ToolResult {
-        let Self { output: ToolOutput { content, structured_content }, is_error } = self;
+        let Self { output: ToolOutput { content, structured_content, parts }, is_error } = self;
         ToolResult {
             call_id: call_id.to_owned(),
             name: name.to_owned(),
             content,
             is_error,
             structured_content,
+            parts,
         }
     }
 }
@@ -144,7 +145,9 @@ pub(super) async fn invoke(
                 let mut invoked = conclude(ready, outcome, attempt);
                 if !invoked.timed_out {
                     // The central cap, after the tool's own limits: every tool's result alike.
-                    let ToolOutput { content, structured_content } = &mut invoked.answer.output;
+                    // Media parts are not capped here (the cap counts characters); their
+                    // producers bound them (see the module doc of `engine::cap`).
+                    let ToolOutput { content, structured_content, .. } = &mut invoked.answer.output;
                     let max_chars = ready.policy.max_result_chars;
                     cap_parts(content, structured_content, (name, call_id), max_chars, result_dir);
                 }
@@ -444,7 +447,7 @@ mod tests {
         for _ in 0..=MAX_JSON_DEPTH {
             deep = json!([deep]);
         }
-        let output = ToolOutput { content: "x".into(), structured_content: Some(deep) };
+        let output = ToolOutput { content: "x".into(), structured_content: Some(deep), parts: Vec::new() };
         let refused = conclude(&ready, Outcome::Done(Ok(output)), 1);
         assert!(
             text(&refused).starts_with("tool t ran, but its result is nested too deeply"),

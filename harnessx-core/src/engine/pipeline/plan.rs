@@ -11,7 +11,6 @@ use super::prepare::{CallTarget, Prepared, ReadyCall, prepare};
 use super::schedule::{Schedule, Slot};
 use crate::hooks::{PreOutcome, ToolHooks};
 use crate::permission::{Authorization, Authorizer, PermissionLevel, PermissionManager};
-use crate::tool::call::ToolOutput;
 use crate::tool::call::{ToolCall, ToolResult};
 use crate::tool::policy::ReplayPolicy;
 
@@ -376,10 +375,9 @@ impl PlannedCall<'_> {
                 self.settle(result);
                 Permit::Settled
             }
-            Hooked::Answered(ToolOutput { content, structured_content }) => {
+            Hooked::Answered(output) => {
                 let name = ready.tool.name().to_string();
-                let mut result = ToolResult::success(&self.call.id, name, ToolOutput::from(content));
-                result.structured_content = structured_content;
+                let result = ToolResult::success(&self.call.id, name, output);
                 self.settle(result);
                 Permit::Settled
             }
