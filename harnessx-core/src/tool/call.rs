@@ -150,3 +150,32 @@ impl ToolResult {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    // A text-only result is written as before parts existed: journals and events unchanged.
+    #[test]
+    fn text_only_results_are_written_without_parts() {
+        let result = ToolResult::success("c1", "t", ToolOutput::text("ok"));
+        assert_eq!(
+            serde_json::to_value(&result).unwrap(),
+            json!({"call_id": "c1", "name": "t", "content": "ok", "is_error": false})
+        );
+        let output = serde_json::to_value(ToolOutput::text("ok")).unwrap();
+        assert_eq!(output, json!({"content": "ok", "structured_content": null}));
+    }
+
+    #[test]
+    fn a_success_keeps_the_outputs_parts() {
+        let image = Part::image("image/png", vec![1, 2, 3]);
+        let output = ToolOutput::text("[image]").with_part(image.clone());
+        let result = ToolResult::success("c1", "t", output);
+        assert_eq!(result.parts, [image]);
+        let back: ToolResult = serde_json::from_value(serde_json::to_value(&result).unwrap()).unwrap();
+        assert_eq!(back, result);
+    }
+}

@@ -379,7 +379,9 @@ mod future_sizes {
         let call = ToolCall::new("1", "t", "{}");
         let ctx = RunContext::new();
         let size = std::mem::size_of_val(&registry.execute_in(&call, &ctx));
-        assert!(size <= 1_100, "ToolRegistry::execute_in's future is {size} bytes");
+        // 1_088 bytes before media parts; `ToolOutput::parts` and `ToolResult::parts` (a
+        // `Vec` each, held once each across an await) made it 1_136.
+        assert!(size <= 1_200, "ToolRegistry::execute_in's future is {size} bytes");
         let Prepared::Ready(mut ready) = prepare(registry.read().target("t"), &call, true) else {
             unreachable!()
         };
