@@ -65,7 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The run points: on an agent, before its first request and after each response.
     let model = FunctionModel::new(|req| {
-        let Some(Message::User { content }) = req.messages.last() else {
+        let Some(Message::User { content, .. }) = req.messages.last() else {
             return Ok(ModelResponse::text("?"));
         };
         Ok(if content.contains("clean up") {

@@ -38,8 +38,15 @@ fn turn(t: usize) -> Vec<Message> {
             name: "read_file".into(),
             content: result(0),
             is_error: false,
+            parts: Vec::new(),
         },
-        Message::Tool { call_id: format!("b{t}"), name: "grep".into(), content: result(1), is_error: false },
+        Message::Tool {
+            call_id: format!("b{t}"),
+            name: "grep".into(),
+            content: result(1),
+            is_error: false,
+            parts: Vec::new(),
+        },
     ]
 }
 

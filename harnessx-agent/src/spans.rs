@@ -284,7 +284,9 @@ fn finish_reason(reason: &FinishReason) -> &str {
 /// One message in the conventions' shape: `{role, parts: [..]}`.
 fn input_message(message: &Message) -> Value {
     match message {
-        Message::User { content } => json!({"role": "user", "parts": [{"type": "text", "content": content}]}),
+        Message::User { content, .. } => {
+            json!({"role": "user", "parts": [{"type": "text", "content": content}]})
+        }
         Message::Assistant { content, tool_calls, .. } => {
             json!({"role": "assistant", "parts": assistant_parts(content, tool_calls)})
         }

@@ -35,13 +35,15 @@ pub fn turn_starts(messages: &[Message], head: usize) -> Vec<usize> {
 }
 
 /// Replaces every tool result in `messages[from..to]` with its stub; how many changed.
+/// A cleared result's media parts go with its text (the stub stands for both).
 pub fn clear_results(messages: &mut [Message], from: usize, to: usize) -> usize {
     let mut cleared = 0;
     for message in &mut messages[from..to] {
-        if let Message::Tool { content, name, call_id, .. } = message {
+        if let Message::Tool { content, name, call_id, parts, .. } = message {
             let stub = cleared_stub(name, call_id);
-            if *content != stub {
+            if *content != stub || !parts.is_empty() {
                 *content = stub;
+                parts.clear();
                 cleared += 1;
             }
         }
@@ -52,9 +54,9 @@ pub fn clear_results(messages: &mut [Message], from: usize, to: usize) -> usize 
 /// The index of the run's prompt in `messages[from..to]`, if it is there: the last user
 /// message that is not a summary.
 pub fn prompt_in(messages: &[Message], from: usize, to: usize) -> Option<usize> {
-    (from..to)
-        .rev()
-        .find(|&i| matches!(&messages[i], Message::User { content } if !content.starts_with(SUMMARY_PREFIX)))
+    (from..to).rev().find(
+        |&i| matches!(&messages[i], Message::User { content, .. } if !content.starts_with(SUMMARY_PREFIX)),
+    )
 }
 
 /// The summarising request for `messages[from..to]`: the transcript as one user message,
@@ -72,7 +74,7 @@ pub fn summary_request(
     let mut transcript = String::new();
     for message in region {
         let (label, text) = match message {
-            Message::User { content } => ("user".to_owned(), content.as_str()),
+            Message::User { content, .. } => ("user".to_owned(), content.as_str()),
             Message::Assistant { content, tool_calls, .. } => {
                 let mut line = String::from("assistant");
                 for call in tool_calls {
@@ -80,7 +82,7 @@ pub fn summary_request(
                 }
                 (line, content.as_str())
             }
-            Message::Tool { name, call_id, is_error, content } => {
+            Message::Tool { name, call_id, is_error, content, .. } => {
                 let kind = if *is_error { "error result" } else { "result" };
                 (format!("{kind} of {name} ({call_id})"), content.as_str())
             }
@@ -175,12 +177,14 @@ mod tests {
                 name: "read".into(),
                 content: "x".repeat(100),
                 is_error: false,
+                parts: Vec::new(),
             });
             m.push(Message::Tool {
                 call_id: format!("b{t}"),
                 name: "grep".into(),
                 content: "y".repeat(100),
                 is_error: false,
+                parts: Vec::new(),
             });
         }
         m
@@ -227,6 +231,18 @@ mod tests {
         assert!(well_paired(&m));
         assert_eq!(m[2].content(), cleared_stub("read", "a0"));
         assert_eq!(clear_results(&mut m, 1, starts[2]), 0, "already cleared");
+    }
+
+    // A cleared result's image went on being sent after its text was cleared.
+    #[test]
+    fn clearing_a_result_drops_its_media_too() {
+        let mut m = history(3);
+        if let Message::Tool { parts, .. } = &mut m[2] {
+            parts.push(harnessx_core::Part::image("image/png", vec![0u8; 64]));
+        }
+        let starts = turn_starts(&m, 1);
+        assert_eq!(clear_results(&mut m, 1, starts[2]), 4);
+        assert!(m[2].parts().is_empty());
     }
 
     #[test]

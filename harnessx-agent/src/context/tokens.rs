@@ -251,7 +251,7 @@ impl Tally {
 /// What changes when a message does: its role, and the lengths of its text and calls.
 fn fingerprint(message: &Message) -> u64 {
     match message {
-        Message::User { content } => (content.len() as u64) << 2,
+        Message::User { content, .. } => (content.len() as u64) << 2,
         Message::Assistant { content, tool_calls, .. } => {
             let calls = tool_calls.iter().fold(0u64, |acc, c| {
                 acc.wrapping_mul(31).wrapping_add((c.arguments.len() + c.name.len() + c.id.len()) as u64)
@@ -265,7 +265,7 @@ fn fingerprint(message: &Message) -> u64 {
 /// The bytes of one message's text: what [`count_message`] counts.
 fn message_bytes(message: &Message) -> usize {
     match message {
-        Message::User { content } => content.len(),
+        Message::User { content, .. } => content.len(),
         Message::Assistant { content, tool_calls, .. } => {
             content.len() + tool_calls.iter().map(|c| c.name.len() + c.arguments.len() + 24).sum::<usize>()
         }
@@ -277,7 +277,7 @@ fn message_bytes(message: &Message) -> usize {
 pub fn count_message(encoding: Encoding, message: &Message) -> u64 {
     PER_MESSAGE
         + match message {
-            Message::User { content } => encoding.count(content),
+            Message::User { content, .. } => encoding.count(content),
             Message::Assistant { content, tool_calls, .. } => {
                 encoding.count(content)
                     + tool_calls

@@ -228,6 +228,7 @@ impl Tracker {
                     name: name.clone(),
                     content: compact::cleared_stub(name, call_id),
                     is_error: false,
+                    parts: Vec::new(),
                 };
                 then += count_message(encoding, &stub);
             }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use harnessx_core::{ToolCall, ToolResult};
+use harnessx_core::{Part, ToolCall, ToolResult};
 
 use super::Reasoning;
 
@@ -15,6 +15,10 @@ pub enum Message {
     User {
         /// The text.
         content: String,
+        /// Media beside the text (images, documents, audio), in order. Not written when
+        /// empty, so a text-only history serializes as it did before parts.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<Part>,
     },
     /// What the model said: text, tool calls, or both.
     Assistant {
@@ -40,13 +44,21 @@ pub enum Message {
         /// Whether the result is an error.
         #[serde(default)]
         is_error: bool,
+        /// Media beside the result text ([`ToolResult::parts`]). Not written when empty.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<Part>,
     },
 }
 
 impl Message {
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
-        Self::User { content: content.into() }
+        Self::User { content: content.into(), parts: Vec::new() }
+    }
+
+    /// A user message with media beside its text (a screenshot, a PDF).
+    pub fn user_with_parts(content: impl Into<String>, parts: Vec<Part>) -> Self {
+        Self::User { content: content.into(), parts }
     }
 
     /// An assistant message.
@@ -70,19 +82,77 @@ impl Message {
             name: result.name.clone(),
             content: result.content.clone(),
             is_error: result.is_error,
+            // A clone of a part shares its bytes; an empty list allocates nothing.
+            parts: result.parts.clone(),
         }
     }
 
     /// The text content.
     pub fn content(&self) -> &str {
         match self {
-            Self::User { content } | Self::Assistant { content, .. } | Self::Tool { content, .. } => content,
+            Self::User { content, .. } | Self::Assistant { content, .. } | Self::Tool { content, .. } => {
+                content
+            }
+        }
+    }
+
+    /// The media beside the text: a user message's or a tool result's parts; none for an
+    /// assistant message.
+    pub fn parts(&self) -> &[Part] {
+        match self {
+            Self::User { parts, .. } | Self::Tool { parts, .. } => parts,
+            Self::Assistant { .. } => &[],
         }
     }
 
     pub(crate) fn content_mut(&mut self) -> &mut String {
         match self {
-            Self::User { content } | Self::Assistant { content, .. } | Self::Tool { content, .. } => content,
+            Self::User { content, .. } | Self::Assistant { content, .. } | Self::Tool { content, .. } => {
+                content
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use harnessx_core::ToolOutput;
+    use serde_json::json;
+
+    use super::*;
+
+    // Text-only messages serialize as they did before parts (histories, journals and the
+    // requests built from them stay byte-identical).
+    #[test]
+    fn text_only_messages_are_written_without_parts() {
+        assert_eq!(
+            serde_json::to_value(Message::user("hi")).unwrap(),
+            json!({"role": "user", "content": "hi"})
+        );
+        let result = ToolResult::success("c1", "t", ToolOutput::text("ok"));
+        assert_eq!(
+            serde_json::to_value(Message::tool(&result)).unwrap(),
+            json!({"role": "tool", "call_id": "c1", "name": "t", "content": "ok", "is_error": false})
+        );
+        let old: Message = serde_json::from_value(json!({"role": "user", "content": "hi"})).unwrap();
+        assert_eq!(old, Message::user("hi"));
+    }
+
+    #[test]
+    fn parts_travel_from_tool_result_to_message_and_back() {
+        let image = Part::image("image/png", &b"\x89PNG\r\n\x1a\n"[..]);
+        let output = ToolOutput::text("[image: image/png, 8 bytes]").with_part(image.clone());
+        let message = Message::tool(&ToolResult::success("c1", "shot", output));
+        assert_eq!(message.parts(), [image.clone()]);
+        let written = serde_json::to_value(&message).unwrap();
+        assert_eq!(
+            written["parts"],
+            json!([{"type": "image", "media_type": "image/png", "data": "iVBORw0KGgo="}])
+        );
+        assert_eq!(serde_json::from_value::<Message>(written).unwrap(), message);
+
+        let user = Message::user_with_parts("what is this?", vec![image]);
+        assert_eq!(serde_json::from_value::<Message>(serde_json::to_value(&user).unwrap()).unwrap(), user);
+        assert!(Message::assistant("a", Vec::new()).parts().is_empty());
     }
 }

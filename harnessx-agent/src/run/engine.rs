@@ -111,7 +111,7 @@ async fn run<S: Steps>(
             return Box::pin(ended_by_hook(steps, events, request.messages, end, blocked)).await;
         }
         // Context a hook added: the model reads it after the prompt, in the same message.
-        if let Some(Message::User { content }) = request.messages.last_mut() {
+        if let Some(Message::User { content, .. }) = request.messages.last_mut() {
             for added in outcome.context {
                 content.push_str("\n\n");
                 content.push_str(&added.text);

@@ -236,18 +236,21 @@ fn conversation() -> ModelRequest {
                 name: "get_weather".into(),
                 content: "18C".into(),
                 is_error: false,
+                parts: Vec::new(),
             },
             Message::Tool {
                 call_id: "toolu_2".into(),
                 name: "get_weather".into(),
                 content: "Error: the arguments look cut off".into(),
                 is_error: true,
+                parts: Vec::new(),
             },
             Message::Tool {
                 call_id: "toolu_3".into(),
                 name: "get_weather".into(),
                 content: "Error: not an object".into(),
                 is_error: true,
+                parts: Vec::new(),
             },
         ],
         tools: vec![ToolSpec {

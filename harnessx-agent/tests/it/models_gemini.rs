@@ -210,6 +210,7 @@ async fn parallel_calls_keep_their_order_and_results_go_back_by_name_and_order()
             name: call.name.clone(),
             content: content.into(),
             is_error,
+            parts: Vec::new(),
         });
     }
     let body =
@@ -264,6 +265,7 @@ async fn thoughts_stream_as_reasoning_and_never_go_back_as_text() {
                 name: "read_theme".into(),
                 content: "dark".into(),
                 is_error: false,
+                parts: Vec::new(),
             },
         ],
         ..ModelRequest::default()

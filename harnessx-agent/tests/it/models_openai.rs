@@ -348,12 +348,14 @@ fn conversation() -> ModelRequest {
                 name: "get_weather".into(),
                 content: "18C".into(),
                 is_error: false,
+                parts: Vec::new(),
             },
             Message::Tool {
                 call_id: "call_2".into(),
                 name: "get_weather".into(),
                 content: "Error: the arguments are not valid JSON".into(),
                 is_error: true,
+                parts: Vec::new(),
             },
         ],
         tools: vec![weather_tool()],
@@ -563,6 +565,7 @@ fn after_a_call(tool_choice: ToolChoice) -> ModelRequest {
                 name: "read_file".into(),
                 content: "The secret word is plum.".into(),
                 is_error: false,
+                parts: Vec::new(),
             },
         ],
         tools: vec![read_file()],
@@ -1060,6 +1063,7 @@ async fn a_llama_cpp_python_call_id_sends_each_turns_results_as_one_user_message
             name: "read_file".into(),
             content: content.into(),
             is_error,
+            parts: Vec::new(),
         };
         request.messages.extend([
             Message::assistant(

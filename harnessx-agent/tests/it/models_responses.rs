@@ -161,6 +161,7 @@ async fn reasoning_goes_back_byte_for_byte_before_its_call() {
                 name: call.name.clone(),
                 content: "19".into(),
                 is_error: false,
+                parts: Vec::new(),
             },
         ],
         ..ModelRequest::default()
@@ -449,12 +450,14 @@ fn request_body_with_tools_choice_reasoning_and_output_is_pinned() {
                 name: "calculator".into(),
                 content: "19".into(),
                 is_error: false,
+                parts: Vec::new(),
             },
             Message::Tool {
                 call_id: "call_2".into(),
                 name: "calculator".into(),
                 content: "Error: bad arguments".into(),
                 is_error: true,
+                parts: Vec::new(),
             },
         ],
         tools: vec![calculator()],

@@ -101,7 +101,7 @@ fn told_after_first(mode: OutputMode, second: &ModelRequest) -> String {
         {
             content.clone()
         }
-        (OutputMode::Native | OutputMode::Prompted, Message::User { content }) => content.clone(),
+        (OutputMode::Native | OutputMode::Prompted, Message::User { content, .. }) => content.clone(),
         other => panic!("unexpected last message {other:?}"),
     }
 }
@@ -309,7 +309,7 @@ async fn a_text_answer_in_tool_mode_is_an_attempt_and_tools_stay_available() {
     let e = agent.run_typed::<City>("x").await.unwrap_err();
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 3);
-    let Message::User { content } = seen[1].messages.last().unwrap() else { panic!() };
+    let Message::User { content, .. } = seen[1].messages.last().unwrap() else { panic!() };
     assert!(
         content
             .starts_with("invalid output: the final answer must be given by calling the final_result tool")

@@ -74,7 +74,7 @@ fn agent(requests: &Arc<AtomicUsize>, ran: &Arc<AtomicUsize>, hooks: Vec<Scripte
             }
             _ => {
                 let prompt = req.messages.iter().find_map(|m| match m {
-                    Message::User { content } => Some(content.clone()),
+                    Message::User { content, .. } => Some(content.clone()),
                     _ => None,
                 });
                 ModelResponse::text(format!("the prompt was {:?}", prompt.unwrap_or_default()))

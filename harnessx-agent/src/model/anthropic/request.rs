@@ -191,7 +191,9 @@ fn wire_messages(messages: &[Message]) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(messages.len());
     for message in messages {
         let (role, blocks) = match message {
-            Message::User { content } => ("user", text_block(content).into_iter().collect()),
+            // Media parts (`Message::parts`) are not sent yet: mapping them into this provider's
+            // shape is the next step of issue 43. Until then a request carries the text only.
+            Message::User { content, .. } => ("user", text_block(content).into_iter().collect()),
             Message::Assistant { content, tool_calls, reasoning } => {
                 let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
                 blocks.extend(tool_calls.iter().map(|call| {
@@ -278,7 +280,13 @@ mod tests {
         let messages = vec![
             Message::user("go"),
             Message::assistant("", vec![ToolCall::new("a", "f", "[1]")]),
-            Message::Tool { call_id: "a".into(), name: "f".into(), content: "bad".into(), is_error: true },
+            Message::Tool {
+                call_id: "a".into(),
+                name: "f".into(),
+                content: "bad".into(),
+                is_error: true,
+                parts: Vec::new(),
+            },
             Message::user("and?"),
             Message::assistant("", vec![]),
             Message::user("well"),

@@ -135,8 +135,10 @@ fn wire_contents(messages: &[Message], foreign_signatures: bool) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(messages.len());
     for message in messages {
         let (role, parts) = match message {
-            Message::User { content } if content.is_empty() => continue,
-            Message::User { content } => ("user", vec![json!({"text": content})]),
+            // Media parts (`Message::parts`) are not sent yet: mapping them into this provider's
+            // shape is the next step of issue 43. Until then a request carries the text only.
+            Message::User { content, .. } if content.is_empty() => continue,
+            Message::User { content, .. } => ("user", vec![json!({"text": content})]),
             Message::Assistant { content, tool_calls, reasoning } => {
                 ("model", model_parts(content, tool_calls, reasoning, foreign_signatures))
             }
@@ -246,12 +248,14 @@ mod tests {
                 name: "f".into(),
                 content: "bad".into(),
                 is_error: true,
+                parts: Vec::new(),
             },
             Message::Tool {
                 call_id: "call_1_1".into(),
                 name: "g".into(),
                 content: "ok".into(),
                 is_error: false,
+                parts: Vec::new(),
             },
             Message::user("and?"),
             Message::assistant("", vec![]),

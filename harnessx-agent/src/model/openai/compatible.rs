@@ -130,7 +130,9 @@ pub(super) fn results_as_user(results: &[Message]) -> Value {
     let parts: Vec<String> = results
         .iter()
         .filter_map(|m| match m {
-            Message::Tool { call_id, name, content, is_error } => {
+            // Media parts (`Message::parts`) are not sent yet: mapping them into this provider's
+            // shape is the next step of issue 43. Until then a request carries the text only.
+            Message::Tool { call_id, name, content, is_error, .. } => {
                 let outcome = if *is_error { "error" } else { "result" };
                 Some(format!("[{name} {outcome}, call {call_id}]\n{content}"))
             }
@@ -351,6 +353,7 @@ mod tests {
             name: "read_file".into(),
             content: content.into(),
             is_error,
+            parts: Vec::new(),
         };
         assert_eq!(
             results_as_user(&[result("c1", "plum\n", false), result("c2", "no such file", true)]),

@@ -122,7 +122,9 @@ fn wire_messages(messages: &[Message], host: Host, results: ToolResults) -> Vec<
 /// `content`, llama-server a missing one, and all of them take `""`.
 fn wire_message(message: &Message, host: Host) -> Value {
     match message {
-        Message::User { content } => json!({"role": "user", "content": content}),
+        // Media parts (`Message::parts`) are not sent yet: mapping them into this provider's
+        // shape is the next step of issue 43. Until then a request carries the text only.
+        Message::User { content, .. } => json!({"role": "user", "content": content}),
         Message::Assistant { content, tool_calls, .. } if tool_calls.is_empty() => {
             json!({"role": "assistant", "content": content})
         }

@@ -54,7 +54,7 @@ pub(super) fn respond(request: &ModelRequest, scratch: Option<&str>) -> ModelRes
         tail
     };
     let prompt = request.messages.iter().rev().find_map(|m| match m {
-        Message::User { content } => Some(content.as_str()),
+        Message::User { content, .. } => Some(content.as_str()),
         _ => None,
     });
     let offered = |name: &str| request.tools.iter().any(|t| t.name == name) && allowed(request, name);
@@ -182,7 +182,7 @@ fn answer(request: &ModelRequest, results: &[(&str, &str, bool)], scratch: Optio
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::User { content } => Some(content.as_str()),
+            Message::User { content, .. } => Some(content.as_str()),
             _ => None,
         })
         .collect();

@@ -126,7 +126,9 @@ pub fn wire_input(messages: &[Message]) -> Vec<Value> {
     let mut input = Vec::with_capacity(messages.len());
     for message in messages {
         match message {
-            Message::User { content } => input.push(json!({"role": "user", "content": content})),
+            // Media parts (`Message::parts`) are not sent yet: mapping them into this provider's
+            // shape is the next step of issue 43. Until then a request carries the text only.
+            Message::User { content, .. } => input.push(json!({"role": "user", "content": content})),
             Message::Assistant { content, tool_calls, reasoning } => {
                 input.extend(
                     reasoning
