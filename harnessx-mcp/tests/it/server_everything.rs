@@ -91,13 +91,19 @@ async fn its_tools_are_registered_with_their_annotations_and_run_through_the_pip
     let r = registry.execute(&call("ev_get-sum", r#"{"a": "x", "b": 3}"#), None).await;
     assert!(r.is_error, "{r:?}");
 
-    // Structured content is kept; images are described, not dropped.
+    // Structured content is kept; an image passes through as an image part, with a line
+    // naming it in the text.
     let r = registry.execute(&call("ev_get-structured-content", r#"{"location": "Chicago"}"#), None).await;
     assert!(!r.is_error, "{r:?}");
     assert!(r.structured_content.is_some(), "{r:?}");
     let r = registry.execute(&call("ev_get-tiny-image", "{}"), None).await;
     assert!(!r.is_error, "{r:?}");
     assert!(r.content.contains("[image: image/png, "), "{}", r.content);
+    let [image] = &r.parts[..] else { panic!("one image part: {:?}", r.parts) };
+    assert_eq!(image.media_type(), Some("image/png"));
+    let bytes = image.blob().and_then(harnessx_core::Blob::as_bytes).expect("bytes");
+    assert_eq!(harnessx_core::content::sniff(bytes), Some("image/png"), "decoded once, from base64");
+    assert!(r.content.contains(&format!("{} bytes]", bytes.len())), "{}", r.content);
 
     // The server's own error (`isError: true`) is an error result with its text.
     let r = registry
@@ -110,6 +116,20 @@ async fn its_tools_are_registered_with_their_annotations_and_run_through_the_pip
         .execute(&call("ev_get-resource-reference", r#"{"resourceType": "Text", "resourceId": 3}"#), None)
         .await;
     assert!(!r.is_error && r.content.contains("[resource demo://resource/dynamic/text/3]"), "{r:?}");
+    // An embedded blob resource passes through as a file part, named by its URI.
+    let r = registry
+        .execute(&call("ev_get-resource-reference", r#"{"resourceType": "Blob", "resourceId": 4}"#), None)
+        .await;
+    assert!(
+        !r.is_error && r.content.contains("[resource demo://resource/dynamic/blob/4: text/plain, "),
+        "{r:?}"
+    );
+    let [harnessx_core::Part::File { media_type, name, data }] = &r.parts[..] else {
+        panic!("{:?}", r.parts)
+    };
+    assert_eq!((media_type.as_str(), name.as_deref()), ("text/plain", Some("4")));
+    let text = String::from_utf8_lossy(data.as_bytes().expect("bytes"));
+    assert!(text.starts_with("Resource 4: This is a base64 blob"), "{text}");
     // A long-running operation (the server reports progress as it goes) completes.
     let r = registry
         .execute(&call("ev_trigger-long-running-operation", r#"{"duration": 1, "steps": 2}"#), None)
