@@ -5,11 +5,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use harnessx_core::{PermissionManager, RunContext, ToolCall, ToolRegistry, ToolResult};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use harnessx_core::{Blob, Part, PermissionManager, RunContext, ToolCall, ToolRegistry, ToolResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
     ErrorCode, Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations as McpAnnotations,
+    ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations as McpAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -70,19 +72,51 @@ impl Session {
     }
 }
 
-/// A pipeline result as MCP's: the text as one text block; an error as `isError: true`;
-/// structured content when it is a JSON object (MCP's `structuredContent` must be one;
-/// other values are in the text already).
+/// A pipeline result as MCP's: the text as one text block, then a block for each media
+/// part ([`block`]); an error as `isError: true`; structured content when it is a JSON
+/// object (MCP's `structuredContent` must be one; other values are in the text already).
 fn result(result: ToolResult) -> CallToolResult {
-    let text = vec![ContentBlock::text(result.content)];
+    let mut content = Vec::with_capacity(1 + result.parts.len());
+    content.push(ContentBlock::text(result.content));
     if result.is_error {
-        return CallToolResult::error(text);
+        return CallToolResult::error(content);
     }
-    let mut success = CallToolResult::success(text);
+    content.extend(result.parts.iter().enumerate().map(|(i, part)| block(i, part)));
+    let mut success = CallToolResult::success(content);
     if let Some(structured @ Value::Object(_)) = result.structured_content {
         success.structured_content = Some(structured);
     }
     success
+}
+
+/// A part as an MCP content block: an image as an image block, audio as an audio block, a
+/// file as an embedded blob resource whose URI is `harnessx:part/{i}/{name}` (the name a
+/// client takes from the URI's last segment; `harnessx:part/{i}` without a name), the
+/// bytes in base64. MCP carries media as base64 only: a medium given by URL is a text
+/// block naming it.
+fn block(i: usize, part: &Part) -> ContentBlock {
+    // `Err` is the text block that stands for a medium given by URL.
+    let base64 = |media_type: &str, data: &Blob| match data {
+        Blob::Bytes(bytes) => Ok(BASE64.encode(bytes)),
+        Blob::Url(url) => Err(ContentBlock::text(format!("[{}: {media_type}, at {url}]", part.kind()))),
+    };
+    let block = match part {
+        Part::Text(text) => Ok(ContentBlock::text(text.clone())),
+        Part::Image { media_type, data } => {
+            base64(media_type, data).map(|b| ContentBlock::image(b, media_type))
+        }
+        Part::Audio { media_type, data } => {
+            base64(media_type, data).map(|b| ContentBlock::audio(b, media_type))
+        }
+        Part::File { media_type, name, data } => base64(media_type, data).map(|b| {
+            let uri = match name {
+                Some(name) => format!("harnessx:part/{i}/{name}"),
+                None => format!("harnessx:part/{i}"),
+            };
+            ContentBlock::resource(ResourceContents::blob(b, uri).with_mime_type(media_type))
+        }),
+    };
+    block.unwrap_or_else(|text| text)
 }
 
 /// The registry's tools as MCP's: canonical input schemas, annotations as hints.
@@ -190,5 +224,31 @@ impl Session {
                 CallToolResult::error(vec![ContentBlock::text(format!("the call of {name} was cancelled by the client"))])
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_medium_by_url_is_a_line_and_a_nameless_file_is_numbered() {
+        let url = Part::image_url("image/png", "https://example.com/a.png");
+        assert_eq!(block(0, &url), ContentBlock::text("[image: image/png, at https://example.com/a.png]"));
+        let file = Part::file("text/csv", None, &b"a,b"[..]);
+        assert_eq!(
+            serde_json::to_value(block(2, &file)).unwrap(),
+            json!({"type": "resource", "resource": {"uri": "harnessx:part/2", "mimeType": "text/csv", "blob": "YSxi"}})
+        );
+        assert_eq!(block(0, &Part::text("hi")), ContentBlock::text("hi"));
+    }
+
+    #[test]
+    fn an_error_result_sends_its_text_only() {
+        let mut failed = ToolResult::error("c", "t", "it broke");
+        failed.parts.push(Part::image("image/png", vec![1]));
+        assert_eq!(result(failed).content, [ContentBlock::text("it broke")]);
     }
 }

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use harnessx_builtin::fs::{FilesystemOptions, register_filesystem_tools};
 use harnessx_core::{
-    ApprovalDecision, PermissionLevel, PermissionManager, ToolError, ToolHandler, ToolOptions, ToolRegistry,
+    ApprovalDecision, Part, PermissionLevel, PermissionManager, ToolError, ToolHandler, ToolOptions,
+    ToolOutput, ToolRegistry,
 };
 use harnessx_mcp::{McpServing, McpTransport, serve_mcp};
 use rmcp::model::{
@@ -156,6 +157,14 @@ fn registry(base: &Path, hung: Arc<AtomicUsize>) -> ToolRegistry {
     registry
         .register_with_schema("hang", "Hangs.", json!({"type": "object"}), hang, ToolOptions::new())
         .unwrap();
+    let shot = ToolHandler::from_async(|_, _| async {
+        Ok(ToolOutput::text("a screenshot and its report")
+            .with_part(Part::image("image/png", &b"\x89PNG\r\n\x1a\n"[..]))
+            .with_part(Part::file("application/pdf", Some("report.pdf".into()), &b"%PDF-1.7"[..])))
+    });
+    registry
+        .register_with_schema("shot", "Media.", json!({"type": "object"}), shot, ToolOptions::new())
+        .unwrap();
     registry
 }
 
@@ -263,6 +272,18 @@ async fn lists_and_calls(via: Via) {
             .starts_with(r#"Unknown tool "ecko". Did you mean: echo"#)
     );
     assert_eq!(err(&call(&client, "fail", json!({})).await), "the disk is full");
+    // Media parts go out as MCP image and embedded-resource content, after the text.
+    let shot = call(&client, "shot", json!({})).await;
+    assert_eq!(ok(&shot), "a screenshot and its report");
+    assert_eq!(
+        serde_json::to_value(&shot.content[1..]).unwrap(),
+        json!([
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "resource", "resource": {
+                "uri": "harnessx:part/1/report.pdf", "mimeType": "application/pdf", "blob": "JVBERi0xLjc="
+            }},
+        ])
+    );
     assert_eq!(
         err(&call(&client, "slow", json!({})).await),
         "tool slow timed out after 0.2s and may have partly run; check its effects before calling it again"
