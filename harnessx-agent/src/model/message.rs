@@ -143,7 +143,7 @@ mod tests {
         let image = Part::image("image/png", &b"\x89PNG\r\n\x1a\n"[..]);
         let output = ToolOutput::text("[image: image/png, 8 bytes]").with_part(image.clone());
         let message = Message::tool(&ToolResult::success("c1", "shot", output));
-        assert_eq!(message.parts(), [image.clone()]);
+        assert_eq!(message.parts(), std::slice::from_ref(&image));
         let written = serde_json::to_value(&message).unwrap();
         assert_eq!(
             written["parts"],

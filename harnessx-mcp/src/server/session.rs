@@ -95,10 +95,10 @@ fn result(result: ToolResult) -> CallToolResult {
 /// bytes in base64. MCP carries media as base64 only: a medium given by URL is a text
 /// block naming it.
 fn block(i: usize, part: &Part) -> ContentBlock {
-    // `Err` is the text block that stands for a medium given by URL.
+    // `Err` is the line that stands for a medium given by URL.
     let base64 = |media_type: &str, data: &Blob| match data {
         Blob::Bytes(bytes) => Ok(BASE64.encode(bytes)),
-        Blob::Url(url) => Err(ContentBlock::text(format!("[{}: {media_type}, at {url}]", part.kind()))),
+        Blob::Url(url) => Err(format!("[{}: {media_type}, at {url}]", part.kind())),
     };
     let block = match part {
         Part::Text(text) => Ok(ContentBlock::text(text.clone())),
@@ -116,7 +116,7 @@ fn block(i: usize, part: &Part) -> ContentBlock {
             ContentBlock::resource(ResourceContents::blob(b, uri).with_mime_type(media_type))
         }),
     };
-    block.unwrap_or_else(|text| text)
+    block.unwrap_or_else(ContentBlock::text)
 }
 
 /// The registry's tools as MCP's: canonical input schemas, annotations as hints.
