@@ -10,7 +10,7 @@
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use harnessx_agent::context::{Encoding, Tally};
 use harnessx_agent::model::{Message, ModelRequest};
-use harnessx_core::ToolCall;
+use harnessx_core::{Parts, ToolCall};
 
 fn turn(t: usize) -> Vec<Message> {
     let result = |k: usize| {
@@ -38,14 +38,14 @@ fn turn(t: usize) -> Vec<Message> {
             name: "read_file".into(),
             content: result(0),
             is_error: false,
-            parts: Vec::new(),
+            parts: Parts::new(),
         },
         Message::Tool {
             call_id: format!("b{t}"),
             name: "grep".into(),
             content: result(1),
             is_error: false,
-            parts: Vec::new(),
+            parts: Parts::new(),
         },
     ]
 }

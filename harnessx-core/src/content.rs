@@ -3,7 +3,8 @@
 //!
 //! A [`Part`] is text or a piece of media; a medium's data is a [`Blob`]: bytes shared
 //! without copying ([`Bytes`], so a clone of a part or a message is a reference count, not a
-//! copy of a 5 MB image), or a URL for the providers that fetch URLs themselves.
+//! copy of a 5 MB image), or a URL for the providers that fetch URLs themselves. The parts
+//! beside a text are [`Parts`]: one word and no allocation when there are none.
 //!
 //! # Serialized shape
 //!
@@ -31,6 +32,10 @@ pub use bytes::Bytes;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
+
+mod parts;
+
+pub use parts::Parts;
 
 /// One part of a message or a tool result.
 ///

@@ -25,7 +25,7 @@ pub mod __private;
 pub use __private::{CollectedTool, Toolbox};
 pub use backoff::Backoff;
 pub use catalog::{BuiltinBundle, BuiltinOptions, BundleRequest};
-pub use content::{Blob, Bytes, Part};
+pub use content::{Blob, Bytes, Part, Parts};
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::cap::{DEFAULT_MAX_RESULT_CHARS, ResultDir};
 pub use engine::context::RunContext;

@@ -5,7 +5,7 @@
 #![allow(missing_docs, reason = "criterion's macros generate undocumented items")]
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use harnessx_core::ToolResult;
+use harnessx_core::{Parts, ToolResult};
 use harnessx_durable::{Entry, JournalStore, RunRecord, RunStatus, SqliteJournal, Synchronous};
 use serde_json::json;
 
@@ -33,7 +33,7 @@ fn turn(calls: usize) -> Vec<Entry> {
                 content: "pub mod journal;\npub mod memory;\npub mod sqlite;\n".into(),
                 is_error: false,
                 structured_content: None,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
             timed_out: false,
             usage: Default::default(),

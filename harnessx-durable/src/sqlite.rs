@@ -454,7 +454,7 @@ fn error(path: &Path, err: rusqlite::Error) -> JournalError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harnessx_core::{ApprovalDecision, ToolResult};
+    use harnessx_core::{ApprovalDecision, Parts, ToolResult};
     use serde_json::json;
 
     #[test]
@@ -465,7 +465,7 @@ mod tests {
             content: "x".into(),
             is_error: false,
             structured_content: None,
-            parts: Vec::new(),
+            parts: Parts::new(),
         };
         let all = [
             Entry::ModelResponse { turn: 1, response: json!({}) },

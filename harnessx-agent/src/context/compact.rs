@@ -162,7 +162,7 @@ pub fn well_paired(messages: &[Message]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harnessx_core::ToolCall;
+    use harnessx_core::{Parts, ToolCall};
 
     fn history(turns: usize) -> Vec<Message> {
         let mut m = vec![Message::user("the task")];
@@ -177,14 +177,14 @@ mod tests {
                 name: "read".into(),
                 content: "x".repeat(100),
                 is_error: false,
-                parts: Vec::new(),
+                parts: Parts::new(),
             });
             m.push(Message::Tool {
                 call_id: format!("b{t}"),
                 name: "grep".into(),
                 content: "y".repeat(100),
                 is_error: false,
-                parts: Vec::new(),
+                parts: Parts::new(),
             });
         }
         m

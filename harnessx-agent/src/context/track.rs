@@ -3,6 +3,7 @@
 //! [`Tracker::respond`] in place of [`Steps::response`]; everything else about the
 //! window is here.
 
+use harnessx_core::Parts;
 use tracing::Instrument;
 
 use crate::context::compact::{self, fallback_summary};
@@ -228,7 +229,7 @@ impl Tracker {
                     name: name.clone(),
                     content: compact::cleared_stub(name, call_id),
                     is_error: false,
-                    parts: Vec::new(),
+                    parts: Parts::new(),
                 };
                 then += count_message(encoding, &stub);
             }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::index::{Knowledge, MAX_LIMIT};
 use harnessx_core::tool::decode::decode_args;
 use harnessx_core::{
-    BlockingToolHandler, HandlerResult, ReplayPolicy, ToolAnnotations, ToolContext, ToolDefinition,
+    BlockingToolHandler, HandlerResult, Parts, ReplayPolicy, ToolAnnotations, ToolContext, ToolDefinition,
     ToolError, ToolHandler, ToolOutput,
 };
 
@@ -102,7 +102,7 @@ impl BlockingToolHandler for Search {
         Ok(ToolOutput {
             content: text.trim_end().to_owned(),
             structured_content: structured,
-            parts: Vec::new(),
+            parts: Parts::new(),
         })
     }
 }
@@ -182,7 +182,7 @@ impl BlockingToolHandler for Neighbors {
         Ok(ToolOutput {
             content: text.trim_end().to_owned(),
             structured_content: structured,
-            parts: Vec::new(),
+            parts: Parts::new(),
         })
     }
 }

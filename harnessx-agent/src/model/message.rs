@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use harnessx_core::{Part, ToolCall, ToolResult};
+use harnessx_core::{Part, Parts, ToolCall, ToolResult};
 
 use super::Reasoning;
 
@@ -17,8 +17,8 @@ pub enum Message {
         content: String,
         /// Media beside the text (images, documents, audio), in order. Not written when
         /// empty, so a text-only history serializes as it did before parts.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        parts: Vec<Part>,
+        #[serde(default, skip_serializing_if = "Parts::is_empty")]
+        parts: Parts,
     },
     /// What the model said: text, tool calls, or both.
     Assistant {
@@ -45,20 +45,20 @@ pub enum Message {
         #[serde(default)]
         is_error: bool,
         /// Media beside the result text ([`ToolResult::parts`]). Not written when empty.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        parts: Vec<Part>,
+        #[serde(default, skip_serializing_if = "Parts::is_empty")]
+        parts: Parts,
     },
 }
 
 impl Message {
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
-        Self::User { content: content.into(), parts: Vec::new() }
+        Self::User { content: content.into(), parts: Parts::new() }
     }
 
     /// A user message with media beside its text (a screenshot, a PDF).
-    pub fn user_with_parts(content: impl Into<String>, parts: Vec<Part>) -> Self {
-        Self::User { content: content.into(), parts }
+    pub fn user_with_parts(content: impl Into<String>, parts: impl Into<Parts>) -> Self {
+        Self::User { content: content.into(), parts: parts.into() }
     }
 
     /// An assistant message.

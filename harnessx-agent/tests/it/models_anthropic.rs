@@ -8,8 +8,8 @@ use common::{Reply, SPLITS, Server, assert_events_match, collect, dead_url, expe
 use harnessx_agent::model::{
     AnthropicModel, FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse,
 };
-use harnessx_core::ToolCall;
 use harnessx_core::registry::ToolSpec;
+use harnessx_core::{Parts, ToolCall};
 use serde_json::{Value, json};
 
 fn model(server: &Server) -> AnthropicModel {
@@ -236,21 +236,21 @@ fn conversation() -> ModelRequest {
                 name: "get_weather".into(),
                 content: "18C".into(),
                 is_error: false,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
             Message::Tool {
                 call_id: "toolu_2".into(),
                 name: "get_weather".into(),
                 content: "Error: the arguments look cut off".into(),
                 is_error: true,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
             Message::Tool {
                 call_id: "toolu_3".into(),
                 name: "get_weather".into(),
                 content: "Error: not an object".into(),
                 is_error: true,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
         ],
         tools: vec![ToolSpec {

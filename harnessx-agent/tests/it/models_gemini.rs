@@ -16,7 +16,7 @@ use harnessx_agent::model::{
 };
 use harnessx_agent::{Agent, AgentConfig, call_ids_for_turn};
 use harnessx_core::registry::ToolSpec;
-use harnessx_core::{ToolCall, ToolDefinition, ToolHandler};
+use harnessx_core::{Parts, ToolCall, ToolDefinition, ToolHandler};
 use serde_json::{Value, json};
 
 fn model(server: &Server) -> GeminiModel {
@@ -210,7 +210,7 @@ async fn parallel_calls_keep_their_order_and_results_go_back_by_name_and_order()
             name: call.name.clone(),
             content: content.into(),
             is_error,
-            parts: Vec::new(),
+            parts: Parts::new(),
         });
     }
     let body =
@@ -265,7 +265,7 @@ async fn thoughts_stream_as_reasoning_and_never_go_back_as_text() {
                 name: "read_theme".into(),
                 content: "dark".into(),
                 is_error: false,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
         ],
         ..ModelRequest::default()

@@ -8,8 +8,8 @@ use common::{Reply, SPLITS, Server, assert_events_match, collect, dead_url, expe
 use harnessx_agent::model::{
     FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, OpenAiModel,
 };
-use harnessx_core::ToolCall;
 use harnessx_core::registry::ToolSpec;
+use harnessx_core::{Parts, ToolCall};
 use serde_json::{Value, json};
 
 fn model(server: &Server) -> OpenAiModel {
@@ -348,14 +348,14 @@ fn conversation() -> ModelRequest {
                 name: "get_weather".into(),
                 content: "18C".into(),
                 is_error: false,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
             Message::Tool {
                 call_id: "call_2".into(),
                 name: "get_weather".into(),
                 content: "Error: the arguments are not valid JSON".into(),
                 is_error: true,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
         ],
         tools: vec![weather_tool()],
@@ -565,7 +565,7 @@ fn after_a_call(tool_choice: ToolChoice) -> ModelRequest {
                 name: "read_file".into(),
                 content: "The secret word is plum.".into(),
                 is_error: false,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
         ],
         tools: vec![read_file()],
@@ -1063,7 +1063,7 @@ async fn a_llama_cpp_python_call_id_sends_each_turns_results_as_one_user_message
             name: "read_file".into(),
             content: content.into(),
             is_error,
-            parts: Vec::new(),
+            parts: Parts::new(),
         };
         request.messages.extend([
             Message::assistant(

@@ -13,8 +13,8 @@ use harnessx_agent::model::{
     FinishReason, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, OpenAiModel,
     OpenAiResponsesModel, OutputFormat, Reasoning, ReasoningConfig, ToolChoice,
 };
-use harnessx_core::ToolCall;
 use harnessx_core::registry::ToolSpec;
+use harnessx_core::{Parts, ToolCall};
 use serde_json::{Value, json};
 
 fn model(server: &Server) -> OpenAiResponsesModel {
@@ -161,7 +161,7 @@ async fn reasoning_goes_back_byte_for_byte_before_its_call() {
                 name: call.name.clone(),
                 content: "19".into(),
                 is_error: false,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
         ],
         ..ModelRequest::default()
@@ -450,14 +450,14 @@ fn request_body_with_tools_choice_reasoning_and_output_is_pinned() {
                 name: "calculator".into(),
                 content: "19".into(),
                 is_error: false,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
             Message::Tool {
                 call_id: "call_2".into(),
                 name: "calculator".into(),
                 content: "Error: bad arguments".into(),
                 is_error: true,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
         ],
         tools: vec![calculator()],

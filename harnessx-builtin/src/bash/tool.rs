@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use harnessx_core::tool::decode::decode_args;
 use harnessx_core::{
-    AsyncToolHandler, BoxFuture, CommandEnd, CommandOutput, HandlerResult, OutputStream, Sandbox,
+    AsyncToolHandler, BoxFuture, CommandEnd, CommandOutput, HandlerResult, OutputStream, Parts, Sandbox,
     SandboxCommand, ToolContext, ToolError, ToolOutput,
 };
 use serde::Deserialize;
@@ -119,7 +119,7 @@ pub(super) fn render(output: &CommandOutput, timeout: Duration, limit: usize) ->
         "stderr": output.stream(OutputStream::Stderr),
         "elapsed_ms": u64::try_from(output.elapsed.as_millis()).unwrap_or(u64::MAX),
     });
-    ToolOutput { content: text, structured_content: Some(structured), parts: Vec::new() }
+    ToolOutput { content: text, structured_content: Some(structured), parts: Parts::new() }
 }
 
 /// `5 s`, `0.5 s`.

@@ -7,7 +7,7 @@ use harnessx_core::time::UtcDateTime;
 use harnessx_core::tool::decode::decode_args;
 use harnessx_core::{
     BlockingToolHandler, HandlerResult, Memory, MemoryError, MemoryHit, MemoryStore, MemoryUpdate, NewMemory,
-    ToolContext, ToolError, ToolOutput,
+    Parts, ToolContext, ToolError, ToolOutput,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -116,7 +116,7 @@ impl BlockingToolHandler for MemoryTool {
                 };
                 let mut structured = memory_json(m);
                 structured["replaced"] = saved.replaced.into();
-                Ok(ToolOutput { content: text, structured_content: Some(structured), parts: Vec::new() })
+                Ok(ToolOutput { content: text, structured_content: Some(structured), parts: Parts::new() })
             }
             Kind::Search => {
                 let SearchArgs { query, limit } = decode_args(args, ctx)?;
@@ -141,7 +141,11 @@ impl BlockingToolHandler for MemoryTool {
                     head.push_str(&format!(", tags: {}", memory.tags.join(", ")));
                 }
                 let content = format!("{head}\n{}", memory.text);
-                Ok(ToolOutput { content, structured_content: Some(memory_json(&memory)), parts: Vec::new() })
+                Ok(ToolOutput {
+                    content,
+                    structured_content: Some(memory_json(&memory)),
+                    parts: Parts::new(),
+                })
             }
             Kind::Update => {
                 let UpdateArgs { id, text, tags } = decode_args(args, ctx)?;
@@ -155,7 +159,7 @@ impl BlockingToolHandler for MemoryTool {
                 Ok(ToolOutput {
                     content: format!("Updated memory {}.", memory.id),
                     structured_content: Some(memory_json(&memory)),
-                    parts: Vec::new(),
+                    parts: Parts::new(),
                 })
             }
             Kind::Delete => {
@@ -164,7 +168,7 @@ impl BlockingToolHandler for MemoryTool {
                 Ok(ToolOutput {
                     content: format!("Deleted memory {}.", memory.id),
                     structured_content: Some(memory_json(&memory)),
-                    parts: Vec::new(),
+                    parts: Parts::new(),
                 })
             }
             Kind::List => {
@@ -225,7 +229,7 @@ fn render_hits(query: &str, hits: &[MemoryHit]) -> ToolOutput {
             v
         }).collect::<Vec<_>>(),
     });
-    ToolOutput { content, structured_content: Some(structured), parts: Vec::new() }
+    ToolOutput { content, structured_content: Some(structured), parts: Parts::new() }
 }
 
 fn render_list(memories: &[Memory]) -> ToolOutput {
@@ -244,7 +248,7 @@ fn render_list(memories: &[Memory]) -> ToolOutput {
         text
     };
     let structured = json!({ "memories": memories.iter().map(memory_json).collect::<Vec<_>>() });
-    ToolOutput { content, structured_content: Some(structured), parts: Vec::new() }
+    ToolOutput { content, structured_content: Some(structured), parts: Parts::new() }
 }
 
 /// `2026-11-30 14:05 UTC` from milliseconds since the epoch.

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use harnessx_core::tool::decode::decode_args;
-use harnessx_core::{AsyncToolHandler, BoxFuture, HandlerResult, ToolContext, ToolError, ToolOutput};
+use harnessx_core::{AsyncToolHandler, BoxFuture, HandlerResult, Parts, ToolContext, ToolError, ToolOutput};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::{StatusCode, redirect};
 use serde::Deserialize;
@@ -231,7 +231,7 @@ async fn fetch(client: &reqwest::Client, config: &Config, raw: &str, max_length:
 /// status line and keeps the start of the page (servers explain errors there).
 fn finish(status: StatusCode, url: &Url, content: String, structured: Value) -> HandlerResult {
     if status.is_success() {
-        return Ok(ToolOutput { content, structured_content: Some(structured), parts: Vec::new() });
+        return Ok(ToolOutput { content, structured_content: Some(structured), parts: Parts::new() });
     }
     let excerpt = convert::truncate(&content, 1000).unwrap_or(&content);
     Err(ToolError::new(format!("HTTP {status} from {url}\n\n{excerpt}")))

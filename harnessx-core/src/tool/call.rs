@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::content::Part;
+use crate::content::{Part, Parts};
 use crate::depth::{MAX_JSON_DEPTH, value_too_deep};
 
 /// One tool call as a model requested it: an id, a name (possibly misspelt or decorated),
@@ -40,14 +40,14 @@ pub struct ToolOutput {
     pub structured_content: Option<Value>,
     /// Media the model sees beside the text (images, documents, audio), in order. Not
     /// written when empty, so a text-only result serializes as it did before parts.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Parts::is_empty")]
+    pub parts: Parts,
 }
 
 impl ToolOutput {
     /// A text result.
     pub fn text(content: impl Into<String>) -> Self {
-        Self { content: content.into(), structured_content: None, parts: Vec::new() }
+        Self { content: content.into(), structured_content: None, parts: Parts::new() }
     }
 
     /// This result with `part` added after its other parts (an image the tool produced,
@@ -67,13 +67,13 @@ impl ToolOutput {
         match value {
             Value::String(s) => Self::text(s),
             deep if value_too_deep(&deep, MAX_JSON_DEPTH) => {
-                Self { content: String::new(), structured_content: Some(deep), parts: Vec::new() }
+                Self { content: String::new(), structured_content: Some(deep), parts: Parts::new() }
             }
             // `to_string` writes straight into a buffer (`Display` goes through a formatter).
             other => Self {
                 content: serde_json::to_string(&other).unwrap_or_else(|_| other.to_string()),
                 structured_content: Some(other),
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
         }
     }
@@ -121,8 +121,8 @@ pub struct ToolResult {
     pub structured_content: Option<Value>,
     /// Media beside the text ([`ToolOutput::parts`]). Not written when empty, so the
     /// journal and the events of a text-only result are as they were before parts.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Parts::is_empty")]
+    pub parts: Parts,
 }
 
 impl ToolResult {
@@ -146,7 +146,7 @@ impl ToolResult {
             content: message.into(),
             is_error: true,
             structured_content: None,
-            parts: Vec::new(),
+            parts: Parts::new(),
         }
     }
 }
@@ -174,7 +174,7 @@ mod tests {
         let image = Part::image("image/png", vec![1, 2, 3]);
         let output = ToolOutput::text("[image]").with_part(image.clone());
         let result = ToolResult::success("c1", "t", output);
-        assert_eq!(result.parts, [image]);
+        assert_eq!(*result.parts, [image]);
         let back: ToolResult = serde_json::from_value(serde_json::to_value(&result).unwrap()).unwrap();
         assert_eq!(back, result);
     }

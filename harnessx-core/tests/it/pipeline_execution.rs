@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use harnessx_core::{
-    MAX_JSON_DEPTH, PERMISSION_DENIED, PermissionLevel, ReplayPolicy, RunContext, ToolCall, ToolError,
+    MAX_JSON_DEPTH, PERMISSION_DENIED, Parts, PermissionLevel, ReplayPolicy, RunContext, ToolCall, ToolError,
     ToolHandler, ToolOptions, ToolOutput, ToolRegistry, ToolRetry, TransientToolError,
 };
 use serde_json::json;
@@ -456,7 +456,7 @@ async fn a_result_nested_too_deeply_is_an_error_result_and_nothing_overflows() {
                 Ok(ToolOutput {
                     content: "a tree".into(),
                     structured_content: Some(value),
-                    parts: Vec::new(),
+                    parts: Parts::new(),
                 })
             }),
             ToolOptions::new(),

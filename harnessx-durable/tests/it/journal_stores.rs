@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use harnessx_core::{ApprovalDecision, ToolResult};
+use harnessx_core::{ApprovalDecision, Parts, ToolResult};
 use harnessx_durable::{
     Entry, JournalEntry, JournalError, JournalStore, MemoryJournal, RunRecord, RunStatus, SqliteJournal,
     Synchronous,
@@ -52,7 +52,7 @@ fn every_variant() -> Vec<Entry> {
                 content: "line 1\nline \"2\" é ✓".into(),
                 is_error: true,
                 structured_content: Some(json!({"lines": [1, 2], "nested": {"ok": false}})),
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
             timed_out: true,
             usage: Default::default(),

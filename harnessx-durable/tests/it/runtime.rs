@@ -392,7 +392,7 @@ async fn a_second_resume_while_one_drives_the_run_is_refused() {
 /// aborted the process.
 #[tokio::test]
 async fn a_deeply_nested_result_is_journaled_as_an_error_the_journal_can_read_back() {
-    use harnessx_core::{MAX_JSON_DEPTH, ToolOutput};
+    use harnessx_core::{MAX_JSON_DEPTH, Parts, ToolOutput};
     use harnessx_durable::SqliteJournal;
     use harnessx_test_support::deep::{DEPTHS, nested_value};
     let dir = tempfile::tempdir().unwrap();
@@ -406,7 +406,7 @@ async fn a_deeply_nested_result_is_journaled_as_an_error_the_journal_can_read_ba
                 Ok(ToolOutput {
                     content: "tree".into(),
                     structured_content: Some(nested_value(depth)),
-                    parts: Vec::new(),
+                    parts: Parts::new(),
                 })
             }),
         );

@@ -49,7 +49,7 @@ pub(super) fn output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
     if result.is_error == Some(true) {
         return Err(ToolError::new(if text.is_empty() { "the tool failed".to_owned() } else { text }));
     }
-    Ok(ToolOutput { content: text, structured_content: result.structured_content, parts })
+    Ok(ToolOutput { content: text, structured_content: result.structured_content, parts: parts.into() })
 }
 
 /// A block's line in the text, and its part when it is a medium that decoded.
@@ -164,7 +164,7 @@ mod tests {
         let output = output(CallToolResult::success(vec![block])).unwrap();
         assert_eq!(output.content, "[resource mem:blob: application/octet-stream, 3 bytes]");
         assert_eq!(
-            output.parts,
+            *output.parts,
             [Part::File {
                 media_type: "application/octet-stream".into(),
                 name: None,

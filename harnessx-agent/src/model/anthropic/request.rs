@@ -239,7 +239,7 @@ fn text_block(text: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harnessx_core::ToolCall;
+    use harnessx_core::{Parts, ToolCall};
 
     #[test]
     fn adaptive_thinking_is_chosen_by_the_models_generation() {
@@ -285,7 +285,7 @@ mod tests {
                 name: "f".into(),
                 content: "bad".into(),
                 is_error: true,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
             Message::user("and?"),
             Message::assistant("", vec![]),

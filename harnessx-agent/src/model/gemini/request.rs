@@ -237,6 +237,7 @@ fn model_parts(
 mod tests {
     use super::super::response::signed;
     use super::*;
+    use harnessx_core::Parts;
 
     #[test]
     fn results_pair_by_name_and_order_and_user_text_joins_their_turn() {
@@ -248,14 +249,14 @@ mod tests {
                 name: "f".into(),
                 content: "bad".into(),
                 is_error: true,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
             Message::Tool {
                 call_id: "call_1_1".into(),
                 name: "g".into(),
                 content: "ok".into(),
                 is_error: false,
-                parts: Vec::new(),
+                parts: Parts::new(),
             },
             Message::user("and?"),
             Message::assistant("", vec![]),

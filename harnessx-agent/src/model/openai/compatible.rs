@@ -300,6 +300,7 @@ impl OpenAiModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harnessx_core::Parts;
 
     const UUID: &str = "0f8e2a4c-93b1-4d7e-a5c6-1b2d3e4f5a6b";
 
@@ -353,7 +354,7 @@ mod tests {
             name: "read_file".into(),
             content: content.into(),
             is_error,
-            parts: Vec::new(),
+            parts: Parts::new(),
         };
         assert_eq!(
             results_as_user(&[result("c1", "plum\n", false), result("c2", "no such file", true)]),

@@ -390,7 +390,7 @@ mod tests {
 
     use super::*;
     use crate::engine::pipeline::prepare::{Prepared, prepare};
-    use crate::{ReplayPolicy, ToolOptions, ToolRegistry, ToolRetry};
+    use crate::{Parts, ReplayPolicy, ToolOptions, ToolRegistry, ToolRetry};
 
     /// `t` registered with `options`, sleeping `sleep` seconds before it answers "ok".
     fn planned(options: ToolOptions, sleep: u64) -> (ToolRegistry, ReadyCall, ToolCall) {
@@ -447,7 +447,7 @@ mod tests {
         for _ in 0..=MAX_JSON_DEPTH {
             deep = json!([deep]);
         }
-        let output = ToolOutput { content: "x".into(), structured_content: Some(deep), parts: Vec::new() };
+        let output = ToolOutput { content: "x".into(), structured_content: Some(deep), parts: Parts::new() };
         let refused = conclude(&ready, Outcome::Done(Ok(output)), 1);
         assert!(
             text(&refused).starts_with("tool t ran, but its result is nested too deeply"),

@@ -60,20 +60,21 @@ pub(crate) fn execute_one<'a>(
 ) -> impl Future<Output = ToolResult> + 'a {
     async move {
         let hooks = registry.as_deref().unwrap_or(&NO_HOOKS);
-        match prepare(target, call, true) {
+        // The ready call is taken out of the match before the await: a match around the
+        // await would keep the whole `Prepared` (a `ToolResult` wide) in this future.
+        let ready = match prepare(target, call, true) {
             Prepared::Done(result, error, tool) => {
                 ctx.emit(ToolEvent::CallStart { index: 0, call, tool: tool.as_deref() });
-                settled(0, call, result, error, false, ctx, hooks).result
+                return settled(0, call, result, error, false, ctx, hooks).result;
             }
-            Prepared::Ready(ready) => {
-                ctx.emit(ToolEvent::CallStart { index: 0, call, tool: Some(ready.tool.name()) });
-                let run = Run { index: 0, authorized: false, key: None };
-                let span = span::tool_span(call, Some(ready.tool.name()), false);
-                let mut out = None;
-                run_indexed(run, ready, call, ctx, hooks, &mut out).instrument(span).await;
-                out.expect("a call's run leaves its outcome").result
-            }
-        }
+            Prepared::Ready(ready) => ready,
+        };
+        ctx.emit(ToolEvent::CallStart { index: 0, call, tool: Some(ready.tool.name()) });
+        let run = Run { index: 0, authorized: false, key: None };
+        let span = span::tool_span(call, Some(ready.tool.name()), false);
+        let mut out = None;
+        run_indexed(run, ready, call, ctx, hooks, &mut out).instrument(span).await;
+        out.expect("a call's run leaves its outcome").result
     }
 }
 
@@ -379,9 +380,10 @@ mod future_sizes {
         let call = ToolCall::new("1", "t", "{}");
         let ctx = RunContext::new();
         let size = std::mem::size_of_val(&registry.execute_in(&call, &ctx));
-        // 1_088 bytes before media parts; `ToolOutput::parts` and `ToolResult::parts` (a
-        // `Vec` each, held once each across an await) made it 1_136.
-        assert!(size <= 1_200, "ToolRegistry::execute_in's future is {size} bytes");
+        // 1_088 bytes before media parts, 1_136 with them as a `Vec` each, 1_104 as
+        // `Parts` (one word each); 920 since `execute_one` no longer keeps its `Prepared`
+        // across the await.
+        assert!(size <= 1_100, "ToolRegistry::execute_in's future is {size} bytes");
         let Prepared::Ready(mut ready) = prepare(registry.read().target("t"), &call, true) else {
             unreachable!()
         };
