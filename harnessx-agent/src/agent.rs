@@ -109,7 +109,8 @@ impl Agent {
     /// The first request of a run on `prompt` after `history`: the system prompt, the
     /// tools' schemas and the token limit, as [`run`](Self::run) builds it. For a
     /// runtime that drives the loop itself (the durable one).
-    pub fn first_request(&self, history: Vec<Message>, prompt: impl Into<String>) -> ModelRequest {
+    pub fn first_request(&self, history: Vec<Message>, prompt: impl Into<crate::Prompt>) -> ModelRequest {
+        let prompt = prompt.into();
         let mut request = ModelRequest {
             system: self.effective_system_prompt(),
             messages: history,
@@ -121,7 +122,7 @@ impl Agent {
             reasoning: self.config.reasoning,
             prompt_cache_key: None,
         };
-        request.messages.push(Message::user(prompt));
+        request.messages.push(Message::user_with_parts(prompt.text, prompt.parts));
         request
     }
 

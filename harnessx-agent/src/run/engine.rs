@@ -24,6 +24,9 @@ pub struct Start {
     pub history: Vec<crate::model::Message>,
     /// The prompt.
     pub prompt: String,
+    /// The media attached to the prompt (none for a prompt of text alone): sent with it in
+    /// the first user message.
+    pub parts: harnessx_core::Parts,
     /// Limits of this run in place of the agent's (those set replace
     /// [`AgentConfig::run_limits`](crate::AgentConfig::run_limits)'s); `None` for the
     /// agent's own. A run on Restate takes them from whoever started it.
@@ -75,7 +78,7 @@ async fn run<S: Steps>(
     events: Option<&Events>,
     circuit: Circuit,
 ) -> Result<RunState, S::Error> {
-    let Start { history, prompt, limits, output, price } = start;
+    let Start { history, prompt, parts, limits, output, price } = start;
     let config = agent.config();
     let price = price.or_else(|| agent.price());
     let limits = match limits {
@@ -103,7 +106,7 @@ async fn run<S: Steps>(
         true => Some(Box::pin(steps.user_prompt(agent, &prompt, RunUsage::default())).await?),
         false => None,
     };
-    let mut request = agent.first_request(history, prompt);
+    let mut request = agent.first_request(history, crate::Prompt { text: prompt, parts });
     if let Some(outcome) = prompt_hooks {
         hook_points::report(events, outcome.decisions());
         if let Some(blocked) = outcome.blocked {

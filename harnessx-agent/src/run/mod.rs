@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use crate::model::{Message, ModelError, ModelEvent, ModelRequest, ModelResponse};
 use crate::output::Output;
-use crate::{Agent, AgentError, AgentEvent, RunResult, spans};
+use crate::{Agent, AgentError, AgentEvent, Prompt, RunResult, spans};
 use harnessx_core::ToolCall;
 use harnessx_core::ToolEvent;
 
@@ -29,7 +29,7 @@ pub type Events = UnboundedSender<AgentEvent>;
 
 impl Agent {
     /// Runs the agent on a prompt until the model gives a final answer.
-    pub async fn run(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
+    pub async fn run(&self, prompt: impl Into<Prompt>) -> Result<RunResult, AgentError> {
         self.run_with_history(Vec::new(), prompt).await
     }
 
@@ -37,7 +37,7 @@ impl Agent {
     pub async fn run_with_history(
         &self,
         history: Vec<Message>,
-        prompt: impl Into<String>,
+        prompt: impl Into<Prompt>,
     ) -> Result<RunResult, AgentError> {
         self.run_inner(history, prompt.into(), None, None).await
     }
@@ -66,7 +66,7 @@ impl Agent {
     /// assert_eq!((city.name.as_str(), city.population), ("a", 0));
     /// # }
     /// ```
-    pub async fn run_typed<T>(&self, prompt: impl Into<String>) -> Result<T, AgentError>
+    pub async fn run_typed<T>(&self, prompt: impl Into<Prompt>) -> Result<T, AgentError>
     where
         T: harnessx_core::schemars::JsonSchema + serde::de::DeserializeOwned + 'static,
     {
@@ -79,7 +79,7 @@ impl Agent {
     /// retries): the result's [`value`](RunResult::value) is the answer.
     pub async fn run_with_output(
         &self,
-        prompt: impl Into<String>,
+        prompt: impl Into<Prompt>,
         output: Output,
     ) -> Result<RunResult, AgentError> {
         self.run_inner(Vec::new(), prompt.into(), None, Some(output)).await
@@ -87,18 +87,18 @@ impl Agent {
 
     /// [`run_with_output`](Self::run_with_output), streaming the run's events as
     /// [`run_stream`](Self::run_stream) does; `run_end` carries the answer as its `value`.
-    pub fn run_stream_with_output(&self, prompt: impl Into<String>, output: Output) -> RunStream<'_> {
+    pub fn run_stream_with_output(&self, prompt: impl Into<Prompt>, output: Output) -> RunStream<'_> {
         self.stream_inner(prompt.into(), Some(output))
     }
 
     /// Runs the agent and streams its events: `model_request`, text deltas,
     /// `tool_call_start` (in call order), `tool_call_end`, and finally `run_end` (or
     /// `error`).
-    pub fn run_stream(&self, prompt: impl Into<String>) -> RunStream<'_> {
+    pub fn run_stream(&self, prompt: impl Into<Prompt>) -> RunStream<'_> {
         self.stream_inner(prompt.into(), None)
     }
 
-    fn stream_inner(&self, prompt: String, output: Option<Output>) -> RunStream<'_> {
+    fn stream_inner(&self, prompt: Prompt, output: Option<Output>) -> RunStream<'_> {
         let (tx, rx) = unbounded_channel();
         RunStream {
             run: Some(Box::pin(self.run_inner(Vec::new(), prompt, Some(tx), output))),
@@ -111,7 +111,7 @@ impl Agent {
     async fn run_inner(
         &self,
         history: Vec<Message>,
-        prompt: String,
+        prompt: Prompt,
         events: Option<Events>,
         output: Option<Output>,
     ) -> Result<RunResult, AgentError> {
@@ -121,7 +121,8 @@ impl Agent {
         self.model.clone().ok_or(AgentError::NoModel)?;
         self.check_tool_choice()?;
         let span = spans::invoke_agent(self);
-        let start = engine::Start { history, prompt, limits: None, output, price: None };
+        let Prompt { text: prompt, parts } = prompt;
+        let start = engine::Start { history, prompt, parts, limits: None, output, price: None };
         let outcome = engine::drive(self, &mut steps::Direct, start, &self.permissions, events.as_ref())
             .instrument(span.clone())
             .await;

@@ -312,7 +312,14 @@ impl AgentRuntime {
             let permissions = self.agent.permissions().session();
             let output = journaled_output(&steps.replay)?;
             let (limits, price) = (steps.replay.limits.clone(), steps.replay.price);
-            let start = Start { history, prompt: run.prompt.clone(), limits, output, price };
+            let start = Start {
+                history,
+                prompt: run.prompt.clone(),
+                parts: Default::default(),
+                limits,
+                output,
+                price,
+            };
             let state = harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, None).await?;
             if !state.is_completed() {
                 return Err(DurableError::Conversation(format!(
@@ -559,7 +566,8 @@ impl AgentRuntime {
         };
         // The run's own limits and price, where it has some; the agent's otherwise.
         let (limits, price) = (steps.replay.limits.clone(), steps.replay.price);
-        let start = Start { history, prompt: run.prompt.clone(), limits, output, price };
+        let start =
+            Start { history, prompt: run.prompt.clone(), parts: Default::default(), limits, output, price };
         harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
     }
 }

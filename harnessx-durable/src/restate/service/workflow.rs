@@ -76,7 +76,14 @@ impl HarnessxRun {
             dirty: false,
             limit_stops: 0,
         };
-        let start = harnessx_agent::Start { history: Vec::new(), prompt, limits, output, price };
+        let start = harnessx_agent::Start {
+            history: Vec::new(),
+            prompt,
+            parts: Default::default(),
+            limits,
+            output,
+            price,
+        };
         let state =
             harnessx_agent::drive(agent, &mut steps, start, &permissions, None).await.map_err(|f| f.0)?;
         if let Some(value) = &state.value {
