@@ -1,6 +1,7 @@
 //! [`AgentEvent`]: what a streamed run reports.
 
-use serde::Serialize;
+use harnessx_core::Parts;
+use serde::{Serialize, Serializer};
 
 use crate::budget::Limit;
 use crate::model::Usage;
@@ -19,6 +20,12 @@ pub enum AgentEvent {
         turn: u32,
         /// The model's name.
         model: String,
+        /// The media attached to the prompt, on the run's first request (none after it),
+        /// each summarised as [`Part::describe`](harnessx_core::Part::describe) does:
+        /// `{"type":"image","media_type":"image/png","bytes":N}`, never its base64. Not
+        /// written when empty.
+        #[serde(serialize_with = "described", skip_serializing_if = "Parts::is_empty")]
+        parts: Parts,
     },
     /// A piece of the model's text.
     TextDelta {
@@ -57,6 +64,10 @@ pub enum AgentEvent {
         is_error: bool,
         /// The result text.
         content: String,
+        /// The media beside the text (an image a tool returned, say), summarised as on
+        /// `model_request`. Not written when empty.
+        #[serde(serialize_with = "described", skip_serializing_if = "Parts::is_empty")]
+        parts: Parts,
     },
     /// A hook decided something: about a call, `allow`, `ask`, `deny`, `rewrite` or
     /// `answer` before it ran, `replace` after; about the run (`call_id` `null`),
@@ -118,4 +129,10 @@ pub enum AgentEvent {
         /// What went wrong.
         message: String,
     },
+}
+
+/// Parts as their summaries ([`Part::describe`](harnessx_core::Part::describe)): what an
+/// event shows of media, never their bytes.
+fn described<S: Serializer>(parts: &Parts, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(parts.iter().map(harnessx_core::Part::describe))
 }

@@ -33,8 +33,10 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
+mod media;
 mod parts;
 
+pub use media::{Content, File, Image, IntoToolOutput};
 pub use parts::Parts;
 
 /// One part of a message or a tool result.
@@ -239,6 +241,19 @@ pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
     (bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP").then_some("image/webp")
 }
 
+/// The media type of audio `bytes` read from their signature, for the audio providers
+/// take: WAV (`audio/wav`) and MP3 (`audio/mpeg`). `None` for anything else. Apart from
+/// [`sniff`], so a tool that passes images and documents does not take audio for one.
+pub fn sniff_audio(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WAVE" {
+        return Some("audio/wav");
+    }
+    // An ID3v2 tag, or an MPEG-1 Layer III frame header (11 sync bits, version 1, layer
+    // 3: `FF FB`, `FF FA`, `FF F3`, `FF F2`).
+    let frame = bytes.len() >= 2 && bytes[0] == 0xFF && matches!(bytes[1], 0xFA | 0xFB | 0xF2 | 0xF3);
+    (bytes.starts_with(b"ID3") || frame).then_some("audio/mpeg")
+}
+
 /// A part's `type` on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -406,6 +421,11 @@ mod tests {
         assert_eq!(sniff(b"RIFF\x24\0\0\0WAVEfmt "), None);
         // Cut short: a signature's prefix is not the signature.
         assert_eq!(sniff(b"\x89PNG"), None);
+        assert_eq!(sniff_audio(b"RIFF\x24\0\0\0WAVEfmt "), Some("audio/wav"));
+        assert_eq!(sniff_audio(b"ID3\x04\0\0"), Some("audio/mpeg"));
+        assert_eq!(sniff_audio(b"\xFF\xFB\x90\x64"), Some("audio/mpeg"));
+        assert_eq!(sniff_audio(b"RIFF\x24\0\0\0WEBPVP8 "), None);
+        assert_eq!(sniff_audio(PNG), None);
         assert_eq!(sniff(b"RIFF\0\0\0\0WEB"), None);
         // The extension of a file name plays no part: PK is a zip, whatever it is named.
         assert_eq!(sniff(b"PK\x03\x04"), None);

@@ -106,6 +106,8 @@ async fn run<S: Steps>(
         true => Some(Box::pin(steps.user_prompt(agent, &prompt, RunUsage::default())).await?),
         false => None,
     };
+    // The prompt's media, for the first `model_request` event (a clone shares them).
+    let mut attached = if events.is_some() { parts.clone() } else { harnessx_core::Parts::new() };
     let mut request = agent.first_request(history, crate::Prompt { text: prompt, parts });
     if let Some(outcome) = prompt_hooks {
         hook_points::report(events, outcome.decisions());
@@ -172,7 +174,11 @@ async fn run<S: Steps>(
         if config.budget_note {
             budget.attach_note(turn, &mut request.messages);
         }
-        emit(events, || AgentEvent::ModelRequest { turn, model: agent.model_name() });
+        emit(events, || AgentEvent::ModelRequest {
+            turn,
+            model: agent.model_name(),
+            parts: std::mem::take(&mut attached),
+        });
         // Context window (issue 28): `steps.response`, with compaction around it.
         let response = context.respond(agent, steps, turn, &mut request, events).await?;
         // Replayed or asked: the run's next request starts at the model that answered.
@@ -327,6 +333,7 @@ fn not_run(
                 name: result.name.clone(),
                 is_error: true,
                 content: result.content.clone(),
+                parts: harnessx_core::Parts::new(),
             });
             result
         })

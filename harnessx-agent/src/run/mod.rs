@@ -293,6 +293,7 @@ pub(crate) fn agent_event(event: &ToolEvent<'_>) -> Option<AgentEvent> {
             name: result.name.clone(),
             is_error: result.is_error,
             content: result.content.clone(),
+            parts: result.parts.clone(),
         },
         ToolEvent::Hook { call_id, hook, decision } => AgentEvent::Hook {
             hook: hook.to_owned(),

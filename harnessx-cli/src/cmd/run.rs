@@ -8,13 +8,14 @@ use clap::Args;
 use futures_util::StreamExt;
 use std::sync::Arc;
 
-use harnessx::agent::{AgentEvent, Output, RunLimits, RunStatus};
+use harnessx::agent::{AgentEvent, Output, Prompt, RunLimits, RunStatus};
 use harnessx::durable::StartOptions;
 
 use crate::backend::{Backend, local, restate};
 use crate::error::CliError;
 use crate::output::Stdout;
 use crate::report;
+use crate::setup::attach::AttachArgs;
 use crate::setup::flags::AgentArgs;
 use crate::setup::output::OutputArgs;
 use crate::setup::{self, Approvals, build_agent};
@@ -29,6 +30,8 @@ pub(crate) struct RunArgs {
     pub(crate) agent: AgentArgs,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    attach: AttachArgs,
     /// Print one JSON event per line instead of text (with --durable: one JSON object
     /// with run_id, status, output and needs_input).
     #[arg(long)]
@@ -61,6 +64,7 @@ pub(crate) struct RunArgs {
 pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     // Read and checked before anything starts: a bad file is a usage error.
     let output = args.output.output()?;
+    let prompt = Prompt::new(args.prompt.clone()).with_parts(args.attach.parts()?);
     if let Some(ingress) = &args.restate {
         // The workers build the agent; the flags only say what it must be.
         let expect = setup::expectation(&args.agent)?;
@@ -89,8 +93,8 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let mut shown = Shown::new(args.json).with_limits(args.agent.run_limits());
     shown.typed = output.is_some();
     let mut events = match output {
-        Some(output) => agent.run_stream_with_output(args.prompt, output),
-        None => agent.run_stream(args.prompt),
+        Some(output) => agent.run_stream_with_output(prompt, output),
+        None => agent.run_stream(prompt),
     };
     let mut written = Ok(());
     while let Some(event) = events.next().await {

@@ -4,6 +4,7 @@
 //! permission manager and who approves, MCP servers, the model: each exists once.
 
 pub(crate) mod agent_flags;
+pub(crate) mod attach;
 pub(crate) mod flags;
 pub(crate) mod output;
 pub(crate) mod rules;

@@ -11,7 +11,6 @@ use std::fmt::Display;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -125,14 +124,14 @@ pub struct Plain;
 /// A `Result` return value: `Ok` as [`Plain`], `Err` as the error text for the model.
 pub struct Fallible;
 
-impl<T: Serialize> Returns<T> for Plain {
+impl<T: crate::content::IntoToolOutput> Returns<T> for Plain {
     #[inline]
     fn convert(value: T) -> HandlerResult {
         crate::tool::encode::output(value)
     }
 }
 
-impl<T: Serialize, E: Display + 'static> Returns<Result<T, E>> for Fallible {
+impl<T: crate::content::IntoToolOutput, E: Display + 'static> Returns<Result<T, E>> for Fallible {
     #[inline]
     fn convert(value: Result<T, E>) -> HandlerResult {
         crate::tool::encode::result_output(value)

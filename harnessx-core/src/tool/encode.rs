@@ -13,21 +13,21 @@ use std::any::Any;
 use std::error::Error;
 use std::fmt::Display;
 
-use serde::Serialize;
-
+use crate::content::IntoToolOutput;
 use crate::error::{ToolError, TransientToolError};
-use crate::tool::call::ToolOutput;
 use crate::tool::handler::HandlerResult;
 
-/// A plain return value: strings pass through as text, anything else is serialized.
+/// A plain return value: strings pass through as text, anything else is serialized;
+/// an [`Image`](crate::content::Image), [`File`](crate::content::File) or
+/// [`Content`](crate::content::Content) gives media parts.
 #[inline]
-pub fn output<T: Serialize>(value: T) -> HandlerResult {
-    ToolOutput::from_serialize(&value)
+pub fn output<T: IntoToolOutput>(value: T) -> HandlerResult {
+    value.into_tool_output()
 }
 
 /// A `Result` return value: `Ok` as [`output`], `Err` through [`tool_error`].
 #[inline]
-pub fn result_output<T: Serialize, E: Display + 'static>(result: Result<T, E>) -> HandlerResult {
+pub fn result_output<T: IntoToolOutput, E: Display + 'static>(result: Result<T, E>) -> HandlerResult {
     match result {
         Ok(value) => output(value),
         Err(e) => Err(tool_error(e)),

@@ -7,7 +7,6 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -197,7 +196,7 @@ struct TypedAsync<A, F>(F, PhantomData<fn() -> A>);
 
 impl<A, T, E, F, Fut> TypedAsync<A, F>
 where
-    T: Serialize,
+    T: crate::content::IntoToolOutput,
     E: fmt::Display + 'static,
     F: Fn(A) -> Fut,
     Fut: Future<Output = Result<T, E>> + Send + 'static,
@@ -211,7 +210,7 @@ where
 impl<A, T, E, F, Fut> AsyncToolHandler for TypedAsync<A, F>
 where
     A: DeserializeOwned + Send + 'static,
-    T: Serialize,
+    T: crate::content::IntoToolOutput,
     E: fmt::Display + 'static,
     F: Fn(A) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<T, E>> + Send + 'static,
@@ -241,7 +240,7 @@ struct TypedBlocking<A, F>(F, PhantomData<fn() -> A>);
 impl<A, T, E, F> BlockingToolHandler for TypedBlocking<A, F>
 where
     A: DeserializeOwned + 'static,
-    T: Serialize,
+    T: crate::content::IntoToolOutput,
     E: fmt::Display + 'static,
     F: Fn(A) -> Result<T, E> + Send + Sync + 'static,
 {
@@ -294,7 +293,7 @@ impl ToolHandler {
     pub fn typed_async<A, T, E, F, Fut>(f: F) -> Self
     where
         A: DeserializeOwned + Send + 'static,
-        T: Serialize,
+        T: crate::content::IntoToolOutput,
         E: fmt::Display + 'static,
         F: Fn(A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
@@ -306,7 +305,7 @@ impl ToolHandler {
     pub fn typed_blocking<A, T, E, F>(f: F) -> Self
     where
         A: DeserializeOwned + 'static,
-        T: Serialize,
+        T: crate::content::IntoToolOutput,
         E: fmt::Display + 'static,
         F: Fn(A) -> Result<T, E> + Send + Sync + 'static,
     {

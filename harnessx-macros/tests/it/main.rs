@@ -2,5 +2,6 @@
 //! schemas the macros write, and (`ui`) the trybuild cases in `tests/ui/` that pin every
 //! compile error and compile the valid uses.
 
+mod media;
 mod schemas;
 mod ui;
