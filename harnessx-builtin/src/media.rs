@@ -125,7 +125,10 @@ mod tests {
         assert_eq!(check_image("image/png", &garbage), Err(Invalid::Header));
         assert_eq!(check_image("image/png", b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR"), Err(Invalid::Header));
         assert_eq!(check_image("image/jpeg", b"\xFF\xD8\xFF\x00garbage garbage"), Err(Invalid::Header));
-        assert_eq!(check_image("image/webp", b"RIFF\0\0\0\0WEBPVP8 \0\0\0\0\0\0\0\0\0\0\0\0\0\0"), Err(Invalid::Header));
+        assert_eq!(
+            check_image("image/webp", b"RIFF\0\0\0\0WEBPVP8 \0\0\0\0\0\0\0\0\0\0\0\0\0\0"),
+            Err(Invalid::Header)
+        );
         assert_eq!(check_image("image/gif", b"GIF89a"), Err(Invalid::Header));
     }
 
@@ -134,7 +137,10 @@ mod tests {
         assert_eq!(check_image("image/png", &png(100_000, 10)), Err(Invalid::Dimensions(100_000, 10)));
         assert_eq!(check_image("image/png", &png(20_000, 20_000)), Err(Invalid::Dimensions(20_000, 20_000)));
         assert_eq!(check_image("image/png", &png(0, 10)), Err(Invalid::Dimensions(0, 10)));
-        assert_eq!(check_image("image/png", &png(u32::MAX, u32::MAX)), Err(Invalid::Dimensions(4_294_967_295, 4_294_967_295)));
+        assert_eq!(
+            check_image("image/png", &png(u32::MAX, u32::MAX)),
+            Err(Invalid::Dimensions(4_294_967_295, 4_294_967_295))
+        );
         assert_eq!(check_image("image/png", &png(50_000, 2_000)), Ok((50_000, 2_000)));
     }
 

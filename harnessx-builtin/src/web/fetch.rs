@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use url::Url;
 
 use super::convert::{self, Kind};
-use super::image;
 use super::guard::{Access, Refusal};
+use super::image;
 
 pub(super) const DESCRIPTION: &str = "Fetch a web page or file over http(s) and return its content as text: HTML is converted to Markdown (links kept, scripts and styles dropped); plain text, JSON and XML are returned as they are; a PNG, JPEG, GIF or WebP image is returned as an image you can see (SVG as text); other types (PDFs, archives) are not read. Only public addresses are reachable. Long pages are cut, and the result says where.";
 

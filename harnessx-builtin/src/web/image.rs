@@ -69,8 +69,8 @@ pub(super) fn result(
             body.len()
         )));
     };
-    let (width, height) =
-        check_image(media_type, &body).map_err(|why| ToolError::new(why.message(url.as_str(), media_type)))?;
+    let (width, height) = check_image(media_type, &body)
+        .map_err(|why| ToolError::new(why.message(url.as_str(), media_type)))?;
     let bytes = body.len();
     let mut content = format!("[image: {media_type}, {bytes} bytes] {url}");
     if !essence.is_empty() && essence != media_type {
