@@ -23,7 +23,7 @@ pub(crate) const MAX_IMAGE_SIDE: u64 = 50_000;
 /// The most pixels an image may have in all (100 million).
 pub(crate) const MAX_IMAGE_PIXELS: u64 = 100_000_000;
 
-/// Why an image was refused, worded to follow "`x.png` is image/png, but ".
+/// Why an image was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Invalid {
     /// The header does not parse (cut short, or garbage after the signature).
@@ -33,7 +33,7 @@ pub(crate) enum Invalid {
 }
 
 impl Invalid {
-    /// The refusal, one line: `refused: {what} is not a valid image/png (...)`.
+    /// The refusal, one line naming `what` (a quoted path, a URL) and the sniffed type.
     pub(crate) fn message(&self, what: &str, media_type: &str) -> String {
         match self {
             Self::Header => format!(
