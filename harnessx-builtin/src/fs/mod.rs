@@ -54,6 +54,9 @@ pub const FILESYSTEM_TOOLS: [&str; 8] =
 /// Default [`FilesystemOptions::max_read_bytes`]: 256 KiB.
 pub const DEFAULT_MAX_READ_BYTES: u64 = 256 * 1024;
 
+/// Default [`FilesystemOptions::max_media_bytes`]: 20 MiB.
+pub const DEFAULT_MAX_MEDIA_BYTES: u64 = 20 * 1024 * 1024;
+
 /// Default [`FilesystemOptions::max_directory_entries`].
 pub const DEFAULT_MAX_DIRECTORY_ENTRIES: usize = 1_000;
 
@@ -66,7 +69,7 @@ pub const OUTPUT_DIR_ENV: &str = "AGENT_OUTPUT_DIR";
 /// Build with struct-update syntax: `FilesystemOptions { base_path: Some(dir), ..Default::default() }`.
 ///
 /// The map keys are the fields serde decodes: `base_path`, `max_read_bytes`,
-/// `max_directory_entries`, `output_dir`, plus the common `include`, `exclude`,
+/// `max_media_bytes`, `max_directory_entries`, `output_dir`, plus the common `include`, `exclude`,
 /// `permission` and `replace`, which the catalog decodes as
 /// [`CommonOptions`] and hands over through [`BundleOptions::set_common`]. Those four are
 /// plain fields here (not one `common` field) so that struct literals can set them
@@ -90,9 +93,18 @@ pub struct FilesystemOptions {
     /// The root every path is confined to. It must exist. `None`: host paths under the
     /// process's permissions.
     pub base_path: Option<PathBuf>,
-    /// Most bytes of file content `read_file` returns in one call, and of `grep` output.
+    /// Most bytes of a text file's content `read_file` returns in one call (a longer file
+    /// is read a window at a time), and of `grep` output.
     #[serde(deserialize_with = "harnessx_core::catalog::positive")]
     pub max_read_bytes: u64,
+    /// The largest image (PNG, JPEG, GIF, WebP) or PDF `read_file` returns, as a media
+    /// part: such a file is returned whole or not at all, and one over this limit is
+    /// refused with a line naming it, its size and the limit, never cut short. Default
+    /// [`DEFAULT_MAX_MEDIA_BYTES`] (20 MiB). Kept apart from `max_read_bytes`, which
+    /// bounds the text a model reads per call and is much smaller; providers take images
+    /// of a few MB (and count them by pixels, not bytes).
+    #[serde(deserialize_with = "harnessx_core::catalog::positive")]
+    pub max_media_bytes: u64,
     /// Most entries `list_directory` shows, and most lines `glob` and `grep` return.
     #[serde(deserialize_with = "harnessx_core::catalog::positive")]
     pub max_directory_entries: usize,
@@ -114,6 +126,7 @@ impl Default for FilesystemOptions {
             replace: false,
             base_path: None,
             max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            max_media_bytes: DEFAULT_MAX_MEDIA_BYTES,
             max_directory_entries: DEFAULT_MAX_DIRECTORY_ENTRIES,
             output_dir: None,
             resolver: Resolver::Auto,
@@ -131,6 +144,9 @@ fn config(
 ) -> Result<Arc<FsConfig>, RegistryError> {
     if options.max_read_bytes == 0 {
         return Err(RegistryError::InvalidOption("max_read_bytes must be at least 1".into()));
+    }
+    if options.max_media_bytes == 0 {
+        return Err(RegistryError::InvalidOption("max_media_bytes must be at least 1".into()));
     }
     if options.max_directory_entries == 0 {
         return Err(RegistryError::InvalidOption("max_directory_entries must be at least 1".into()));
@@ -151,6 +167,7 @@ fn config(
     Ok(Arc::new(FsConfig {
         scope,
         max_read_bytes: options.max_read_bytes,
+        max_media_bytes: options.max_media_bytes,
         max_directory_entries: options.max_directory_entries,
         output_dir,
         resolver: options.resolver,
@@ -247,7 +264,7 @@ mod tests {
     fn the_map_keys_are_the_decoded_fields() {
         assert_eq!(
             option_keys::<FilesystemOptions>(),
-            ["base_path", "max_read_bytes", "max_directory_entries", "output_dir"]
+            ["base_path", "max_read_bytes", "max_media_bytes", "max_directory_entries", "output_dir"]
         );
     }
 

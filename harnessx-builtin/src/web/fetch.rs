@@ -15,8 +15,9 @@ use url::Url;
 
 use super::convert::{self, Kind};
 use super::guard::{Access, Refusal};
+use super::image;
 
-pub(super) const DESCRIPTION: &str = "Fetch a web page or file over http(s) and return its content as text: HTML is converted to Markdown (links kept, scripts and styles dropped); plain text, JSON and XML are returned as they are; other types (images, PDFs, archives) are not read. Only public addresses are reachable. Long pages are cut, and the result says where.";
+pub(super) const DESCRIPTION: &str = "Fetch a web page or file over http(s) and return its content as text: HTML is converted to Markdown (links kept, scripts and styles dropped); plain text, JSON and XML are returned as they are; a PNG, JPEG, GIF or WebP image is returned as an image you can see (SVG as text); other types (PDFs, archives) are not read. Only public addresses are reachable. Long pages are cut, and the result says where.";
 
 /// What one `fetch_url` binding was configured with.
 #[derive(Debug, Clone)]
@@ -148,6 +149,15 @@ async fn fetch(client: &reqwest::Client, config: &Config, raw: &str, max_length:
         }
     }
 
+    // An image is returned whole or not at all: one that says it is too big is refused
+    // before its download.
+    if status.is_success()
+        && image::declared_image(&essence)
+        && let Some(length) = response.content_length().filter(|&n| n > config.max_bytes as u64)
+    {
+        return Err(image::over_limit(&final_url, &essence, Some(length), config.max_bytes));
+    }
+
     // Stream the (decompressed) body, stopping at the byte cap.
     let mut body = Vec::new();
     let mut capped = false;
@@ -164,6 +174,9 @@ async fn fetch(client: &reqwest::Client, config: &Config, raw: &str, max_length:
     }
     drop(response);
 
+    if status.is_success() && image::is_image_response(&essence, &body) {
+        return image::result(&final_url, status.as_u16(), &essence, body, capped, config.max_bytes);
+    }
     let kind = convert::kind_of(&essence, &body);
     let shown_type = if essence.is_empty() { "no declared type".to_owned() } else { essence.clone() };
     let mut notes = Vec::new();
@@ -173,7 +186,7 @@ async fn fetch(client: &reqwest::Client, config: &Config, raw: &str, max_length:
     let (text, encoding) = match kind {
         Kind::Other => {
             let line = format!(
-                "{final_url} is {shown_type} ({}{} bytes), which fetch_url does not read: it returns HTML, text, JSON and XML.",
+                "{final_url} is {shown_type} ({}{} bytes), which fetch_url does not read: it returns HTML, text, JSON, XML and images (PNG, JPEG, GIF, WebP).",
                 if capped { "more than " } else { "" },
                 body.len()
             );

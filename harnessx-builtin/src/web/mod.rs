@@ -1,5 +1,6 @@
 //! The `web` bundle: `fetch_url`, which fetches a page and returns it as text (HTML as
-//! Markdown), and cannot be turned against the machine it runs on.
+//! Markdown) or, for a PNG, JPEG, GIF or WebP image, as an image part, and cannot be
+//! turned against the machine it runs on.
 //!
 //! Three ways in, one tool:
 //! - directly, as [`FetchUrl`] (or [`tool`]`("fetch_url")`): the model sees `url` and
@@ -32,6 +33,7 @@
 mod convert;
 mod fetch;
 pub mod guard;
+mod image;
 mod parse;
 
 use std::sync::{Arc, OnceLock};
@@ -82,7 +84,8 @@ pub struct WebOptions {
     #[serde(deserialize_with = "positive_some")]
     pub max_length: Option<usize>,
     /// Most bytes of (decompressed) body downloaded; reaching it stops the download and
-    /// the result says so. Never visible to the model.
+    /// the result says so. An image over it is refused, never cut short. Never visible to
+    /// the model.
     #[serde(deserialize_with = "harnessx_core::catalog::positive")]
     pub max_bytes: usize,
     /// Most redirects followed for one fetch.

@@ -12,6 +12,7 @@ mod bash_fork_bomb;
 mod bash_local;
 mod common;
 mod fs_containment;
+mod fs_media;
 mod fs_tools;
 mod memory_sqlite;
 mod memory_stores;
@@ -19,3 +20,5 @@ mod registration;
 mod sandbox_cases;
 #[cfg(feature = "web")]
 mod web;
+#[cfg(feature = "web")]
+mod web_images;

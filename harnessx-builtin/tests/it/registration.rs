@@ -159,6 +159,7 @@ fn configured_options_never_reach_the_model() {
         FilesystemOptions {
             base_path: Some(tmp.path().to_path_buf()),
             max_read_bytes: 123_457,
+            max_media_bytes: 7_654_321,
             max_directory_entries: 4_321,
             output_dir: Some(tmp.path().join("downloads")),
             ..Default::default()
@@ -172,7 +173,9 @@ fn configured_options_never_reach_the_model() {
             "123457",
             "123_457",
             "4321",
+            "7654321",
             "max_read_bytes",
+            "max_media_bytes",
             "max_directory_entries",
             "base_path",
             "output_dir",
@@ -279,7 +282,7 @@ fn load_builtin_rejects_unknown_names_keys_and_values() {
     assert_eq!(
         err,
         "unknown option `max_bytes` for built-in \"filesystem\"; valid options: include, exclude, permission, replace, \
-         base_path, max_read_bytes, max_directory_entries, output_dir"
+         base_path, max_read_bytes, max_media_bytes, max_directory_entries, output_dir"
     );
     let err = registry.load_builtin("read_file", json!({"include": ["read_file"]})).unwrap_err().to_string();
     assert!(err.contains("unknown option `include` for built-in \"read_file\"; valid options: permission, replace, base_path"), "{err}");

@@ -15,16 +15,16 @@ use tokio::net::TcpListener;
 
 /// One piece of a canned reply: bytes to write, or a pause.
 #[derive(Clone)]
-enum Part {
+pub(crate) enum Part {
     Bytes(Vec<u8>),
     Sleep(Duration),
 }
 
-type Route = Arc<dyn Fn(&str, u16) -> Vec<Part> + Send + Sync>;
+pub(crate) type Route = Arc<dyn Fn(&str, u16) -> Vec<Part> + Send + Sync>;
 
 /// A loopback server on 127.0.0.1 answering each request (one per connection) with the
 /// parts `route` gives for its path.
-async fn serve(route: Route) -> u16 {
+pub(crate) async fn serve(route: Route) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {
@@ -60,7 +60,7 @@ async fn serve(route: Route) -> u16 {
     port
 }
 
-fn reply(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<Part> {
+pub(crate) fn reply(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<Part> {
     let mut head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
@@ -97,7 +97,7 @@ fn site() -> Route {
         ),
         "/json" => reply("200 OK", &[("Content-Type", "application/json")], br#"{"a": [1, 2], "b": "<p>"}"#),
         "/xml" => reply("200 OK", &[("Content-Type", "application/rss+xml")], b"<rss><item>x</item></rss>"),
-        "/png" => reply("200 OK", &[("Content-Type", "image/png")], b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"),
+        "/zip" => reply("200 OK", &[("Content-Type", "application/zip")], b"PK\x03\x04\x14\0\0\0\x08\0\0\0\0\0\0\0"),
         "/long" => {
             let body: String = (0..2000).map(|i| format!("Paragraph {i} has some words in it.\n\n")).collect();
             reply("200 OK", &[("Content-Type", "text/plain")], body.as_bytes())
@@ -136,7 +136,7 @@ fn site() -> Route {
     })
 }
 
-fn registry_with(fetch: FetchUrl) -> ToolRegistry {
+pub(crate) fn registry_with(fetch: FetchUrl) -> ToolRegistry {
     // The central cap on results set far above the tool's own limits, which these tests
     // are about.
     let registry =
@@ -145,11 +145,11 @@ fn registry_with(fetch: FetchUrl) -> ToolRegistry {
     registry
 }
 
-async fn call(registry: &ToolRegistry, args: serde_json::Value) -> ToolResult {
+pub(crate) async fn call(registry: &ToolRegistry, args: serde_json::Value) -> ToolResult {
     registry.execute(&ToolCall::new("c", "fetch_url", args.to_string()), None).await
 }
 
-fn local() -> FetchUrl {
+pub(crate) fn local() -> FetchUrl {
     FetchUrl::new().allow_host("127.0.0.1".parse().unwrap())
 }
 
@@ -189,12 +189,12 @@ async fn text_json_and_xml_pass_through_and_other_types_get_one_line() {
     assert_eq!(result.content, r#"{"a": [1, 2], "b": "<p>"}"#);
     let result = call(&registry, json!({"url": format!("http://127.0.0.1:{port}/xml")})).await;
     assert_eq!(result.content, "<rss><item>x</item></rss>");
-    let result = call(&registry, json!({"url": format!("http://127.0.0.1:{port}/png")})).await;
+    let result = call(&registry, json!({"url": format!("http://127.0.0.1:{port}/zip")})).await;
     assert!(!result.is_error);
     assert_eq!(
         result.content,
         format!(
-            "http://127.0.0.1:{port}/png is image/png (16 bytes), which fetch_url does not read: it returns HTML, text, JSON and XML."
+            "http://127.0.0.1:{port}/zip is application/zip (16 bytes), which fetch_url does not read: it returns HTML, text, JSON, XML and images (PNG, JPEG, GIF, WebP)."
         )
     );
     let result = call(&registry, json!({"url": format!("http://127.0.0.1:{port}/missing")})).await;

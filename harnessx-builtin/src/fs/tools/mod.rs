@@ -8,6 +8,7 @@ mod glob;
 mod grep;
 mod list;
 mod read;
+mod read_media;
 mod write;
 
 use std::path::PathBuf;
@@ -27,6 +28,8 @@ use crate::fs::walk::WalkConfig;
 pub(crate) struct FsConfig {
     pub(crate) scope: Scope,
     pub(crate) max_read_bytes: u64,
+    /// The largest image or PDF `read_file` returns (whole, or not at all).
+    pub(crate) max_media_bytes: u64,
     pub(crate) max_directory_entries: usize,
     /// Where `generate_file` writes (created on first use).
     pub(crate) output_dir: PathBuf,

@@ -1,4 +1,5 @@
-//! `read_file`: a text file's lines, numbered, a window at a time.
+//! `read_file`: a text file's lines, numbered, a window at a time; an image or a PDF
+//! (told by its content) whole, as a media part (`read_media`).
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read};
@@ -7,12 +8,14 @@ use harnessx_core::{ToolAnnotations, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{FsConfig, object};
+use super::{FsConfig, object, read_media};
 use crate::fs::contain::{FsError, quoted};
 use crate::fs::text::human_size;
+use crate::media;
 
-pub(super) const DESCRIPTION: &str = "Read a text file. Lines come back numbered (number, tab, text); \
-use offset and limit to read a long file a window at a time. Binary files are not shown.";
+pub(super) const DESCRIPTION: &str = "Read a file. A text file's lines come back numbered (number, tab, text); \
+use offset and limit to read a long file a window at a time. A PNG, JPEG, GIF or WebP image or a PDF \
+(told by its content) comes back whole, as an image or a document you can see. Other binary files are not shown.";
 
 /// Annotations: reading changes nothing (read-only, so not destructive), a repeated read
 /// has no further effect (idempotent), and the tool stays inside the filesystem it is given,
@@ -57,6 +60,10 @@ pub(super) fn run(cfg: &FsConfig, args: Args) -> Result<ToolOutput, ToolError> {
     let head = reader.fill_buf().map_err(io_err)?;
     if head.is_empty() {
         return Ok(ToolOutput::text(format!("{shown} is empty.")));
+    }
+    // By content, never by name: an SVG is text (and can carry script), not an image.
+    if let Some(media_type) = media::sniff(head) {
+        return read_media::read(cfg, reader, &stat, media_type, &target.display);
     }
     if head[..head.len().min(BINARY_SNIFF)].contains(&0) {
         return Ok(ToolOutput::text(format!(
