@@ -101,8 +101,9 @@ pub struct FilesystemOptions {
     /// part: such a file is returned whole or not at all, and one over this limit is
     /// refused with a line naming it, its size and the limit, never cut short. Default
     /// [`DEFAULT_MAX_MEDIA_BYTES`] (20 MiB). Kept apart from `max_read_bytes`, which
-    /// bounds the text a model reads per call and is much smaller; providers take images
-    /// of a few MB (and count them by pixels, not bytes).
+    /// bounds the text a model reads per call and is much smaller by default; providers
+    /// take images of a few MB (and count them by pixels, not bytes). A `max_read_bytes`
+    /// set to other than its default bounds media too (the smaller of the two applies).
     #[serde(deserialize_with = "harnessx_core::catalog::positive")]
     pub max_media_bytes: u64,
     /// Most entries `list_directory` shows, and most lines `glob` and `grep` return.
@@ -167,7 +168,13 @@ fn config(
     Ok(Arc::new(FsConfig {
         scope,
         max_read_bytes: options.max_read_bytes,
-        max_media_bytes: options.max_media_bytes,
+        // A `max_read_bytes` set (not the default) bounds media too: the limit for
+        // an image read is `max_read_bytes`; its default (256 KiB) would refuse most
+        // screenshots, so without one the media limit alone applies.
+        max_media_bytes: match options.max_read_bytes {
+            DEFAULT_MAX_READ_BYTES => options.max_media_bytes,
+            set => options.max_media_bytes.min(set),
+        },
         max_directory_entries: options.max_directory_entries,
         output_dir,
         resolver: options.resolver,

@@ -250,6 +250,13 @@ async fn media_over_the_limit_is_refused_never_cut() {
         "refused: `big.pdf` is application/pdf of 2.0 KiB (2048 bytes), over the 1000 B limit for images and documents; it is not read"
     );
     assert_eq!(medium(&read(&env, "small.png").await).1, "image/png");
+    // A `max_read_bytes` that is set bounds media too (the smaller limit applies).
+    let env = Env::with(Resolver::Auto, |o| FilesystemOptions { max_read_bytes: 1000, ..o });
+    write(&env, "big.pdf", &big);
+    assert_eq!(
+        env.refused("read_file", json!({"path": "big.pdf"})).await,
+        "refused: `big.pdf` is application/pdf of 2.0 KiB (2048 bytes), over the 1000 B limit for images and documents; it is not read"
+    );
 }
 
 #[tokio::test]

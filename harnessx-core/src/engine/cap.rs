@@ -12,8 +12,8 @@
 //! Media parts ([`ToolResult::parts`]: images, documents, audio) are left as they are:
 //! cutting an image or a PDF in the middle gives the model garbage, and characters are not
 //! their measure. Each producer bounds its media in bytes instead, and refuses what is over
-//! its limit with a one-line error (`read_file`'s `max_read_bytes`, the CLI's attachment
-//! limit, and for MCP servers a limit still to come).
+//! its limit with a one-line error (`read_file`'s `max_media_bytes`, `fetch_url`'s
+//! `max_bytes`, the CLI's `--max-attach-bytes`, and for MCP servers a limit still to come).
 //!
 //! Hand-written because it is on every call's path: a result within the cap costs one
 //! length comparison (a UTF-8 string has at most as many characters as bytes); only a
