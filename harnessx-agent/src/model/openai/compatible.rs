@@ -382,4 +382,32 @@ mod tests {
             json!({"role": "user", "content": "[read_file result, call c1]\n"})
         );
     }
+
+    // A result with media makes the stand-in message an array: each result's text under
+    // its line, then its media, in order.
+    #[test]
+    fn results_with_media_are_content_parts_each_after_its_text() {
+        let shot = Message::Tool {
+            call_id: "c1".into(),
+            name: "screenshot".into(),
+            content: "a chart".into(),
+            is_error: false,
+            parts: vec![harnessx_core::Part::image_url("image/png", "https://e/a.png")].into(),
+        };
+        let plain = Message::Tool {
+            call_id: "c2".into(),
+            name: "read_file".into(),
+            content: "plum".into(),
+            is_error: false,
+            parts: Parts::new(),
+        };
+        assert_eq!(
+            results_as_user(&[shot, plain], Host::Compatible, &mut Blobs::new()),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "[screenshot result, call c1]\na chart"},
+                {"type": "image_url", "image_url": {"url": "https://e/a.png"}},
+                {"type": "text", "text": "[read_file result, call c2]\nplum"}
+            ]})
+        );
+    }
 }
