@@ -41,6 +41,7 @@ enum Form {
     /// Bare standard base64.
     Base64,
     /// A data URL, `data:MEDIA_TYPE;base64,...`.
+    #[cfg_attr(not(feature = "openai"), allow(dead_code, reason = "only the OpenAI adapters send data URLs"))]
     DataUrl(String),
 }
 
@@ -72,11 +73,13 @@ impl Blobs {
     }
 
     /// The placeholder for `bytes` written as a `data:` URL of `media_type`.
+    #[cfg_attr(not(feature = "openai"), allow(dead_code, reason = "only the OpenAI adapters send data URLs"))]
     pub(crate) fn data_url(&mut self, media_type: &str, bytes: &Bytes) -> Value {
         self.add(Form::DataUrl(media_type.to_owned()), bytes)
     }
 
     /// A URL for the blob: the URL itself, or a data URL of the bytes.
+    #[cfg_attr(not(feature = "openai"), allow(dead_code, reason = "only the OpenAI adapters send data URLs"))]
     pub(crate) fn url(&mut self, media_type: &str, blob: &Blob) -> Value {
         match blob {
             Blob::Bytes(bytes) => self.data_url(media_type, bytes),
@@ -240,6 +243,10 @@ impl std::io::Write for Count {
 /// The line that stands in for a part a provider cannot take, so that it does not vanish
 /// unsaid: `[audio: audio/wav, 1234 bytes — not supported by anthropic]` (a URL in place
 /// of the size for a medium given by URL; a file's name after its media type).
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(dead_code, reason = "Gemini takes every kind of part")
+)]
 pub(crate) fn unsupported(part: &Part, provider: &str) -> String {
     let described = match part {
         Part::Text(text) => return text.clone(),
@@ -254,6 +261,10 @@ pub(crate) fn unsupported(part: &Part, provider: &str) -> String {
     format!("[{described} — not supported by {provider}]")
 }
 
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(dead_code, reason = "Gemini takes every kind of part")
+)]
 fn size(blob: &Blob) -> String {
     match blob {
         Blob::Bytes(bytes) => format!("{} bytes", bytes.len()),
@@ -264,6 +275,10 @@ fn size(blob: &Blob) -> String {
 /// The line that names the tool call whose media follow it, where a provider takes a
 /// result's media only in a user message: `[read_file result, call ID]` (`error` for a
 /// failed call).
+#[cfg_attr(
+    not(any(feature = "openai", feature = "gemini")),
+    allow(dead_code, reason = "Anthropic takes media inside a tool result and needs no header")
+)]
 pub(crate) fn result_header(name: &str, call_id: &str, is_error: bool) -> String {
     let outcome = if is_error { "error" } else { "result" };
     format!("[{name} {outcome}, call {call_id}]")

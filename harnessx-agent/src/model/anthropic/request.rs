@@ -31,7 +31,7 @@ impl AnthropicModel {
     /// [`prompt_cache`](Self::prompt_cache) on, it carries cache breakpoints.
     ///
     /// Media go as `image` and `document` blocks, in user messages and inside a
-    /// `tool_result`'s content (see [`media_block`]), written out here as their base64.
+    /// `tool_result`'s content, written out here as their base64.
     pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
         self.wire_body(request, stream).into_value()
     }

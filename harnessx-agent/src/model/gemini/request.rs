@@ -48,7 +48,7 @@ impl GeminiModel {
     /// the module docs for reasoning.
     ///
     /// Media go as `inlineData` parts (or `fileData` for a URL) in user turns, and in
-    /// function responses' `parts` for the models that take them (see [`wire_contents`]);
+    /// function responses' `parts` for the models that take them (Gemini 3 and later);
     /// their base64 is written out here.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
         self.wire_body(request).into_value()

@@ -133,7 +133,7 @@ fn wire_tool_choice(choice: &ToolChoice) -> Value {
 /// would be refused. Other providers' reasoning is left out.
 ///
 /// A user message or a tool result with media has a content array in place of its text:
-/// the text as `input_text`, then each part ([`input_part`]); a tool result's array is the
+/// the text as `input_text`, then each part (`input_image`, `input_file`); a tool result's array is the
 /// `function_call_output`'s `output`. The media's base64 is written out here.
 pub fn wire_input(messages: &[Message]) -> Vec<Value> {
     let mut blobs = Blobs::new();
