@@ -148,9 +148,9 @@ pub const FOREIGN_SIGNATURE: &str = "skip_thought_signature_validator";
 ///
 /// A user message's media follow its text as parts ([`user_part`]). A tool result's media
 /// go, with `media_in_results` (Gemini 3 and later, which take multimodal function
-/// responses), into its `functionResponse`'s own `parts` as `inlineData`: images and
-/// documents given as bytes, the kinds Google documents there. Everything else of a
-/// result (its media for earlier models, audio, media given by URL, text parts) goes
+/// responses), into its `functionResponse`'s own `parts` as `inlineData`: images and PDFs
+/// given as bytes ([`in_function_response`]). Everything else of a result (its media for
+/// earlier models, other files, audio, media given by URL, text parts) goes
 /// after the turn's function responses, in the same user turn, under a line naming the
 /// call ([`media::result_header`]): the function responses of a turn come first, as the
 /// calls they answer did.
@@ -185,7 +185,7 @@ fn wire_contents(
                     match part {
                         Part::Image { media_type, data: Blob::Bytes(bytes) }
                         | Part::File { media_type, data: Blob::Bytes(bytes), .. }
-                            if media_in_results =>
+                            if media_in_results && in_function_response(part) =>
                         {
                             inline.push(
                                 json!({"inlineData": {"mimeType": media_type, "data": blobs.base64(bytes)}}),
@@ -221,6 +221,18 @@ fn push_turn(out: &mut Vec<(&'static str, Vec<Value>)>, role: &'static str, part
     match out.last_mut() {
         Some((last, last_parts)) if *last == role => last_parts.extend(parts),
         _ => out.push((role, parts)),
+    }
+}
+
+/// Whether a result's part goes inside its function response (on the models that take
+/// media there): an image, or a PDF. Google's `FunctionResponseBlob` is raw media and says
+/// text is not to be sent as bytes there, so a text file follows the function response
+/// as a user part instead, as audio does.
+fn in_function_response(part: &Part) -> bool {
+    match part {
+        Part::Image { .. } => true,
+        Part::File { media_type, .. } => media_type.eq_ignore_ascii_case("application/pdf"),
+        Part::Text(_) | Part::Audio { .. } => false,
     }
 }
 
@@ -324,6 +336,48 @@ mod tests {
     use super::super::response::signed;
     use super::*;
     use harnessx_core::Parts;
+
+    // Gemini 3 takes images and PDFs inside a function response; a text file, audio and
+    // a URL follow the turn's responses under the call's line, before the user's text.
+    #[test]
+    fn on_gemini_3_only_images_and_pdfs_go_inside_the_function_response() {
+        let parts: Parts = vec![
+            Part::image("image/png", vec![1u8]),
+            Part::file("application/pdf", None, vec![2u8]),
+            Part::file("text/csv", Some("a.csv".into()), vec![3u8]),
+            Part::audio("audio/wav", vec![4u8]),
+            Part::image_url("image/png", "https://e/a.png"),
+        ]
+        .into();
+        let messages = vec![
+            Message::assistant("", vec![ToolCall::new("c", "f", "{}")]),
+            Message::Tool {
+                call_id: "c".into(),
+                name: "f".into(),
+                content: "ok".into(),
+                is_error: false,
+                parts,
+            },
+            Message::user("and?"),
+        ];
+        let mut blobs = Blobs::new();
+        let contents = Value::Array(wire_contents(&messages, false, true, &mut blobs));
+        let contents = WireBody::new(contents, blobs).into_value();
+        assert_eq!(
+            contents[1],
+            json!({"role": "user", "parts": [
+                {"functionResponse": {"name": "f", "response": {"result": "ok"}, "parts": [
+                    {"inlineData": {"mimeType": "image/png", "data": "AQ=="}},
+                    {"inlineData": {"mimeType": "application/pdf", "data": "Ag=="}}
+                ]}},
+                {"text": "[f result, call c]"},
+                {"inlineData": {"mimeType": "text/csv", "data": "Aw=="}},
+                {"inlineData": {"mimeType": "audio/wav", "data": "BA=="}},
+                {"fileData": {"mimeType": "image/png", "fileUri": "https://e/a.png"}},
+                {"text": "and?"}
+            ]})
+        );
+    }
 
     #[test]
     fn results_pair_by_name_and_order_and_user_text_joins_their_turn() {
