@@ -2,12 +2,11 @@
 
 use std::fmt;
 
+use crate::model::http::{self, Provider};
+use crate::model::media::WireBody;
+use crate::model::{Model, ModelError, ModelEvent, ModelRequest, ModelResponse, collect_response};
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
-use serde_json::Value;
-
-use crate::model::http::{self, Provider};
-use crate::model::{Model, ModelError, ModelEvent, ModelRequest, ModelResponse, collect_response};
 
 mod cache;
 mod request;
@@ -143,12 +142,12 @@ impl AnthropicModel {
         }
     }
 
-    fn http_request(&self, body: &Value) -> Result<reqwest::RequestBuilder, ModelError> {
+    fn http_request(&self, body: &WireBody) -> Result<reqwest::RequestBuilder, ModelError> {
         let mut request = http::client()?
             .post(self.endpoint())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header("anthropic-version", ANTHROPIC_VERSION)
-            .body(body.to_string());
+            .body(body.to_bytes()?);
         match &self.api_key {
             Some(key) => request = request.header("x-api-key", key),
             None if self.base_url.starts_with(ANTHROPIC_BASE_URL) => return Err(http::missing_key(PROVIDER)),
@@ -164,13 +163,13 @@ impl Model for AnthropicModel {
     }
 
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
-        let body = self.request_body(request, true);
+        let body = self.wire_body(request, true);
         http::drive(self.http_request(&body), PROVIDER, AnthropicDecoder::default())
     }
 
     /// One non-streaming request. A server that streams anyway is understood too.
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        let body = self.request_body(request, false);
+        let body = self.wire_body(request, false);
         Box::pin(collect_response(http::drive(
             self.http_request(&body),
             PROVIDER,

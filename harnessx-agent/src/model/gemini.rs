@@ -22,12 +22,11 @@
 
 use std::fmt;
 
+use crate::model::http::{self, Provider};
+use crate::model::media::WireBody;
+use crate::model::{Model, ModelError, ModelEvent, ModelRequest, ModelResponse, collect_response};
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
-use serde_json::Value;
-
-use crate::model::http::{self, Provider};
-use crate::model::{Model, ModelError, ModelEvent, ModelRequest, ModelResponse, collect_response};
 
 mod request;
 mod response;
@@ -122,11 +121,11 @@ impl GeminiModel {
         format!("{base}/models/{}:{method}", self.model)
     }
 
-    fn http_request(&self, body: &Value, stream: bool) -> Result<reqwest::RequestBuilder, ModelError> {
+    fn http_request(&self, body: &WireBody, stream: bool) -> Result<reqwest::RequestBuilder, ModelError> {
         let mut request = http::client()?
             .post(self.endpoint(stream))
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string());
+            .body(body.to_bytes()?);
         match &self.api_key {
             Some(key) => request = request.header("x-goog-api-key", key),
             None if self.base_url.starts_with(GEMINI_BASE_URL) => return Err(http::missing_key(PROVIDER)),
@@ -142,13 +141,13 @@ impl Model for GeminiModel {
     }
 
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
-        let body = self.request_body(request);
+        let body = self.wire_body(request);
         http::drive(self.http_request(&body, true), PROVIDER, GeminiDecoder::default())
     }
 
     /// One non-streaming request (`:generateContent`).
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        let body = self.request_body(request);
+        let body = self.wire_body(request);
         Box::pin(collect_response(http::drive(
             self.http_request(&body, false),
             PROVIDER,

@@ -9,6 +9,8 @@ pub mod function;
 pub mod gemini;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
+mod media;
 pub mod message;
 #[cfg(feature = "openai")]
 pub mod openai;

@@ -5,12 +5,11 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::model::http::{self, Provider};
+use crate::model::media::WireBody;
+use crate::model::{Model, ModelError, ModelEvent, ModelRequest, ModelResponse, collect_response};
 use futures_util::future::BoxFuture;
 use futures_util::stream::{self, BoxStream, StreamExt};
-use serde_json::Value;
-
-use crate::model::http::{self, Provider};
-use crate::model::{Model, ModelError, ModelEvent, ModelRequest, ModelResponse, collect_response};
 
 mod compatible;
 mod request;
@@ -18,7 +17,7 @@ mod response;
 pub mod responses;
 mod schema;
 
-use compatible::{Host, Learned};
+use compatible::{Host, Learned, ToolResults};
 use response::OpenAiDecoder;
 pub use response::REASONING_PROVIDER;
 pub use responses::OpenAiResponsesModel;
@@ -206,14 +205,14 @@ impl OpenAiModel {
         self.host == Host::OpenAi
     }
 
-    fn http_request(&self, body: &Value) -> Result<reqwest::RequestBuilder, ModelError> {
+    fn http_request(&self, body: &WireBody) -> Result<reqwest::RequestBuilder, ModelError> {
         if self.api_key.is_none() && self.is_openai() {
             return Err(http::missing_key(PROVIDER));
         }
         let mut request = http::client()?
             .post(self.endpoint())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string());
+            .body(body.to_bytes()?);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
@@ -229,7 +228,7 @@ impl OpenAiModel {
     ) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
         match self.host {
             Host::OpenAi => {
-                let body = self.request_body(request, streaming);
+                let body = self.body(request, &request.tool_choice, streaming, ToolResults::AsToolMessages);
                 http::drive(self.http_request(&body), PROVIDER, OpenAiDecoder::default())
             }
             Host::Compatible => stream::once(self.negotiate(request, streaming)).flatten().boxed(),

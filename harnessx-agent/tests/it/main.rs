@@ -26,6 +26,8 @@ mod knowledge;
 mod models_agent;
 #[cfg(feature = "anthropic")]
 mod models_anthropic;
+#[cfg(all(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod models_content;
 #[cfg(feature = "gemini")]
 mod models_gemini;
 #[cfg(feature = "openai")]

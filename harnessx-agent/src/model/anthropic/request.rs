@@ -5,7 +5,9 @@ use serde_json::{Map, Value, json};
 
 use super::{AnthropicModel, cache, thinking, thinking_budget};
 use crate::model::http;
+use crate::model::media::{self, Blobs, WireBody};
 use crate::model::{Message, ModelRequest, ReasoningConfig, ToolChoice};
+use harnessx_core::{Blob, Part};
 
 impl AnthropicModel {
     /// Whether this model thinks adaptively (see [`adaptive_thinking`](Self::adaptive_thinking)).
@@ -27,7 +29,17 @@ impl AnthropicModel {
     /// [`adaptive_thinking`](Self::adaptive_thinking)), except when it forces a tool call
     /// (`Required` or a named tool), which Anthropic refuses with thinking on; with
     /// [`prompt_cache`](Self::prompt_cache) on, it carries cache breakpoints.
+    ///
+    /// Media go as `image` and `document` blocks, in user messages and inside a
+    /// `tool_result`'s content, written out here as their base64.
     pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
+        self.wire_body(request, stream).into_value()
+    }
+
+    /// The body sent, its media standing as placeholders until it is written (see
+    /// [`media`]).
+    pub(super) fn wire_body(&self, request: &ModelRequest, stream: bool) -> WireBody {
+        let mut blobs = Blobs::new();
         let mut body = Map::new();
         let max_tokens = request.max_tokens.unwrap_or(self.max_tokens);
         // Anthropic refuses a forced tool choice with thinking on: a request that forces a
@@ -51,7 +63,7 @@ impl AnthropicModel {
             };
             body.insert("system".into(), system);
         }
-        let mut messages = wire_messages(&request.messages);
+        let mut messages = wire_messages(&request.messages, &mut blobs);
         if self.prompt_cache {
             cache::mark_before_newest_turn(&mut messages);
         }
@@ -96,7 +108,7 @@ impl AnthropicModel {
         if stream {
             body.insert("stream".into(), json!(true));
         }
-        Value::Object(body)
+        WireBody::new(Value::Object(body), blobs)
     }
 }
 
@@ -187,13 +199,15 @@ fn wire_tool_choice(choice: &ToolChoice, parallel: Option<bool>) -> Option<Value
 }
 
 /// The conversation as Messages API turns.
-fn wire_messages(messages: &[Message]) -> Vec<Value> {
+fn wire_messages(messages: &[Message], blobs: &mut Blobs) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(messages.len());
     for message in messages {
         let (role, blocks) = match message {
-            // Media parts (`Message::parts`) are not sent yet: mapping them into this provider's
-            // shape is the next step of issue 43. Until then a request carries the text only.
-            Message::User { content, .. } => ("user", text_block(content).into_iter().collect()),
+            Message::User { content, parts } => {
+                let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
+                blocks.extend(parts.iter().filter_map(|part| media_block(part, blobs)));
+                ("user", blocks)
+            }
             Message::Assistant { content, tool_calls, reasoning } => {
                 let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
                 blocks.extend(tool_calls.iter().map(|call| {
@@ -202,7 +216,15 @@ fn wire_messages(messages: &[Message]) -> Vec<Value> {
                 }));
                 ("assistant", thinking::with_reasoning(reasoning, blocks))
             }
-            Message::Tool { call_id, content, is_error, .. } => {
+            Message::Tool { call_id, content, is_error, parts, .. } => {
+                let content = if parts.is_empty() {
+                    json!(content)
+                } else {
+                    // A result with media: its text and its media as blocks.
+                    let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
+                    blocks.extend(parts.iter().filter_map(|part| media_block(part, blobs)));
+                    Value::Array(blocks)
+                };
                 let mut block = json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
                 if *is_error {
                     block["is_error"] = json!(true);
@@ -234,6 +256,29 @@ fn wire_messages(messages: &[Message]) -> Vec<Value> {
 
 fn text_block(text: &str) -> Option<Value> {
     (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+/// A part as a content block, in a user message or a `tool_result`'s content: an image as
+/// an `image` block, a PDF as a `document` block, each with a `base64` source (its media
+/// type and data) or a `url` one. Another kind of file, and audio, are a text block naming
+/// them ([`media::unsupported`]); an empty text part is none (the API refuses empty text).
+fn media_block(part: &Part, blobs: &mut Blobs) -> Option<Value> {
+    let source = |media_type: &str, data: &Blob, blobs: &mut Blobs| match data {
+        Blob::Bytes(bytes) => {
+            json!({"type": "base64", "media_type": media_type, "data": blobs.base64(bytes)})
+        }
+        Blob::Url(url) => json!({"type": "url", "url": url}),
+    };
+    match part {
+        Part::Text(text) => text_block(text),
+        Part::Image { media_type, data } => {
+            Some(json!({"type": "image", "source": source(media_type, data, blobs)}))
+        }
+        Part::File { media_type, data, .. } if media_type.eq_ignore_ascii_case("application/pdf") => {
+            Some(json!({"type": "document", "source": source(media_type, data, blobs)}))
+        }
+        Part::File { .. } | Part::Audio { .. } => text_block(&media::unsupported(part, "anthropic")),
+    }
 }
 
 #[cfg(test)]
@@ -292,7 +337,7 @@ mod tests {
             Message::user("well"),
         ];
         assert_eq!(
-            Value::Array(wire_messages(&messages)),
+            Value::Array(wire_messages(&messages, &mut Blobs::new())),
             json!([
                 {"role": "user", "content": "go"},
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},

@@ -7,8 +7,9 @@ use serde_json::{Map, Value, json};
 use super::schema::gemini_schema;
 use super::{GeminiModel, REASONING_PROVIDER};
 use crate::model::http;
+use crate::model::media::{self, Blobs, WireBody};
 use crate::model::{Message, ModelRequest, Reasoning, ReasoningEffort, ToolChoice};
-use harnessx_core::ToolCall;
+use harnessx_core::{Blob, Part, ToolCall};
 
 impl GeminiModel {
     /// The model's own name, without a resource path before it (`gemini-3-pro-preview`).
@@ -45,14 +46,27 @@ impl GeminiModel {
     /// model turn whose calls carry no signature of Gemini's (another provider's, after a
     /// fallback) gets [`FOREIGN_SIGNATURE`] on its first call, as Google documents. See
     /// the module docs for reasoning.
+    ///
+    /// Media go as `inlineData` parts (or `fileData` for a URL) in user turns, and in
+    /// function responses' `parts` for the models that take them (Gemini 3 and later);
+    /// their base64 is written out here.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
+        self.wire_body(request).into_value()
+    }
+
+    /// The body sent, its media standing as placeholders until it is written (see
+    /// [`media`]).
+    pub(super) fn wire_body(&self, request: &ModelRequest) -> WireBody {
+        let mut blobs = Blobs::new();
         let mut body = Map::new();
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
             body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));
         }
+        // Gemini 3 and later check signatures, and take media in function responses.
+        let gemini_3 = self.checks_signatures();
         body.insert(
             "contents".into(),
-            Value::Array(wire_contents(&request.messages, self.checks_signatures())),
+            Value::Array(wire_contents(&request.messages, gemini_3, gemini_3, &mut blobs)),
         );
         if !request.tools.is_empty() {
             let declarations: Vec<Value> = request
@@ -105,7 +119,7 @@ impl GeminiModel {
         if !generation.is_empty() {
             body.insert("generationConfig".into(), Value::Object(generation));
         }
-        Value::Object(body)
+        WireBody::new(Value::Object(body), blobs)
     }
 }
 
@@ -131,32 +145,116 @@ pub const FOREIGN_SIGNATURE: &str = "skip_thought_signature_validator";
 
 /// The conversation as Gemini contents. With `foreign_signatures` (Gemini 3), a model turn
 /// whose calls carry no signature of Gemini's gets [`FOREIGN_SIGNATURE`] on its first.
-fn wire_contents(messages: &[Message], foreign_signatures: bool) -> Vec<Value> {
+///
+/// A user message's media follow its text as parts ([`user_part`]). A tool result's media
+/// go, with `media_in_results` (Gemini 3 and later, which take multimodal function
+/// responses), into its `functionResponse`'s own `parts` as `inlineData`: images and PDFs
+/// given as bytes ([`in_function_response`]). Everything else of a result (its media for
+/// earlier models, other files, audio, media given by URL, text parts) goes
+/// after the turn's function responses, in the same user turn, under a line naming the
+/// call ([`media::result_header`]): the function responses of a turn come first, as the
+/// calls they answer did.
+fn wire_contents(
+    messages: &[Message],
+    foreign_signatures: bool,
+    media_in_results: bool,
+    blobs: &mut Blobs,
+) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(messages.len());
+    // The tool results' parts that follow their turn's function responses.
+    let mut after_results: Vec<Value> = Vec::new();
     for message in messages {
+        if !matches!(message, Message::Tool { .. }) && !after_results.is_empty() {
+            push_turn(&mut out, "user", std::mem::take(&mut after_results));
+        }
         let (role, parts) = match message {
-            // Media parts (`Message::parts`) are not sent yet: mapping them into this provider's
-            // shape is the next step of issue 43. Until then a request carries the text only.
-            Message::User { content, .. } if content.is_empty() => continue,
-            Message::User { content, .. } => ("user", vec![json!({"text": content})]),
+            Message::User { content, parts } => {
+                let mut wire: Vec<Value> = text_part(content).into_iter().collect();
+                wire.extend(parts.iter().filter_map(|part| user_part(part, blobs)));
+                ("user", wire)
+            }
             Message::Assistant { content, tool_calls, reasoning } => {
                 ("model", model_parts(content, tool_calls, reasoning, foreign_signatures))
             }
-            Message::Tool { name, content, is_error, .. } => {
+            Message::Tool { call_id, name, content, is_error, parts } => {
                 let key = if *is_error { "error" } else { "result" };
-                ("user", vec![json!({"functionResponse": {"name": name, "response": {key: content}}})])
+                let mut response = json!({"name": name, "response": {key: content}});
+                let mut inline = Vec::new();
+                let mut after = Vec::new();
+                for part in parts {
+                    match part {
+                        Part::Image { media_type, data: Blob::Bytes(bytes) }
+                        | Part::File { media_type, data: Blob::Bytes(bytes), .. }
+                            if media_in_results && in_function_response(part) =>
+                        {
+                            inline.push(
+                                json!({"inlineData": {"mimeType": media_type, "data": blobs.base64(bytes)}}),
+                            );
+                        }
+                        other => after.extend(user_part(other, blobs)),
+                    }
+                }
+                if !inline.is_empty() {
+                    response["parts"] = Value::Array(inline);
+                }
+                if !after.is_empty() {
+                    after_results.push(json!({"text": media::result_header(name, call_id, *is_error)}));
+                    after_results.append(&mut after);
+                }
+                ("user", vec![json!({"functionResponse": response})])
             }
         };
-        if parts.is_empty() {
-            // The API refuses a content without parts; an empty turn says nothing anyway.
-            continue;
-        }
-        match out.last_mut() {
-            Some((last, last_parts)) if *last == role => last_parts.extend(parts),
-            _ => out.push((role, parts)),
-        }
+        push_turn(&mut out, role, parts);
     }
+    push_turn(&mut out, "user", after_results);
     out.into_iter().map(|(role, parts)| json!({"role": role, "parts": parts})).collect()
+}
+
+/// Adds `parts` to the conversation: to the last turn when it is `role`'s (turns
+/// alternate: tool results and the user text after them share one), else as a new turn.
+/// No parts, no turn: the API refuses a content without parts, and an empty turn says
+/// nothing anyway.
+fn push_turn(out: &mut Vec<(&'static str, Vec<Value>)>, role: &'static str, parts: Vec<Value>) {
+    if parts.is_empty() {
+        return;
+    }
+    match out.last_mut() {
+        Some((last, last_parts)) if *last == role => last_parts.extend(parts),
+        _ => out.push((role, parts)),
+    }
+}
+
+/// Whether a result's part goes inside its function response (on the models that take
+/// media there): an image, or a PDF. Google's `FunctionResponseBlob` is raw media and says
+/// text is not to be sent as bytes there, so a text file follows the function response
+/// as a user part instead, as audio does.
+fn in_function_response(part: &Part) -> bool {
+    match part {
+        Part::Image { .. } => true,
+        Part::File { media_type, .. } => media_type.eq_ignore_ascii_case("application/pdf"),
+        Part::Text(_) | Part::Audio { .. } => false,
+    }
+}
+
+/// A text part; none for an empty text.
+fn text_part(text: &str) -> Option<Value> {
+    (!text.is_empty()).then(|| json!({"text": text}))
+}
+
+/// A part of a user turn: text, or a medium of any kind as `inlineData` (its media type
+/// and base64) or, given by URL, as `fileData` (its media type and `fileUri`).
+fn user_part(part: &Part, blobs: &mut Blobs) -> Option<Value> {
+    match part {
+        Part::Text(text) => text_part(text),
+        Part::Image { media_type, data }
+        | Part::File { media_type, data, .. }
+        | Part::Audio { media_type, data } => Some(match data {
+            Blob::Bytes(bytes) => {
+                json!({"inlineData": {"mimeType": media_type, "data": blobs.base64(bytes)}})
+            }
+            Blob::Url(url) => json!({"fileData": {"mimeType": media_type, "fileUri": url}}),
+        }),
+    }
 }
 
 /// Where a Gemini signature was, read back from [`Reasoning::data`].
@@ -239,6 +337,48 @@ mod tests {
     use super::*;
     use harnessx_core::Parts;
 
+    // Gemini 3 takes images and PDFs inside a function response; a text file, audio and
+    // a URL follow the turn's responses under the call's line, before the user's text.
+    #[test]
+    fn on_gemini_3_only_images_and_pdfs_go_inside_the_function_response() {
+        let parts: Parts = vec![
+            Part::image("image/png", vec![1u8]),
+            Part::file("application/pdf", None, vec![2u8]),
+            Part::file("text/csv", Some("a.csv".into()), vec![3u8]),
+            Part::audio("audio/wav", vec![4u8]),
+            Part::image_url("image/png", "https://e/a.png"),
+        ]
+        .into();
+        let messages = vec![
+            Message::assistant("", vec![ToolCall::new("c", "f", "{}")]),
+            Message::Tool {
+                call_id: "c".into(),
+                name: "f".into(),
+                content: "ok".into(),
+                is_error: false,
+                parts,
+            },
+            Message::user("and?"),
+        ];
+        let mut blobs = Blobs::new();
+        let contents = Value::Array(wire_contents(&messages, false, true, &mut blobs));
+        let contents = WireBody::new(contents, blobs).into_value();
+        assert_eq!(
+            contents[1],
+            json!({"role": "user", "parts": [
+                {"functionResponse": {"name": "f", "response": {"result": "ok"}, "parts": [
+                    {"inlineData": {"mimeType": "image/png", "data": "AQ=="}},
+                    {"inlineData": {"mimeType": "application/pdf", "data": "Ag=="}}
+                ]}},
+                {"text": "[f result, call c]"},
+                {"inlineData": {"mimeType": "text/csv", "data": "Aw=="}},
+                {"inlineData": {"mimeType": "audio/wav", "data": "BA=="}},
+                {"fileData": {"mimeType": "image/png", "fileUri": "https://e/a.png"}},
+                {"text": "and?"}
+            ]})
+        );
+    }
+
     #[test]
     fn results_pair_by_name_and_order_and_user_text_joins_their_turn() {
         let messages = vec![
@@ -263,7 +403,7 @@ mod tests {
             Message::user(""),
         ];
         assert_eq!(
-            Value::Array(wire_contents(&messages, false)),
+            Value::Array(wire_contents(&messages, false, false, &mut Blobs::new())),
             json!([
                 {"role": "user", "parts": [{"text": "go"}]},
                 {"role": "model", "parts": [

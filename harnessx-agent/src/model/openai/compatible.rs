@@ -24,8 +24,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::{Value, json};
 
-use super::{OpenAiDecoder, OpenAiModel, PROVIDER};
+use super::{OpenAiDecoder, OpenAiModel, PROVIDER, request};
 use crate::model::http::{self, Failure};
+use crate::model::media::{self, Blobs};
 use crate::model::{
     FinishReason, Message, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice, Usage,
 };
@@ -126,20 +127,34 @@ fn is_uuid(text: &str) -> bool {
 /// for them: each result under a line naming its tool and call, `[read_file result, call
 /// ID]` (`error` for a failed call), the results a blank line apart. Anything in
 /// `results` that is not a tool result is not there: the caller passes a run of them.
-pub(super) fn results_as_user(results: &[Message]) -> Value {
-    let parts: Vec<String> = results
-        .iter()
-        .filter_map(|m| match m {
-            // Media parts (`Message::parts`) are not sent yet: mapping them into this provider's
-            // shape is the next step of issue 43. Until then a request carries the text only.
-            Message::Tool { call_id, name, content, is_error, .. } => {
-                let outcome = if *is_error { "error" } else { "result" };
-                Some(format!("[{name} {outcome}, call {call_id}]\n{content}"))
-            }
-            _ => None,
-        })
-        .collect();
-    json!({"role": "user", "content": parts.join("\n\n")})
+///
+/// When a result has media, the message is an array of content parts instead: each
+/// result's text under its line, then its media as the parent's `content_part` writes
+/// them.
+pub(super) fn results_as_user(results: &[Message], host: Host, blobs: &mut Blobs) -> Value {
+    let text = |call_id: &str, name: &str, content: &str, is_error: bool| {
+        format!("{}\n{content}", media::result_header(name, call_id, is_error))
+    };
+    if results.iter().all(|m| m.parts().is_empty()) {
+        let parts: Vec<String> = results
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { call_id, name, content, is_error, .. } => {
+                    Some(text(call_id, name, content, *is_error))
+                }
+                _ => None,
+            })
+            .collect();
+        return json!({"role": "user", "content": parts.join("\n\n")});
+    }
+    let mut items = Vec::new();
+    for message in results {
+        if let Message::Tool { call_id, name, content, is_error, parts } = message {
+            items.push(request::text_part(&text(call_id, name, content, *is_error)));
+            items.extend(parts.iter().map(|part| request::content_part(part, host, blobs)));
+        }
+    }
+    json!({"role": "user", "content": items})
 }
 
 /// Whether `error` is a server refusing `"required"`: a request that asked for it (with
@@ -356,6 +371,8 @@ mod tests {
             is_error,
             parts: Parts::new(),
         };
+        let results_as_user =
+            |results: &[Message]| results_as_user(results, Host::Compatible, &mut Blobs::new());
         assert_eq!(
             results_as_user(&[result("c1", "plum\n", false), result("c2", "no such file", true)]),
             json!({"role": "user", "content": "[read_file result, call c1]\nplum\n\n\n[read_file error, call c2]\nno such file"})
@@ -363,6 +380,34 @@ mod tests {
         assert_eq!(
             results_as_user(&[result("c1", "", false)]),
             json!({"role": "user", "content": "[read_file result, call c1]\n"})
+        );
+    }
+
+    // A result with media makes the stand-in message an array: each result's text under
+    // its line, then its media, in order.
+    #[test]
+    fn results_with_media_are_content_parts_each_after_its_text() {
+        let shot = Message::Tool {
+            call_id: "c1".into(),
+            name: "screenshot".into(),
+            content: "a chart".into(),
+            is_error: false,
+            parts: vec![harnessx_core::Part::image_url("image/png", "https://e/a.png")].into(),
+        };
+        let plain = Message::Tool {
+            call_id: "c2".into(),
+            name: "read_file".into(),
+            content: "plum".into(),
+            is_error: false,
+            parts: Parts::new(),
+        };
+        assert_eq!(
+            results_as_user(&[shot, plain], Host::Compatible, &mut Blobs::new()),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "[screenshot result, call c1]\na chart"},
+                {"type": "image_url", "image_url": {"url": "https://e/a.png"}},
+                {"type": "text", "text": "[read_file result, call c2]\nplum"}
+            ]})
         );
     }
 }

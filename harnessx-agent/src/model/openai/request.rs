@@ -6,28 +6,33 @@ use serde_json::{Map, Value, json};
 use super::compatible::{self, Host, ToolResults};
 use super::{OpenAiModel, strict_schema};
 use crate::model::http;
+use crate::model::media::{self, Blobs, WireBody};
 use crate::model::{Message, ModelRequest, ToolChoice};
-use harnessx_core::ToolSpec;
+use harnessx_core::{Blob, Part, ToolSpec};
 
 impl OpenAiModel {
     /// The JSON body sent for `request`, streamed or not (before any detour the server
-    /// was found to need: tool results are `tool` messages here).
+    /// was found to need: tool results are `tool` messages here), media written out as
+    /// their data URLs.
     pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
-        self.body(request, &request.tool_choice, stream, ToolResults::AsToolMessages)
+        self.body(request, &request.tool_choice, stream, ToolResults::AsToolMessages).into_value()
     }
 
+    /// The body sent, its media standing as placeholders until it is written (see
+    /// [`media`]).
     pub(super) fn body(
         &self,
         request: &ModelRequest,
         tool_choice: &ToolChoice,
         stream: bool,
         results: ToolResults,
-    ) -> Value {
+    ) -> WireBody {
+        let mut blobs = Blobs::new();
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
             messages.push(json!({"role": "system", "content": system}));
         }
-        messages.extend(wire_messages(&request.messages, self.host, results));
+        messages.extend(wire_messages(&request.messages, self.host, results, &mut blobs));
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
         body.insert("messages".into(), Value::Array(messages));
@@ -67,7 +72,7 @@ impl OpenAiModel {
                 body.insert("stream_options".into(), json!({"include_usage": true}));
             }
         }
-        Value::Object(body)
+        WireBody::new(Value::Object(body), blobs)
     }
 
     fn wire_tool(&self, tool: &ToolSpec) -> Value {
@@ -100,16 +105,20 @@ fn wire_tool_choice(choice: &ToolChoice, host: Host) -> Option<Value> {
 
 /// The conversation in the Chat Completions format: each message as [`wire_message`]
 /// writes it, except that with [`ToolResults::AsUserText`] each run of tool results (one
-/// turn's) becomes one `user` message.
-fn wire_messages(messages: &[Message], host: Host, results: ToolResults) -> Vec<Value> {
+/// turn's) becomes one `user` message. A `tool` message takes text only, so the media of
+/// a turn's results follow its `tool` messages in one `user` message ([`results_media`]).
+fn wire_messages(messages: &[Message], host: Host, results: ToolResults, blobs: &mut Blobs) -> Vec<Value> {
     let is_result = |m: &Message| matches!(m, Message::Tool { .. });
     let mut wire = Vec::with_capacity(messages.len());
     for turn in messages.chunk_by(|a, b| is_result(a) && is_result(b)) {
         match turn {
             [first, ..] if results == ToolResults::AsUserText && is_result(first) => {
-                wire.push(compatible::results_as_user(turn));
+                wire.push(compatible::results_as_user(turn, host, blobs));
             }
-            _ => wire.extend(turn.iter().map(|m| wire_message(m, host))),
+            _ => {
+                wire.extend(turn.iter().map(|m| wire_message(m, host, blobs)));
+                wire.extend(results_media(turn, host, blobs));
+            }
         }
     }
     wire
@@ -119,12 +128,19 @@ fn wire_messages(messages: &[Message], host: Host, results: ToolResults) -> Vec<
 /// (garbled or cut off) are sent as `{}`, so the server accepts the conversation. An
 /// assistant message with tool calls and no text has `"content": null` for OpenAI (as
 /// always) and `""` for other servers: llama-cpp-python refuses `null` and a missing
-/// `content`, llama-server a missing one, and all of them take `""`.
-fn wire_message(message: &Message, host: Host) -> Value {
+/// `content`, llama-server a missing one, and all of them take `""`. A user message
+/// with media is an array of content parts ([`content_part`]); without, its text.
+fn wire_message(message: &Message, host: Host, blobs: &mut Blobs) -> Value {
     match message {
-        // Media parts (`Message::parts`) are not sent yet: mapping them into this provider's
-        // shape is the next step of issue 43. Until then a request carries the text only.
-        Message::User { content, .. } => json!({"role": "user", "content": content}),
+        Message::User { content, parts } if parts.is_empty() => json!({"role": "user", "content": content}),
+        Message::User { content, parts } => {
+            let mut items = Vec::with_capacity(parts.len() + 1);
+            if !content.is_empty() {
+                items.push(text_part(content));
+            }
+            items.extend(parts.iter().map(|part| content_part(part, host, blobs)));
+            json!({"role": "user", "content": items})
+        }
         Message::Assistant { content, tool_calls, .. } if tool_calls.is_empty() => {
             json!({"role": "assistant", "content": content})
         }
@@ -145,9 +161,77 @@ fn wire_message(message: &Message, host: Host) -> Value {
             };
             json!({"role": "assistant", "content": content, "tool_calls": calls})
         }
+        // The text only: a `tool` message takes no image (its media follow, see
+        // `results_media`).
         Message::Tool { call_id, content, .. } => {
             json!({"role": "tool", "tool_call_id": call_id, "content": content})
         }
+    }
+}
+
+/// The media of a turn's tool results (`turn`), as the one `user` message that follows
+/// their `tool` messages: each result's parts under a line naming its call
+/// ([`media::result_header`]). `None` when no result has any, or `turn` is not results.
+fn results_media(turn: &[Message], host: Host, blobs: &mut Blobs) -> Option<Value> {
+    let mut items = Vec::new();
+    for message in turn {
+        if let Message::Tool { call_id, name, is_error, parts, .. } = message
+            && !parts.is_empty()
+        {
+            items.push(text_part(&media::result_header(name, call_id, *is_error)));
+            items.extend(parts.iter().map(|part| content_part(part, host, blobs)));
+        }
+    }
+    (!items.is_empty()).then(|| json!({"role": "user", "content": items}))
+}
+
+/// A text content part.
+pub(super) fn text_part(text: &str) -> Value {
+    json!({"type": "text", "text": text})
+}
+
+/// A part as a Chat Completions content part: an image as `image_url` (its URL, or a data
+/// URL of its bytes), a PDF as a `file` part (`file_data`, a data URL; OpenAI only, and
+/// only PDF: other servers take no `file` parts), WAV or MP3 audio as `input_audio`
+/// (base64). What the API cannot take (another kind of file, a file or audio by URL,
+/// another audio format) is a text part naming it ([`media::unsupported`]).
+pub(super) fn content_part(part: &Part, host: Host, blobs: &mut Blobs) -> Value {
+    let provider = match host {
+        Host::OpenAi => "OpenAI Chat Completions",
+        Host::Compatible => "OpenAI-compatible servers",
+    };
+    match part {
+        Part::Text(text) => text_part(text),
+        Part::Image { media_type, data } => {
+            json!({"type": "image_url", "image_url": {"url": blobs.url(media_type, data)}})
+        }
+        Part::File { media_type, name, data: Blob::Bytes(bytes) }
+            if host == Host::OpenAi && media_type.eq_ignore_ascii_case("application/pdf") =>
+        {
+            let filename = name.as_deref().unwrap_or("document.pdf");
+            json!({"type": "file", "file": {"filename": filename, "file_data": blobs.data_url(media_type, bytes)}})
+        }
+        Part::Audio { media_type, data: Blob::Bytes(bytes) } => match audio_format(media_type) {
+            Some(format) => {
+                json!({"type": "input_audio", "input_audio": {"data": blobs.base64(bytes), "format": format}})
+            }
+            None => text_part(&media::unsupported(part, provider)),
+        },
+        Part::File { .. } | Part::Audio { data: Blob::Url(_), .. } => {
+            text_part(&media::unsupported(part, provider))
+        }
+    }
+}
+
+/// The `input_audio` format of an audio media type: `wav` or `mp3`, the two the API takes.
+fn audio_format(media_type: &str) -> Option<&'static str> {
+    let is = |names: &[&str]| names.iter().any(|n| media_type.eq_ignore_ascii_case(n));
+    if is(&["audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave"]) {
+        Some("wav")
+    } else if is(&["audio/mpeg", "audio/mp3"]) {
+        Some("mp3")
+    } else {
+        None
     }
 }
 
@@ -161,8 +245,9 @@ mod tests {
         assert_eq!(wire_tool_choice(&ToolChoice::Auto, Host::OpenAi), None);
         assert_eq!(wire_tool_choice(&ToolChoice::Auto, Host::Compatible), Some(json!("auto")));
         let call = Message::assistant("", vec![ToolCall::new("c", "f", "[1]")]);
-        assert_eq!(wire_message(&call, Host::OpenAi)["content"], Value::Null);
-        assert_eq!(wire_message(&call, Host::Compatible)["content"], json!(""));
-        assert_eq!(wire_message(&call, Host::OpenAi)["tool_calls"][0]["function"]["arguments"], "{}");
+        let wire = |host| wire_message(&call, host, &mut Blobs::new());
+        assert_eq!(wire(Host::OpenAi)["content"], Value::Null);
+        assert_eq!(wire(Host::Compatible)["content"], json!(""));
+        assert_eq!(wire(Host::OpenAi)["tool_calls"][0]["function"]["arguments"], "{}");
     }
 }

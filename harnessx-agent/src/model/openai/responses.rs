@@ -10,14 +10,13 @@
 
 use std::fmt;
 
-use futures_util::future::BoxFuture;
-use futures_util::stream::BoxStream;
-use serde_json::Value;
-
 use super::OPENAI_BASE_URL;
 use super::compatible::Host;
 use crate::model::http::{self, Provider};
+use crate::model::media::WireBody;
 use crate::model::{Model, ModelError, ModelEvent, ModelRequest, ModelResponse, collect_response};
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
 
 mod request;
 mod response;
@@ -163,14 +162,14 @@ impl OpenAiResponsesModel {
         }
     }
 
-    fn http_request(&self, body: &Value) -> Result<reqwest::RequestBuilder, ModelError> {
+    fn http_request(&self, body: &WireBody) -> Result<reqwest::RequestBuilder, ModelError> {
         if self.api_key.is_none() && self.host == Host::OpenAi {
             return Err(http::missing_key(PROVIDER));
         }
         let mut request = http::client()?
             .post(self.endpoint())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string());
+            .body(body.to_bytes()?);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
@@ -189,13 +188,13 @@ impl Model for OpenAiResponsesModel {
     }
 
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
-        let body = self.request_body(request, true);
+        let body = self.wire_body(request, true);
         http::drive(self.http_request(&body), PROVIDER, ResponsesDecoder::default())
     }
 
     /// One non-streaming request. A server that streams anyway is understood too.
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        let body = self.request_body(request, false);
+        let body = self.wire_body(request, false);
         Box::pin(collect_response(http::drive(
             self.http_request(&body),
             PROVIDER,

@@ -9,10 +9,11 @@ use serde_json::{Map, Value, json};
 
 use super::{OpenAiResponsesModel, RESPONSES_PROVIDER};
 use crate::model::http;
+use crate::model::media::{self, Blobs, WireBody};
 use crate::model::openai::compatible::Host;
 use crate::model::openai::strict_schema;
 use crate::model::{Message, ModelRequest, ToolChoice};
-use harnessx_core::ToolSpec;
+use harnessx_core::{Blob, Part, ToolSpec};
 
 impl OpenAiResponsesModel {
     /// Whether `request` asks for the encrypted reasoning (see
@@ -31,14 +32,22 @@ impl OpenAiResponsesModel {
     /// The system prompt is `instructions`; the conversation is `input` items (see
     /// [`wire_input`]); tools, `tool_choice` and `parallel_tool_calls` only when there
     /// are tools; `reasoning` (`effort`, `summary: "auto"`) when the request sets it; a
-    /// native answer format as `text.format` (the strict dialect); `store: false`.
+    /// native answer format as `text.format` (the strict dialect); `store: false`. Media
+    /// are written out as their data URLs.
     pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Value {
+        self.wire_body(request, stream).into_value()
+    }
+
+    /// The body sent, its media standing as placeholders until it is written (see
+    /// [`media`]).
+    pub(super) fn wire_body(&self, request: &ModelRequest, stream: bool) -> WireBody {
+        let mut blobs = Blobs::new();
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
             body.insert("instructions".into(), json!(system));
         }
-        body.insert("input".into(), Value::Array(wire_input(&request.messages)));
+        body.insert("input".into(), Value::Array(input_items(&request.messages, &mut blobs)));
         if !request.tools.is_empty() {
             body.insert("tools".into(), request.tools.iter().map(|t| self.wire_tool(t)).collect());
             // Only with tools: the API refuses `tool_choice` without them.
@@ -80,7 +89,7 @@ impl OpenAiResponsesModel {
         if stream {
             body.insert("stream".into(), json!(true));
         }
-        Value::Object(body)
+        WireBody::new(Value::Object(body), blobs)
     }
 
     fn wire_tool(&self, tool: &ToolSpec) -> Value {
@@ -122,13 +131,31 @@ fn wire_tool_choice(choice: &ToolChoice) -> Value {
 /// their `encrypted_content`, each exactly as it was received: the request is stateless,
 /// so an item without its encrypted content names something the server never kept and
 /// would be refused. Other providers' reasoning is left out.
+///
+/// A user message or a tool result with media has a content array in place of its text:
+/// the text as `input_text`, then each part (`input_image`, `input_file`); a tool result's array is the
+/// `function_call_output`'s `output`. The media's base64 is written out here.
 pub fn wire_input(messages: &[Message]) -> Vec<Value> {
+    let mut blobs = Blobs::new();
+    let items = input_items(messages, &mut blobs);
+    match WireBody::new(Value::Array(items), blobs).into_value() {
+        Value::Array(items) => items,
+        // Filling placeholders in keeps an array an array.
+        other => vec![other],
+    }
+}
+
+/// [`wire_input`], the media standing as placeholders in `blobs`.
+fn input_items(messages: &[Message], blobs: &mut Blobs) -> Vec<Value> {
     let mut input = Vec::with_capacity(messages.len());
     for message in messages {
         match message {
-            // Media parts (`Message::parts`) are not sent yet: mapping them into this provider's
-            // shape is the next step of issue 43. Until then a request carries the text only.
-            Message::User { content, .. } => input.push(json!({"role": "user", "content": content})),
+            Message::User { content, parts } if parts.is_empty() => {
+                input.push(json!({"role": "user", "content": content}))
+            }
+            Message::User { content, parts } => {
+                input.push(json!({"role": "user", "content": input_content(content, parts, blobs)}))
+            }
             Message::Assistant { content, tool_calls, reasoning } => {
                 input.extend(
                     reasoning
@@ -151,12 +178,50 @@ pub fn wire_input(messages: &[Message]) -> Vec<Value> {
                     json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments})
                 }));
             }
-            Message::Tool { call_id, content, .. } => {
+            Message::Tool { call_id, content, parts, .. } if parts.is_empty() => {
                 input.push(json!({"type": "function_call_output", "call_id": call_id, "output": content}));
+            }
+            Message::Tool { call_id, content, parts, .. } => {
+                let output = input_content(content, parts, blobs);
+                input.push(json!({"type": "function_call_output", "call_id": call_id, "output": output}));
             }
         }
     }
     input
+}
+
+/// A text and its media as a content array: the text as `input_text` (when there is
+/// one), then each part as [`input_part`] writes it.
+fn input_content(content: &str, parts: &[Part], blobs: &mut Blobs) -> Vec<Value> {
+    let mut items = Vec::with_capacity(parts.len() + 1);
+    if !content.is_empty() {
+        items.push(input_text(content));
+    }
+    items.extend(parts.iter().map(|part| input_part(part, blobs)));
+    items
+}
+
+fn input_text(text: &str) -> Value {
+    json!({"type": "input_text", "text": text})
+}
+
+/// A part as a Responses input content item: an image as `input_image` (`image_url`: its
+/// URL or a data URL of its bytes; `detail` `auto`, the API's default), a file as
+/// `input_file` (`filename` and `file_data`, a data URL, or `file_url`). Audio is not an
+/// input content type of the API: a text item names it ([`media::unsupported`]).
+fn input_part(part: &Part, blobs: &mut Blobs) -> Value {
+    match part {
+        Part::Text(text) => input_text(text),
+        Part::Image { media_type, data } => {
+            json!({"type": "input_image", "image_url": blobs.url(media_type, data), "detail": "auto"})
+        }
+        Part::File { media_type, name, data: Blob::Bytes(bytes) } => {
+            let filename = name.as_deref().unwrap_or("file");
+            json!({"type": "input_file", "filename": filename, "file_data": blobs.data_url(media_type, bytes)})
+        }
+        Part::File { data: Blob::Url(url), .. } => json!({"type": "input_file", "file_url": url}),
+        Part::Audio { .. } => input_text(&media::unsupported(part, "the OpenAI Responses API")),
+    }
 }
 
 /// Whether a stored reasoning item can go back to a stateless request: a `reasoning`
