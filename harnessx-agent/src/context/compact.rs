@@ -51,6 +51,53 @@ pub fn clear_results(messages: &mut [Message], from: usize, to: usize) -> usize 
     cleared
 }
 
+/// The line that stands for a medium dropped from the history: what it was, so the model
+/// knows it saw one and can ask for it again.
+pub fn dropped_medium(part: &harnessx_core::Part) -> String {
+    let what = part.label();
+    let what = what.trim_start_matches('[').trim_end_matches(']');
+    format!("[{what}: removed from the history to fit the context window]")
+}
+
+/// Drops the media of the messages in `messages[from..to]` (old images go before old
+/// text), each replaced by a line naming it ([`dropped_medium`]) at the end of its
+/// message's text, or in place of the line that named it ([`Part::label`]); how many
+/// messages changed. Text parts stay.
+///
+/// [`Part::label`]: harnessx_core::Part::label
+pub fn drop_media(messages: &mut [Message], from: usize, to: usize) -> usize {
+    let mut changed = 0;
+    for message in &mut messages[from..to] {
+        let (Message::User { content, parts } | Message::Tool { content, parts, .. }) = message else {
+            continue;
+        };
+        if parts.iter().all(|p| matches!(p, harnessx_core::Part::Text(_))) {
+            continue;
+        }
+        let mut kept = Vec::new();
+        for part in parts.iter() {
+            match part {
+                harnessx_core::Part::Text(_) => kept.push(part.clone()),
+                medium => {
+                    // In place of the line that named it, when the text has one.
+                    let label = medium.label();
+                    if let Some(at) = content.find(&label) {
+                        content.replace_range(at..at + label.len(), &dropped_medium(medium));
+                    } else {
+                        if !content.is_empty() {
+                            content.push('\n');
+                        }
+                        content.push_str(&dropped_medium(medium));
+                    }
+                }
+            }
+        }
+        *parts = kept.into();
+        changed += 1;
+    }
+    changed
+}
+
 /// The index of the run's prompt in `messages[from..to]`, if it is there: the last user
 /// message that is not a summary.
 pub fn prompt_in(messages: &[Message], from: usize, to: usize) -> Option<usize> {
@@ -87,7 +134,12 @@ pub fn summary_request(
                 (format!("{kind} of {name} ({call_id})"), content.as_str())
             }
         };
-        let text = cap_text(text, share, None).unwrap_or_else(|| text.to_owned());
+        let mut text = cap_text(text, share, None).unwrap_or_else(|| text.to_owned());
+        // The summariser reads text: each medium is named where it was.
+        for part in message.parts() {
+            text.push('\n');
+            text.push_str(&part.label());
+        }
         transcript.push_str(&format!("[{label}]\n{text}\n\n"));
     }
     let transcript = cap_text(&transcript, budget_chars.max(400), None).unwrap_or(transcript);
@@ -243,6 +295,34 @@ mod tests {
         let starts = turn_starts(&m, 1);
         assert_eq!(clear_results(&mut m, 1, starts[2]), 4);
         assert!(m[2].parts().is_empty());
+    }
+
+    #[test]
+    fn old_media_are_dropped_for_a_line_that_names_them() {
+        let mut m = history(2);
+        m[0] = Message::user_with_parts(
+            "the task",
+            vec![harnessx_core::Part::image("image/png", vec![1u8; 10])],
+        );
+        if let Message::Tool { parts, .. } = &mut m[2] {
+            parts.push(harnessx_core::Part::image("image/jpeg", vec![0u8; 64]));
+            parts.push(harnessx_core::Part::text("a caption"));
+        }
+        let starts = turn_starts(&m, 1);
+        assert_eq!(drop_media(&mut m, 1, starts[1]), 1);
+        assert_eq!(
+            m[2].content(),
+            format!(
+                "{}\n[image: image/jpeg, 64 bytes: removed from the history to fit the context window]",
+                "x".repeat(100)
+            )
+        );
+        assert_eq!(m[2].parts(), [harnessx_core::Part::text("a caption")]);
+        assert_eq!(m[0].parts().len(), 1, "the prompt is pinned");
+        assert_eq!(drop_media(&mut m, 1, starts[1]), 0, "already dropped");
+        assert!(well_paired(&m));
+        let request = summary_request(&m, 0, 1, 20_000, 500);
+        assert!(request.messages[0].content().contains("[image: image/png, 10 bytes]"));
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! a resume replays them and never asks for a new summary. See `docs/context.md`.
 
 pub mod compact;
+pub mod media;
 pub mod tokens;
 pub(crate) mod track;
 mod windows;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 
 use crate::model::Model;
 
+pub use media::MediaCost;
 pub use tokens::{Encoding, Tally};
 pub use windows::known_window;
 

@@ -15,6 +15,7 @@
 //! tokenizer ([`Tally::estimate`]), so a run far from its window spends nothing on
 //! tokenizing, and the decision to compact is taken on real counts.
 
+use crate::context::media::MediaCost;
 use crate::model::{Message, ModelRequest};
 
 /// Tokens every message costs beside its text (role, separators), as OpenAI's
@@ -104,6 +105,8 @@ pub struct Tally {
     tools: Option<((usize, usize), u64)>,
     /// Provider tokens per counted token, from the last request the provider measured.
     ratio: f64,
+    /// Whose formula the messages' media are counted with.
+    media: MediaCost,
 }
 
 impl Tally {
@@ -117,7 +120,20 @@ impl Tally {
             system: None,
             tools: None,
             ratio: 1.0,
+            media: MediaCost::OpenAi,
         }
+    }
+
+    /// This tally with the media of messages counted by `media`'s formula (OpenAI's by
+    /// default).
+    #[must_use]
+    pub fn with_media(self, media: MediaCost) -> Self {
+        Self { media, ..self }
+    }
+
+    /// The tokens of one message, counted: its text ([`count_message`]) and its media.
+    pub fn count(&self, message: &Message) -> u64 {
+        count_message(self.encoding, message) + media_tokens(self.media, message)
     }
 
     /// The encoding it counts with.
@@ -170,7 +186,10 @@ impl Tally {
             let print = fingerprint(message);
             let (tokens, counted) = match rechecked.get(i) {
                 Some(&(p, tokens, counted)) if p == print => (tokens, counted),
-                _ => (PER_MESSAGE + (message_bytes(message) as f64 * per_byte).ceil() as u64, false),
+                _ => {
+                    let text = (message_bytes(message) as f64 * per_byte).ceil() as u64;
+                    (PER_MESSAGE + text + media_tokens(self.media, message), false)
+                }
             };
             self.messages.push((print, tokens, counted));
             self.sums.push(self.sums[self.sums.len() - 1] + tokens);
@@ -185,9 +204,10 @@ impl Tally {
             if !self.messages[i].2 {
                 let message = &request.messages[i];
                 let tokens = count_message(self.encoding, message);
-                let bytes = message_bytes(message) as u64;
                 self.learned.0 += tokens.saturating_sub(PER_MESSAGE);
-                self.learned.1 += bytes;
+                self.learned.1 += message_bytes(message) as u64;
+                // (The text's rate only: media are counted by their own formula.)
+                let tokens = tokens + media_tokens(self.media, message);
                 self.messages[i] = (self.messages[i].0, tokens, true);
             }
             self.sums[i + 1] = self.sums[i] + self.messages[i].1;
@@ -251,14 +271,16 @@ impl Tally {
 /// What changes when a message does: its role, and the lengths of its text and calls.
 fn fingerprint(message: &Message) -> u64 {
     match message {
-        Message::User { content, .. } => (content.len() as u64) << 2,
+        Message::User { content, parts } => ((content.len() as u64) << 2) ^ ((parts.len() as u64) << 48),
         Message::Assistant { content, tool_calls, .. } => {
             let calls = tool_calls.iter().fold(0u64, |acc, c| {
                 acc.wrapping_mul(31).wrapping_add((c.arguments.len() + c.name.len() + c.id.len()) as u64)
             });
             ((content.len() as u64) << 2 | 1) ^ calls.wrapping_shl(20)
         }
-        Message::Tool { content, call_id, .. } => ((content.len() + call_id.len()) as u64) << 2 | 2,
+        Message::Tool { content, call_id, parts, .. } => {
+            (((content.len() + call_id.len()) as u64) << 2 | 2) ^ ((parts.len() as u64) << 48)
+        }
     }
 }
 
@@ -270,6 +292,20 @@ fn message_bytes(message: &Message) -> usize {
             content.len() + tool_calls.iter().map(|c| c.name.len() + c.arguments.len() + 24).sum::<usize>()
         }
         Message::Tool { content, name, .. } => content.len() + name.len() + 24,
+    }
+}
+
+/// The tokens of a message's media (none for most): each part by `media`'s formula, a
+/// text part as text would be.
+fn media_tokens(media: MediaCost, message: &Message) -> u64 {
+    message.parts().iter().map(|part| media.tokens(part) + part_text_tokens(part)).sum()
+}
+
+/// A text part's tokens, by the estimate (text parts are rare: attached text files).
+fn part_text_tokens(part: &harnessx_core::Part) -> u64 {
+    match part {
+        harnessx_core::Part::Text(text) => estimate(text),
+        _ => 0,
     }
 }
 

@@ -7,8 +7,7 @@ use harnessx_core::Parts;
 use tracing::Instrument;
 
 use crate::context::compact::{self, fallback_summary};
-use crate::context::tokens::count_message;
-use crate::context::{ContextPolicy, Encoding, Summarizer, Tally, known_window};
+use crate::context::{ContextPolicy, Encoding, MediaCost, Summarizer, Tally, known_window};
 use crate::model::{Message, ModelError, ModelRequest, ModelResponse, Usage};
 use crate::run::Events;
 use crate::run::steps::Steps;
@@ -46,7 +45,7 @@ impl Tracker {
             Summarizer::Agent => window,
             Summarizer::Model(m) => known_window(&m.name()).or(window),
         };
-        let tally = Tally::new(Encoding::for_model(&name));
+        let tally = Tally::new(Encoding::for_model(&name)).with_media(MediaCost::for_model(&name));
         Self { policy, window, summarizer_window, tally, summaries: Vec::new() }
     }
 
@@ -164,7 +163,12 @@ impl Tracker {
         } else {
             // Clearing first: no model request, when it is enough.
             self.tally.forget_from(head);
-            if self.cleared_size(request, head, cut, before) <= target {
+            // Old media go first, before any text: an image is thousands of tokens.
+            if self.without_media_size(request, head, cut, before) <= target {
+                compact::drop_media(&mut request.messages, head, cut);
+                "media dropped"
+            } else if self.cleared_size(request, head, cut, before) <= target {
+                compact::drop_media(&mut request.messages, head, cut);
                 compact::clear_results(&mut request.messages, head, cut);
                 "cleared"
             } else {
@@ -211,19 +215,34 @@ impl Tracker {
     /// The estimated size of the request without `messages[head..from]`.
     fn kept_size(&mut self, request: &ModelRequest, head: usize, from: usize) -> u64 {
         let all = self.tally.estimate(request);
-        let encoding = self.tally.encoding();
-        let dropped: u64 = request.messages[head..from].iter().map(|m| count_message(encoding, m)).sum();
+        let dropped: u64 = request.messages[head..from].iter().map(|m| self.tally.count(m)).sum();
         all.saturating_sub(self.tally.corrected(dropped))
+    }
+
+    /// The estimated size of the request (`before` now) once the media in
+    /// `messages[head..cut]` are dropped.
+    fn without_media_size(&self, request: &ModelRequest, head: usize, cut: usize, before: u64) -> u64 {
+        let (mut now, mut then) = (0, 0);
+        for message in request.messages[head..cut].iter().filter(|m| !m.parts().is_empty()) {
+            now += self.tally.count(message);
+            let mut stripped = [message.clone()];
+            compact::drop_media(&mut stripped, 0, 1);
+            then += self.tally.count(&stripped[0]);
+        }
+        if now == 0 {
+            // No media there: nothing to gain (the next step is tried).
+            return u64::MAX;
+        }
+        before.saturating_sub(self.tally.corrected(now)) + self.tally.corrected(then)
     }
 
     /// The estimated size of the request (`before` now) once the tool results in
     /// `messages[head..cut]` are cleared.
     fn cleared_size(&self, request: &ModelRequest, head: usize, cut: usize, before: u64) -> u64 {
-        let encoding = self.tally.encoding();
         let (mut now, mut then) = (0, 0);
         for message in &request.messages[head..cut] {
             if let Message::Tool { name, call_id, .. } = message {
-                now += count_message(encoding, message);
+                now += self.tally.count(message);
                 let stub = Message::Tool {
                     call_id: call_id.clone(),
                     name: name.clone(),
@@ -231,7 +250,7 @@ impl Tracker {
                     is_error: false,
                     parts: Parts::new(),
                 };
-                then += count_message(encoding, &stub);
+                then += self.tally.count(&stub);
             }
         }
         before.saturating_sub(self.tally.corrected(now)) + self.tally.corrected(then)

@@ -337,3 +337,68 @@ async fn an_mcp_tool_s_long_result_is_capped() {
     assert!(output.chars().count() <= 1_000, "{}", output.chars().count());
     assert!(output.starts_with("Echo: mcp mcp") && output.contains("characters cut here"), "{output}");
 }
+
+/// A PNG header of `width` × `height` (enough for its size to be read; never decoded).
+fn png_header(width: u32, height: u32) -> Vec<u8> {
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    png.extend(width.to_be_bytes());
+    png.extend(height.to_be_bytes());
+    png.extend([8, 2, 0, 0, 0, 0, 0, 0, 0]);
+    png
+}
+
+// Images are counted by the provider's formula (a 1024×1024 PNG of a few bytes is 765
+// tokens for OpenAI), and a compaction drops old images before any old text: each
+// leaves a line naming it, the newest turns keep theirs, and no text is cleared.
+#[tokio::test]
+async fn old_images_go_before_old_text_each_leaving_a_line_that_names_it() {
+    use harnessx_agent::model::{FunctionModel, Message, ModelResponse};
+    use harnessx_core::content::Image;
+    use std::sync::{Arc, Mutex};
+
+    let registry = ToolRegistry::new();
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let handler = ToolHandler::from_async(|args: Value, _| async move {
+        let n = args["n"].as_u64().unwrap_or_default();
+        Ok(harnessx_core::content::Content::new()
+            .text(format!("screenshot {n}"))
+            .image(Image::png(png_header(1024, 1024)))
+            .into())
+    });
+    registry
+        .register_with_schema("screenshot", "Takes a screenshot.", schema, handler, ToolOptions::new())
+        .unwrap();
+    let seen: Arc<Mutex<Vec<Vec<Message>>>> = Arc::default();
+    let log = seen.clone();
+    let model = FunctionModel::new(move |req| {
+        log.lock().unwrap().push(req.messages.clone());
+        let n = req.messages.iter().filter(|m| matches!(m, Message::Tool { .. })).count();
+        Ok(if n < 8 {
+            ModelResponse::tool_calls(vec![ToolCall::new(
+                format!("c{n}"),
+                "screenshot",
+                format!(r#"{{"n": {n}}}"#),
+            )])
+        } else {
+            ModelResponse::text("done")
+        })
+    })
+    .with_name("openai:gpt-4o");
+    // 8 images of 765 tokens: about 6,100 tokens, over 70 % of a 6,000 window.
+    let agent = agent(model, registry, Some(6_000));
+    let (result, compactions) = run(&agent).await;
+    assert_eq!(result.unwrap(), "done");
+    assert!(!compactions.is_empty(), "the images were never counted");
+    let seen = seen.lock().unwrap();
+    let last = seen.last().unwrap();
+    let tools: Vec<&Message> = last.iter().filter(|m| matches!(m, Message::Tool { .. })).collect();
+    assert_eq!(tools.len(), 8);
+    let dropped = tools.iter().filter(|m| m.parts().is_empty()).count();
+    assert!(dropped >= 1 && dropped < 8, "{dropped} of 8 images dropped");
+    for m in &tools[..dropped] {
+        let (text, line) = m.content().split_once('\n').unwrap();
+        assert!(text.starts_with("screenshot "), "the text stays: {}", m.content());
+        assert_eq!(line, "[image: image/png, 33 bytes: removed from the history to fit the context window]");
+    }
+    assert!(tools[dropped..].iter().all(|m| m.parts().len() == 1), "the newest keep their images");
+}
