@@ -20,6 +20,10 @@ pub mod agent {}
 #[cfg(feature = "agent")]
 #[doc = include_str!("../docs/context.md")]
 pub mod context {}
+
+#[cfg(feature = "agent")]
+#[doc = include_str!("../docs/content.md")]
+pub mod content {}
 #[doc = include_str!("../docs/output.md")]
 pub mod output {}
 

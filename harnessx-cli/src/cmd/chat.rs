@@ -15,13 +15,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use clap::Args;
-use harnessx::agent::{AgentEvent, RunStatus};
+use harnessx::agent::{AgentEvent, Prompt, RunStatus};
 use harnessx::durable::{AgentRuntime, DurableError, Entry, JournalStore, RunRecord, SqliteJournal};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::cmd::run::Shown;
 use crate::error::CliError;
 use crate::report::{self, Next};
+use crate::setup::attach::{self, AttachArgs};
 use crate::setup::flags::AgentArgs;
 use crate::setup::{Approvals, build_agent};
 use crate::terminal;
@@ -44,6 +45,10 @@ pub(crate) struct ChatArgs {
     json: bool,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
+    /// `--attach FILE` (for the first message) and `--max-attach-bytes`; a line
+    /// `/attach FILE` attaches a file to the next message.
+    #[command(flatten)]
+    attach: AttachArgs,
 }
 
 /// `harnessx chat`.
@@ -55,6 +60,9 @@ pub(crate) async fn chat(args: ChatArgs) -> Result<ExitCode, CliError> {
     let journal = SqliteJournal::open(&path)
         .map_err(|e| CliError::Failed(format!("the journal at {}: {e}", path.display())))?;
     let journal = Arc::new(journal);
+    // Read and checked before anything starts: a file that cannot be attached is a
+    // usage error. They go with the first message.
+    let mut attached = args.attach.parts()?;
     // Known before anything starts: a bad --session is a usage error, not a dead agent.
     let (session, mut turns) = match &args.session {
         Some(id) => (id.clone(), turns_of(&journal.list_runs().map_err(CliError::failed)?, id, &path)?),
@@ -90,19 +98,36 @@ pub(crate) async fn chat(args: ChatArgs) -> Result<ExitCode, CliError> {
                 _ = sigint.recv() => None,
             };
             let Some(prompt) = prompt else { break };
+            if let Some(path) = attach_line(&prompt) {
+                // A file for the next message; one that cannot be attached is said, and
+                // the conversation goes on.
+                if path.is_empty() {
+                    errln!("harnessx: /attach needs a file: /attach FILE");
+                    continue;
+                }
+                match attach::load(std::path::Path::new(path), args.attach.limit()) {
+                    Ok(part) => {
+                        errln!("harnessx: attached {} to the next message", part.label());
+                        attached.push(part);
+                    }
+                    Err(e) => errln!("harnessx: {e}"),
+                }
+                continue;
+            }
             if prompt.trim().is_empty() {
                 continue;
             }
+            let prompt = Prompt::new(prompt).with_parts(std::mem::take(&mut attached));
             let run_id = format!("{session}.{next}");
             next += 1;
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             let status = match &previous {
                 Some(previous) => {
-                    let run = runtime.continue_conversation(&run_id, previous, &prompt, Some(tx));
+                    let run = runtime.continue_conversation(&run_id, previous, prompt, Some(tx));
                     turn(&runtime, &run_id, run, rx, &mut shown, &mut sigint).await?
                 }
                 None => {
-                    let run = runtime.start_with_events(&run_id, &prompt, tx);
+                    let run = runtime.start_with_events(&run_id, prompt, tx);
                     turn(&runtime, &run_id, run, rx, &mut shown, &mut sigint).await?
                 }
             };
@@ -216,6 +241,19 @@ fn turns_of(runs: &[RunRecord], session: &str, path: &std::path::Path) -> Result
     Ok(turns.into_iter().map(|(_, r)| r).collect())
 }
 
+/// The file of a line `/attach FILE` (surrounding blanks and quotes trimmed), if the line
+/// is one.
+fn attach_line(line: &str) -> Option<&str> {
+    let rest = line.trim().strip_prefix("/attach")?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let path = rest.trim();
+    let path = path.strip_prefix('"').and_then(|p| p.strip_suffix('"')).unwrap_or(path);
+    let path = path.strip_prefix('\'').and_then(|p| p.strip_suffix('\'')).unwrap_or(path);
+    Some(path)
+}
+
 /// The turn number of run `run_id` in conversation `session` (`SESSION.N`).
 fn number(run_id: &str, session: &str) -> Option<u32> {
     run_id.strip_prefix(session)?.strip_prefix('.')?.parse().ok()
@@ -247,6 +285,15 @@ fn continue_command(session: &str, journal: Option<&std::path::Path>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attach_lines_name_a_file() {
+        assert_eq!(attach_line("/attach shot.png"), Some("shot.png"));
+        assert_eq!(attach_line("  /attach   \"my shot.png\" "), Some("my shot.png"));
+        assert_eq!(attach_line("/attach"), Some(""));
+        assert_eq!(attach_line("/attachment x"), None);
+        assert_eq!(attach_line("please /attach x"), None);
+    }
 
     #[test]
     fn turn_numbers_belong_to_their_session_only() {

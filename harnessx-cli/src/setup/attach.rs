@@ -38,14 +38,14 @@ impl AttachArgs {
 
     /// The files attached, read and checked, in the order given.
     pub(crate) fn parts(&self) -> Result<Vec<Part>, CliError> {
-        self.attach.iter().map(|path| load(path, self.limit())).collect()
+        self.attach.iter().map(|path| load(path, self.limit()).map_err(CliError::Usage)).collect()
     }
 }
 
 /// Reads `path` as a part, within `limit` bytes. Errors are one line, naming the file.
-pub(crate) fn load(path: &Path, limit: u64) -> Result<Part, CliError> {
+pub(crate) fn load(path: &Path, limit: u64) -> Result<Part, String> {
     let shown = path.display();
-    let refused = |why: String| CliError::Usage(format!("cannot attach {shown}: {why}"));
+    let refused = |why: String| format!("cannot attach {shown}: {why}");
     let file = std::fs::File::open(path).map_err(|e| refused(io_reason(&e)))?;
     let meta = file.metadata().map_err(|e| refused(io_reason(&e)))?;
     if meta.is_dir() {
