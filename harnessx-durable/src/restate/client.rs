@@ -37,6 +37,8 @@ pub struct RunOptions<'a> {
     pub output: Option<&'a harnessx_agent::output::OutputSpec>,
     /// The model's price, in place of the workers' agent's (its cost, and a cost limit).
     pub price: Option<&'a harnessx_agent::budget::ModelPrice>,
+    /// The media attached to the prompt, sent with it in the first user message.
+    pub parts: Option<&'a harnessx_core::Parts>,
 }
 
 /// Durable runs on a Restate cluster, from any process: the runs execute on the workers
@@ -204,13 +206,17 @@ impl RestateRuntime {
         prompt: &str,
         options: RunOptions<'_>,
     ) -> Result<(), DurableError> {
-        let RunOptions { expect, limits, output, price } = options;
+        let RunOptions { expect, limits, output, price, parts } = options;
         if run_id.is_empty() {
             return Err(DurableError::Cluster("a run id must not be empty".into()));
         }
         let url = join(&self.ingress, &["HarnessxRun", run_id, "run", "send"]);
-        let body =
+        let mut body =
             json!({ "prompt": prompt, "expect": expect, "limits": limits, "output": output, "price": price });
+        if let Some(parts) = parts.filter(|p| !p.is_empty()) {
+            body["parts"] = serde_json::to_value(parts)
+                .map_err(|e| DurableError::Cluster(format!("the prompt's parts cannot be written: {e}")))?;
+        }
         let (status, text) = self.send(Method::POST, url, Some(body)).await?;
         if !status.is_success() {
             return Err(DurableError::Cluster(message(&text)));

@@ -8,7 +8,7 @@ use harnessx_agent::Agent;
 use harnessx_agent::budget::{Limit, ModelPrice, RunLimits};
 use harnessx_agent::model::Usage;
 use harnessx_agent::output::OutputSpec;
-use harnessx_core::{ApprovalDecision, ToolCall};
+use harnessx_core::{ApprovalDecision, Parts, ToolCall};
 
 use crate::runtime::DurableError;
 
@@ -100,6 +100,9 @@ pub use harnessx_agent::Executed;
 pub struct RunInput {
     /// What to ask the agent.
     pub prompt: String,
+    /// The media attached to the prompt (`"parts"`, absent for none).
+    #[serde(default, skip_serializing_if = "Parts::is_empty")]
+    pub parts: Parts,
     /// The configuration the caller expects the workers to have: when set, a run that
     /// lands on workers with another one fails at once instead of running.
     pub expect: Option<WorkerConfig>,
@@ -124,6 +127,8 @@ enum RunInputWire {
     Full {
         prompt: String,
         #[serde(default)]
+        parts: Parts,
+        #[serde(default)]
         expect: Option<WorkerConfig>,
         #[serde(default)]
         limits: Option<RunLimits>,
@@ -138,10 +143,10 @@ impl From<RunInputWire> for RunInput {
     fn from(wire: RunInputWire) -> Self {
         match wire {
             RunInputWire::Prompt(prompt) => {
-                Self { prompt, expect: None, limits: None, output: None, price: None }
+                Self { prompt, parts: Parts::new(), expect: None, limits: None, output: None, price: None }
             }
-            RunInputWire::Full { prompt, expect, limits, output, price } => {
-                Self { prompt, expect, limits, output, price }
+            RunInputWire::Full { prompt, parts, expect, limits, output, price } => {
+                Self { prompt, parts, expect, limits, output, price }
             }
         }
     }

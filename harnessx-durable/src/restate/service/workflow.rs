@@ -49,7 +49,7 @@ impl HarnessxRun {
     /// ([`harnessx_agent::drive`]) over [`RestateSteps`].
     async fn drive(&self, ctx: WorkflowContext<'_>, input: Json<RunInput>) -> Result<String, HandlerError> {
         let run_id = ctx.key().to_owned();
-        let RunInput { prompt, expect, limits, output, price } = input.into_inner();
+        let RunInput { prompt, parts, expect, limits, output, price } = input.into_inner();
         // A schema the workers cannot use fails the run at once, naming why.
         let output = output.as_ref().map(Output::from_spec).transpose().map_err(terminal)?;
         let (agent, here) = (&self.0.agent, &self.0.config);
@@ -76,14 +76,7 @@ impl HarnessxRun {
             dirty: false,
             limit_stops: 0,
         };
-        let start = harnessx_agent::Start {
-            history: Vec::new(),
-            prompt,
-            parts: Default::default(),
-            limits,
-            output,
-            price,
-        };
+        let start = harnessx_agent::Start { history: Vec::new(), prompt, parts, limits, output, price };
         let state =
             harnessx_agent::drive(agent, &mut steps, start, &permissions, None).await.map_err(|f| f.0)?;
         if let Some(value) = &state.value {
