@@ -277,3 +277,71 @@ fn a_journal_of_schema_1_gains_the_blobs_table_and_its_runs_read_back() {
     assert_eq!(entries[0].entry, Entry::Final { output: "done".into() });
     assert_eq!(blob_count(&path), 0);
 }
+
+/// A prompt with a medium over what a Restate journal entry holds inline is refused
+/// before anything is sent, when no blob store is configured.
+#[cfg(feature = "restate")]
+#[tokio::test]
+async fn restate_refuses_a_large_prompt_image_without_a_blob_store() {
+    use harnessx_durable::DurableRuns;
+    use harnessx_durable::restate::{INLINE_MAX, RestateRuntime};
+    // Nothing listens there: the refusal comes first.
+    let cluster = RestateRuntime::new("http://127.0.0.1:9").unwrap();
+    let error =
+        cluster.start_prompt("r", prompt(&png(INLINE_MAX + 1)), Default::default()).await.unwrap_err();
+    assert_eq!(error.to_string().lines().count(), 1, "{error}");
+    assert!(error.to_string().contains("configure a blob store the workers and clients share"), "{error}");
+}
+
+/// On Restate, a 1 MB image a tool returns goes to the shared folder, not the journal;
+/// without a store the run fails saying to configure one.
+#[cfg(feature = "restate")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restate_keeps_a_large_image_result_in_the_shared_blob_store() {
+    use harnessx_core::content::store::BlobStore;
+    use harnessx_durable::DurableRuns;
+    use harnessx_durable::FolderBlobStore;
+    use harnessx_durable::restate::RestateRuntime;
+    use harnessx_test_support::restate::RestateServer;
+
+    let Some(server) = tokio::task::spawn_blocking(RestateServer::start).await.unwrap() else { return };
+    let server = Arc::new(server);
+    let dir = tempfile::tempdir().unwrap();
+    let image = png(1 << 20);
+    let blobs: Arc<dyn BlobStore> = Arc::new(FolderBlobStore::open(dir.path().join("blobs")).unwrap());
+    let world = Arc::new(World::default());
+    let serve = |store: Option<Arc<dyn BlobStore>>| async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let agent = Arc::new(agent(&world, &image));
+        tokio::spawn(harnessx_durable::restate::serve_with_blobs(agent, store, listener, async {
+            let _ = stopped.await;
+        }));
+        let s = server.clone();
+        let u = url.clone();
+        tokio::task::spawn_blocking(move || s.register(&u).unwrap()).await.unwrap();
+        stop
+    };
+
+    let stop = serve(Some(blobs.clone())).await;
+    let cluster = RestateRuntime::new(&server.ingress_url).unwrap().with_blobs(blobs.clone());
+    let state =
+        DurableRuns::start(&cluster, "big", "what is on the screen?", Default::default()).await.unwrap();
+    assert_eq!((state.status, state.output.as_str()), (RunStatus::Completed, "seen"), "{:?}", state.error);
+    let sha = sha256_hex(&image);
+    assert_eq!(std::fs::read(dir.path().join("blobs").join(&sha)).unwrap(), image);
+    let seen = world.seen.lock().unwrap().clone();
+    assert_eq!(seen.last().unwrap(), &[image.clone()], "the model got the bytes back from the store");
+    let _ = stop.send(());
+
+    // Workers without a store: the same result cannot be journaled.
+    let stop = serve(None).await;
+    let state = DurableRuns::start(&cluster, "big-no-store", "what is on the screen?", Default::default())
+        .await
+        .unwrap();
+    assert_eq!(state.status, RunStatus::Failed);
+    let error = state.error.unwrap_or_default();
+    assert!(error.contains("configure a blob store"), "{error}");
+    let _ = stop.send(());
+}

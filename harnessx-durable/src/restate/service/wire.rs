@@ -8,7 +8,7 @@ use harnessx_agent::Agent;
 use harnessx_agent::budget::{Limit, ModelPrice, RunLimits};
 use harnessx_agent::model::Usage;
 use harnessx_agent::output::OutputSpec;
-use harnessx_core::{ApprovalDecision, Parts, ToolCall};
+use harnessx_core::{ApprovalDecision, ToolCall};
 
 use crate::runtime::DurableError;
 
@@ -100,9 +100,11 @@ pub use harnessx_agent::Executed;
 pub struct RunInput {
     /// What to ask the agent.
     pub prompt: String,
-    /// The media attached to the prompt (`"parts"`, absent for none).
-    #[serde(default, skip_serializing_if = "Parts::is_empty")]
-    pub parts: Parts,
+    /// The media attached to the prompt (`"parts"`, absent for none), as the journal
+    /// holds them: a list of parts, those larger than
+    /// [`INLINE_MAX`](crate::restate::INLINE_MAX) referring to the blob store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<serde_json::Value>,
     /// The configuration the caller expects the workers to have: when set, a run that
     /// lands on workers with another one fails at once instead of running.
     pub expect: Option<WorkerConfig>,
@@ -127,7 +129,7 @@ enum RunInputWire {
     Full {
         prompt: String,
         #[serde(default)]
-        parts: Parts,
+        parts: Option<serde_json::Value>,
         #[serde(default)]
         expect: Option<WorkerConfig>,
         #[serde(default)]
@@ -143,7 +145,7 @@ impl From<RunInputWire> for RunInput {
     fn from(wire: RunInputWire) -> Self {
         match wire {
             RunInputWire::Prompt(prompt) => {
-                Self { prompt, parts: Parts::new(), expect: None, limits: None, output: None, price: None }
+                Self { prompt, parts: None, expect: None, limits: None, output: None, price: None }
             }
             RunInputWire::Full { prompt, parts, expect, limits, output, price } => {
                 Self { prompt, parts, expect, limits, output, price }

@@ -17,6 +17,10 @@ use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolCall,
 };
 
+use harnessx_core::Parts;
+use harnessx_core::content::store::BlobStore;
+
+use super::blobs::internalize;
 use super::tool::HarnessxToolClient;
 use super::wire::{Answer, Approval, Executed, Invocation, LimitStop, RunInput, WorkerConfig};
 use super::{Shared, terminal};
@@ -64,6 +68,13 @@ impl HarnessxRun {
             )));
         }
         agent.check_tool_choice().map_err(terminal)?;
+        // The prompt's media, read back from the blob store where they were put.
+        let parts: Parts = match parts {
+            Some(parts) => {
+                internalize(self.0.blobs.as_ref(), parts, "the prompt's parts").map_err(terminal)?
+            }
+            None => Parts::new(),
+        };
         // The run's own manager: grants made in it stay in it, and a replay rebuilds
         // them from the journaled decisions.
         let permissions = agent.permissions().session();
@@ -72,6 +83,7 @@ impl HarnessxRun {
             run_id,
             config: started,
             agent: agent.clone(),
+            blobs: self.0.blobs.clone(),
             events: Vec::new(),
             dirty: false,
             limit_stops: 0,
@@ -130,6 +142,8 @@ struct RestateSteps<'ctx> {
     run_id: String,
     config: WorkerConfig,
     agent: Arc<Agent>,
+    /// Where media too large for a journal entry are kept.
+    blobs: Option<Arc<dyn BlobStore>>,
     /// What the run did so far, one line per step (the `events` handler's answer).
     events: Vec<String>,
     dirty: bool,
@@ -361,7 +375,10 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         }
         while let Some((slot, executed)) = pending.next().await? {
             let i = slots[slot];
-            results[i] = Some(executed?.into_inner());
+            let what = format!("the result of call {}", calls[i].id);
+            let executed =
+                internalize(self.blobs.as_ref(), executed?.into_inner(), &what).map_err(terminal)?;
+            results[i] = Some(executed);
             if let Some(next) = schedule.finished(i) {
                 pending.push(invoke(next));
                 slots.push(next);
