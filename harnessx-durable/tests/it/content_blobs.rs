@@ -116,7 +116,7 @@ async fn the_prompts_image_and_a_tool_result_returning_it_are_stored_once() {
     // The model saw the prompt's image, then it and the tool's.
     let seen = world.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
-    assert_eq!(seen[0], [image.clone()]);
+    assert_eq!(seen[0], std::slice::from_ref(&image));
     assert_eq!(seen[1], [image.clone(), image.clone()]);
 
     // One blob, and no base64 in the entries or the run.
@@ -332,7 +332,11 @@ async fn restate_keeps_a_large_image_result_in_the_shared_blob_store() {
     let sha = sha256_hex(&image);
     assert_eq!(std::fs::read(dir.path().join("blobs").join(&sha)).unwrap(), image);
     let seen = world.seen.lock().unwrap().clone();
-    assert_eq!(seen.last().unwrap(), &[image.clone()], "the model got the bytes back from the store");
+    assert_eq!(
+        seen.last().unwrap(),
+        std::slice::from_ref(&image),
+        "the model got the bytes back from the store"
+    );
     let _ = stop.send(());
 
     // Workers without a store: the same result cannot be journaled.
