@@ -19,6 +19,10 @@
 //! {"type": "audio", "media_type": "audio/wav", "data": "UklGR..."}
 //! ```
 //!
+//! A durable store writes a medium's bytes once, apart, and the part as a reference to
+//! them, `{"type": "image", "media_type": "image/png", "sha256": "9f86d0…", "bytes": 1234}`
+//! (see [`store`]).
+//!
 //! That is the journal's and the wire's form. What a person or a program watching a run
 //! sees (`--json` events, logs) is [`Part::describe`], which names a medium's type and size
 //! and never carries its base64.
@@ -35,6 +39,7 @@ use serde_json::{Value, json};
 
 mod media;
 mod parts;
+pub mod store;
 
 pub use media::{Content, File, Image, IntoToolOutput};
 pub use parts::Parts;
@@ -293,16 +298,21 @@ struct PartWire {
     data: Option<Base64>,
     #[serde(default)]
     url: Option<String>,
+    /// A reference to bytes kept apart ([`store`]): their SHA-256 and length.
+    #[serde(default)]
+    sha256: Option<String>,
+    #[serde(default)]
+    bytes: Option<u64>,
 }
 
 impl TryFrom<PartWire> for Part {
     type Error = String;
 
     fn try_from(wire: PartWire) -> Result<Self, String> {
-        let PartWire { kind, text, media_type, name, data, url } = wire;
+        let PartWire { kind, text, media_type, name, data, url, sha256, bytes } = wire;
         let what = kind.as_str();
         if kind == Kind::Text {
-            if media_type.is_some() || name.is_some() || data.is_some() || url.is_some() {
+            if media_type.is_some() || name.is_some() || data.is_some() || url.is_some() || sha256.is_some() {
                 return Err("a text part has only `text`".into());
             }
             return text.map(Part::Text).ok_or_else(|| "a text part needs `text`".into());
@@ -314,10 +324,18 @@ impl TryFrom<PartWire> for Part {
             return Err(format!("`name` belongs to a file part, not to the {what} part"));
         }
         let media_type = media_type.ok_or_else(|| format!("the {what} part needs `media_type`"))?;
-        let data = match (data, url) {
-            (Some(Base64(bytes)), None) => Blob::Bytes(bytes),
-            (None, Some(url)) => Blob::Url(url),
-            _ => return Err(format!("the {what} part needs exactly one of `data` (base64) and `url`")),
+        if bytes.is_some() != sha256.is_some() {
+            return Err(format!("the {what} part has `sha256` and `bytes` together or neither"));
+        }
+        let data = match (data, url, sha256) {
+            (Some(Base64(bytes)), None, None) => Blob::Bytes(bytes),
+            (None, Some(url), None) => Blob::Url(url),
+            (None, None, Some(sha256)) => Blob::Bytes(store::resolve(&sha256, bytes.unwrap_or_default())?),
+            _ => {
+                return Err(format!(
+                    "the {what} part needs exactly one of `data` (base64), `url` and `sha256` (a stored blob)"
+                ));
+            }
         };
         Ok(match kind {
             Kind::Image => Part::Image { media_type, data },
@@ -343,6 +361,10 @@ struct PartRef<'a> {
     data: Option<Base64Ref<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<usize>,
 }
 
 impl Serialize for Part {
@@ -353,13 +375,20 @@ impl Serialize for Part {
             _ => (None, None),
         };
         let blob = self.blob();
+        let media_type = self.media_type();
+        let bytes = blob.and_then(Blob::as_bytes);
+        // Inside a `store::collecting` scope, bytes kept apart are written as a reference.
+        let sha256 =
+            media_type.zip(bytes).and_then(|(media_type, bytes)| store::reference(media_type, bytes));
         PartRef {
             kind: self.wire_kind(),
             text,
-            media_type: self.media_type(),
+            media_type,
             name,
-            data: blob.and_then(Blob::as_bytes).map(|bytes| Base64Ref(bytes)),
+            data: bytes.filter(|_| sha256.is_none()).map(|bytes| Base64Ref(bytes)),
             url: blob.and_then(Blob::url),
+            bytes: sha256.as_ref().and(bytes).map(Bytes::len),
+            sha256,
         }
         .serialize(serializer)
     }

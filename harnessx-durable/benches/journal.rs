@@ -55,6 +55,7 @@ fn append(c: &mut Criterion) {
                 .create_run(&RunRecord {
                     run_id: "bench".into(),
                     prompt: "p".into(),
+                    prompt_parts: Default::default(),
                     fingerprint: "f".into(),
                     fingerprint_summary: "s".into(),
                     status: RunStatus::Running,

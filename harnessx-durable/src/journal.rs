@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use harnessx_agent::budget::{Limit, ModelPrice, RunLimits, UsageByModel};
 use harnessx_agent::model::Usage;
-use harnessx_core::{ApprovalDecision, ToolResult};
+use harnessx_core::{ApprovalDecision, Parts, ToolResult};
 
 /// Where a run stands (one type for every backend: the agent crate's).
 pub use harnessx_agent::RunStatus;
@@ -22,6 +22,13 @@ pub struct RunRecord {
     pub run_id: String,
     /// The prompt the run started with.
     pub prompt: String,
+    /// The media attached to the prompt (none for a prompt of text alone), sent with it in
+    /// the first user message, the same bytes on every resume. A SQLite journal keeps
+    /// their bytes once each in its blobs table; [`JournalStore::list_runs`] leaves them
+    /// out (a listing does not read every run's media), [`JournalStore::load_run`] has
+    /// them.
+    #[serde(default, skip_serializing_if = "Parts::is_empty")]
+    pub prompt_parts: Parts,
     /// A digest of what the run depends on: the system prompt, the model's name and the
     /// tool definitions (names, schemas, policies). A resume with a different
     /// fingerprint is refused.
@@ -272,7 +279,8 @@ pub trait JournalStore: Send + Sync {
         status: Option<(RunStatus, Option<String>)>,
     ) -> Result<u64, JournalError>;
 
-    /// Every run's header, newest first.
+    /// Every run's header, newest first, without the prompt's media
+    /// ([`RunRecord::prompt_parts`] empty).
     fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError>;
 
     /// Takes the run for one driver, so two processes (or two tasks) never drive the

@@ -13,7 +13,7 @@ use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, R
 /// Milliseconds since the Unix epoch (0 for a clock set before it): the journals' clock.
 pub(crate) use harnessx_core::time::now_unix_ms as now_ms;
 
-/// Journals in memory. Cloning it shares the runs (the clones are handles on one
+/// Journals in memory, media parts kept as they are (shared, not copied). Cloning it shares the runs (the clones are handles on one
 /// journal), so two runtimes given clones see each other's writes.
 ///
 /// ```
@@ -23,6 +23,7 @@ pub(crate) use harnessx_core::time::now_unix_ms as now_ms;
 /// let run = RunRecord {
 ///     run_id: "r1".into(),
 ///     prompt: "hello".into(),
+///     prompt_parts: Default::default(),
 ///     fingerprint: "f".into(),
 ///     fingerprint_summary: "tools: ; model: m".into(),
 ///     status: RunStatus::Running,
@@ -124,7 +125,11 @@ impl JournalStore for MemoryJournal {
     }
 
     fn list_runs(&self) -> Result<Vec<RunRecord>, JournalError> {
-        let mut headers: Vec<RunRecord> = self.runs().values().map(|run| run.header.clone()).collect();
+        let mut headers: Vec<RunRecord> = self
+            .runs()
+            .values()
+            .map(|run| RunRecord { prompt_parts: Default::default(), ..run.header.clone() })
+            .collect();
         // Newest first; runs created in the same millisecond by id, descending (as the
         // SQLite journal orders them).
         headers.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| b.run_id.cmp(&a.run_id)));

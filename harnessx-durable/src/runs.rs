@@ -7,9 +7,9 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use harnessx_agent::RunState;
 use harnessx_agent::budget::{ModelPrice, RunLimits};
 use harnessx_agent::output::Output;
+use harnessx_agent::{Prompt, RunState};
 use harnessx_core::ApprovalDecision;
 
 use crate::DurableError;
@@ -31,13 +31,25 @@ pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 ///
 /// The trait is object safe: `Box<dyn DurableRuns>` is any backend.
 pub trait DurableRuns: Send + Sync {
-    /// Starts run `run_id` (new) on `prompt`, with what `options` says besides.
+    /// Starts run `run_id` (new) on `prompt`, its text and the media attached to it
+    /// (kept with the run, so a resume sends the same bytes), with what `options` says
+    /// besides.
+    fn start_prompt<'a>(
+        &'a self,
+        run_id: &'a str,
+        prompt: Prompt,
+        options: StartOptions,
+    ) -> BoxFuture<'a, Result<RunState, DurableError>>;
+
+    /// [`start_prompt`](Self::start_prompt) on a prompt of text alone.
     fn start<'a>(
         &'a self,
         run_id: &'a str,
         prompt: &'a str,
         options: StartOptions,
-    ) -> BoxFuture<'a, Result<RunState, DurableError>>;
+    ) -> BoxFuture<'a, Result<RunState, DurableError>> {
+        self.start_prompt(run_id, prompt.into(), options)
+    }
 
     /// Continues run `run_id` after a pause, a crash, a failure or a limit (on a backend
     /// where a run goes on by itself once answered, follows it), with the changes

@@ -14,12 +14,20 @@
 //! (`MIGRATIONS`); a file written by a newer schema is refused rather than misread.
 //! Opening and setting up the file are the workspace's (`harnessx_infra::sqlite`), as for
 //! every SQLite file of harnessx.
+//!
+//! Media (a prompt's image, a tool's PDF) are kept once each, by SHA-256, in the table
+//! `blobs`, and the entries refer to them (`blobs`).
+
+mod blobs;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use harnessx_infra::sqlite::{self, Access};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, TransactionBehavior, params};
+
+use harnessx_core::Parts;
+use harnessx_core::content::store;
 
 use crate::journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, RunRecord, RunStatus};
 use crate::memory::now_ms;
@@ -72,6 +80,17 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, seq)
     ) WITHOUT ROWID;
     ",
+    // 2: media kept once each, by SHA-256 (a rowid table: its rows are large), and the
+    // prompt's parts (JSON referring to them; NULL for a prompt of text alone).
+    "
+    CREATE TABLE blobs (
+        sha256 TEXT PRIMARY KEY NOT NULL,
+        media_type TEXT,
+        len INTEGER NOT NULL,
+        data BLOB NOT NULL
+    );
+    ALTER TABLE runs ADD COLUMN prompt_parts TEXT;
+    ",
 ];
 
 /// The schema version this code writes (`PRAGMA user_version`).
@@ -116,6 +135,7 @@ impl Synchronous {
 /// let run = RunRecord {
 ///     run_id: "r1".into(),
 ///     prompt: "hello".into(),
+///     prompt_parts: Default::default(),
 ///     fingerprint: "f".into(),
 ///     fingerprint_summary: "tools: ; model: m".into(),
 ///     status: RunStatus::Running,
@@ -135,8 +155,9 @@ pub struct SqliteJournal {
     /// The one connection this journal writes through (SQLite serialises writers anyway).
     writer: Mutex<Connection>,
     /// Idle read-only connections; a read takes one or opens another, so reads run
-    /// concurrently with each other and with the writer.
-    readers: Mutex<Vec<Connection>>,
+    /// concurrently with each other and with the writer (shared with the blob reads of
+    /// a load).
+    readers: Arc<Mutex<Vec<Connection>>>,
 }
 
 impl SqliteJournal {
@@ -163,7 +184,7 @@ impl SqliteJournal {
                 path.display()
             )));
         }
-        Ok(Self { path, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()) })
+        Ok(Self { path, writer: Mutex::new(writer), readers: Default::default() })
     }
 
     /// The file.
@@ -219,11 +240,25 @@ impl SqliteJournal {
 
 impl JournalStore for SqliteJournal {
     fn create_run(&self, run: &RunRecord) -> Result<(), JournalError> {
+        let (parts, blobs) = match run.prompt_parts.is_empty() {
+            true => (None, Vec::new()),
+            false => {
+                let (parts, blobs) = blobs::collecting(|| serde_json::to_string(&run.prompt_parts));
+                let parts = parts.map_err(|e| {
+                    JournalError::Storage(format!(
+                        "the prompt's parts of run {:?} cannot be serialised: {e}",
+                        run.run_id
+                    ))
+                })?;
+                (Some(parts), blobs)
+            }
+        };
         self.write(|tx| {
+            blobs::insert(tx, &blobs)?;
             let inserted = tx
                 .prepare_cached(
-                    "INSERT INTO runs (run_id, prompt, fingerprint, fingerprint_summary, status, created_at, updated_at, output)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (run_id) DO NOTHING",
+                    "INSERT INTO runs (run_id, prompt, fingerprint, fingerprint_summary, status, created_at, updated_at, output, prompt_parts)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (run_id) DO NOTHING",
                 )?
                 .execute(params![
                     run.run_id,
@@ -234,6 +269,7 @@ impl JournalStore for SqliteJournal {
                     to_sql(run.created_at_ms),
                     to_sql(run.updated_at_ms),
                     run.output,
+                    parts,
                 ])?;
             if inserted == 0 {
                 return Err(JournalError::RunExists(run.run_id.clone()).into());
@@ -242,31 +278,53 @@ impl JournalStore for SqliteJournal {
         })
     }
 
+    /// The entries are read in one snapshot, then their references resolved (each blob
+    /// read once, on a reader of its own: blobs committed with an entry stay).
     fn load_run(&self, run_id: &str) -> Result<Option<(RunRecord, Vec<JournalEntry>)>, JournalError> {
-        self.read(|tx| {
+        let found = self.read(|tx| {
             let header = tx
-                .prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1"))?
-                .query_row([run_id], record_from_row)
+                .prepare_cached(&format!("SELECT {RUN_COLUMNS}, prompt_parts FROM runs WHERE run_id = ?1"))?
+                .query_row([run_id], |row| Ok((record_from_row(row)?, row.get::<_, Option<String>>(8)?)))
                 .optional()?;
-            let Some(header) = header else { return Ok(None) };
+            let Some((header, parts)) = header else { return Ok(None) };
             let header = header?;
-            let mut stmt = tx.prepare_cached("SELECT seq, at, data FROM entries WHERE run_id = ?1 ORDER BY seq")?;
+            let mut stmt =
+                tx.prepare_cached("SELECT seq, at, data FROM entries WHERE run_id = ?1 ORDER BY seq")?;
             let rows = stmt.query_map([run_id], |row| {
                 Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, String>(2)?))
             })?;
-            let mut entries = Vec::new();
-            for row in rows {
-                let (seq, at, data) = row?;
-                let entry = serde_json::from_str(&data).map_err(|e| {
-                    JournalError::Storage(format!(
-                        "entry {seq} of run {run_id:?} in {} cannot be read ({e}); the file was changed by something other than harnessx",
-                        self.path.display()
-                    ))
-                })?;
+            Ok(Some((header, parts, rows.collect::<rusqlite::Result<Vec<_>>>()?)))
+        })?;
+        let Some((mut header, parts, rows)) = found else { return Ok(None) };
+        let unreadable = |what: String, e: serde_json::Error| {
+            JournalError::Storage(format!(
+                "{what} of run {run_id:?} in {} cannot be read ({e}); the file was changed by something other than harnessx",
+                self.path.display()
+            ))
+        };
+        let source = blobs::JournalBlobs {
+            run_id: run_id.to_owned(),
+            path: self.path.clone(),
+            readers: self.readers.clone(),
+            conn: None,
+        };
+        let (read, missing) = store::resolving(source, || {
+            if let Some(parts) = parts {
+                header.prompt_parts = serde_json::from_str::<Parts>(&parts)
+                    .map_err(|e| unreadable("the prompt's parts".into(), e))?;
+            }
+            let mut entries = Vec::with_capacity(rows.len());
+            for (seq, at, data) in rows {
+                let entry = serde_json::from_str(&data).map_err(|e| unreadable(format!("entry {seq}"), e))?;
                 entries.push(JournalEntry { seq: from_sql(seq), at_ms: from_sql(at), entry });
             }
-            Ok(Some((header, entries)))
-        })
+            Ok(entries)
+        });
+        // A blob that is missing or unreadable is said as it is, one line naming it.
+        if let Some(missing) = missing {
+            return Err(JournalError::Storage(missing.0));
+        }
+        Ok(Some((header, read?)))
     }
 
     fn append(
@@ -275,14 +333,17 @@ impl JournalStore for SqliteJournal {
         entries: &[Entry],
         status: Option<(RunStatus, Option<String>)>,
     ) -> Result<u64, JournalError> {
-        // Serialised before the lock is taken: the transaction holds only SQL.
-        let rows = entries
-            .iter()
-            .map(|entry| Ok((kind(entry), serde_json::to_string(entry)?)))
-            .collect::<Result<Vec<_>, serde_json::Error>>()
-            .map_err(|e| {
-                JournalError::Storage(format!("an entry of run {run_id:?} cannot be serialised: {e}"))
-            })?;
+        // Serialised before the lock is taken: the transaction holds only SQL. Media are
+        // written as references to their blobs, inserted with the entries.
+        let (rows, blobs) = blobs::collecting(|| {
+            entries
+                .iter()
+                .map(|entry| Ok((kind(entry), serde_json::to_string(entry)?)))
+                .collect::<Result<Vec<_>, serde_json::Error>>()
+        });
+        let rows = rows.map_err(|e| {
+            JournalError::Storage(format!("an entry of run {run_id:?} cannot be serialised: {e}"))
+        })?;
         let at = to_sql(now_ms());
         self.write(|tx| {
             // Bumps `updated_at`, and says whether the run exists.
@@ -299,6 +360,7 @@ impl JournalStore for SqliteJournal {
             if found == 0 {
                 return Err(JournalError::NoSuchRun(run_id.to_owned()).into());
             }
+            blobs::insert(tx, &blobs)?;
             // Inside the immediate transaction: no other writer can take this seq.
             let last: i64 = tx
                 .prepare_cached("SELECT coalesce(max(seq), 0) FROM entries WHERE run_id = ?1")?
@@ -390,6 +452,8 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<Result<RunRecord, JournalE
         created_at_ms: from_sql(row.get(5)?),
         updated_at_ms: from_sql(row.get(6)?),
         output: row.get(7)?,
+        // Read by `load_run` alone (a listing does not read every run's media).
+        prompt_parts: Parts::new(),
     }))
 }
 

@@ -2,6 +2,7 @@
 //! over the cluster's ingress (and, for why a run is stuck, its admin API); and register
 //! a worker's endpoint with the admin API.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use harnessx_infra::http_client::SharedClient;
@@ -13,6 +14,9 @@ use harnessx_core::{ApprovalDecision, Backoff};
 
 use harnessx_agent::budget::RunLimits;
 
+use harnessx_core::content::store::BlobStore;
+
+use super::service::blobs::externalize;
 use super::service::{Answer, Approval, LimitStop, WorkerConfig};
 use crate::journal::{JournalError, RunStatus};
 use crate::runtime::DurableError;
@@ -37,6 +41,8 @@ pub struct RunOptions<'a> {
     pub output: Option<&'a harnessx_agent::output::OutputSpec>,
     /// The model's price, in place of the workers' agent's (its cost, and a cost limit).
     pub price: Option<&'a harnessx_agent::budget::ModelPrice>,
+    /// The media attached to the prompt, sent with it in the first user message.
+    pub parts: Option<&'a harnessx_core::Parts>,
 }
 
 /// Durable runs on a Restate cluster, from any process: the runs execute on the workers
@@ -48,6 +54,8 @@ pub struct RestateRuntime {
     admin: Option<Url>,
     /// What runs started through [`DurableRuns`](crate::DurableRuns) ask of the workers.
     pub(super) expect: Option<WorkerConfig>,
+    /// Where a prompt's media larger than [`INLINE_MAX`](super::INLINE_MAX) are put.
+    blobs: Option<Arc<dyn BlobStore>>,
     http: reqwest::Client,
 }
 
@@ -97,6 +105,7 @@ impl RestateRuntime {
             ingress: base_url(ingress_url, "Restate ingress")?,
             admin: None,
             expect: None,
+            blobs: None,
             http: client()?,
         })
     }
@@ -106,6 +115,22 @@ impl RestateRuntime {
     pub fn with_admin(mut self, admin_url: &str) -> Result<Self, DurableError> {
         self.admin = Some(base_url(admin_url, "Restate admin")?);
         Ok(self)
+    }
+
+    /// Puts a prompt's media larger than [`INLINE_MAX`](super::INLINE_MAX) in `blobs`, the
+    /// store the workers read them from ([`serve_with_blobs`](super::serve_with_blobs)),
+    /// and sends only references. Without one, such a prompt is refused with an error
+    /// saying to configure one.
+    pub fn with_blobs(mut self, blobs: Arc<dyn BlobStore>) -> Self {
+        self.blobs = Some(blobs);
+        self
+    }
+
+    /// [`with_blobs`](Self::with_blobs) with the [`FolderBlobStore`](crate::FolderBlobStore)
+    /// in folder `path` (created if missing), which the workers must share.
+    pub fn blob_store(self, path: impl AsRef<std::path::Path>) -> Result<Self, DurableError> {
+        let store = crate::FolderBlobStore::open(path).map_err(|e| DurableError::Cluster(e.0))?;
+        Ok(self.with_blobs(Arc::new(store)))
     }
 
     /// Runs started through [`DurableRuns::start`](crate::DurableRuns::start) ask for
@@ -204,13 +229,17 @@ impl RestateRuntime {
         prompt: &str,
         options: RunOptions<'_>,
     ) -> Result<(), DurableError> {
-        let RunOptions { expect, limits, output, price } = options;
+        let RunOptions { expect, limits, output, price, parts } = options;
         if run_id.is_empty() {
             return Err(DurableError::Cluster("a run id must not be empty".into()));
         }
         let url = join(&self.ingress, &["HarnessxRun", run_id, "run", "send"]);
-        let body =
+        let mut body =
             json!({ "prompt": prompt, "expect": expect, "limits": limits, "output": output, "price": price });
+        if let Some(parts) = parts.filter(|p| !p.is_empty()) {
+            body["parts"] = externalize(self.blobs.as_ref(), parts, &format!("the prompt of run {run_id:?}"))
+                .map_err(DurableError::Cluster)?;
+        }
         let (status, text) = self.send(Method::POST, url, Some(body)).await?;
         if !status.is_success() {
             return Err(DurableError::Cluster(message(&text)));

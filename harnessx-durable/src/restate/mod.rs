@@ -17,12 +17,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harnessx_agent::Agent;
+use harnessx_core::content::store::BlobStore;
 use harnessx_infra::http_server::Ended;
 use hyper::server::conn::http2;
 use hyper_util::rt::TokioExecutor;
 use restate_sdk::hyper::HyperEndpoint;
 
 pub use client::{RestateRuntime, RunOptions, RunState, register};
+pub use service::blobs::INLINE_MAX;
 pub use service::{
     Answer, Approval, Executed, HarnessxRun, HarnessxTool, Invocation, LimitStop, RunInput, Unknown,
     WorkerConfig,
@@ -38,10 +40,26 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     stop: impl std::future::Future<Output = ()>,
 ) {
+    serve_with_blobs(agent, None, listener, stop).await;
+}
+
+/// [`serve`], keeping media larger than [`INLINE_MAX`] (a tool's 5 MB screenshot) in
+/// `blobs`, a store every worker and client of the cluster shares (a
+/// [`FolderBlobStore`](crate::FolderBlobStore) on a shared file system), and only a
+/// reference to them in the run's journal. Without one (`None`, or [`serve`]) such a
+/// medium fails its run with an error saying to configure one; a reference to a blob
+/// the store does not have fails it with `blob sha256:… is missing from the blob store
+/// at PATH`.
+pub async fn serve_with_blobs(
+    agent: Arc<Agent>,
+    blobs: Option<Arc<dyn BlobStore>>,
+    listener: tokio::net::TcpListener,
+    stop: impl std::future::Future<Output = ()>,
+) {
     // The SDK's `HttpServer`, with TCP_NODELAY (the workspace's accept loop sets it): each
     // journaled step is a small HTTP/2 frame, and Nagle's algorithm held each one back (a
     // run took twice as long).
-    let endpoint = HyperEndpoint::new(service::endpoint(agent));
+    let endpoint = HyperEndpoint::new(service::endpoint(agent, blobs));
     let ended =
         harnessx_infra::http_server::serve(listener, stop, Duration::from_secs(10), "Restate worker", |io| {
             http2::Builder::new(TokioExecutor::new()).serve_connection(io, endpoint.clone())

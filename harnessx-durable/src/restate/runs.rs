@@ -4,7 +4,7 @@
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
-use harnessx_agent::{AgentConfig, RunState};
+use harnessx_agent::{AgentConfig, Prompt, RunState};
 use harnessx_core::ApprovalDecision;
 
 use super::client::{RestateRuntime, RunOptions};
@@ -25,10 +25,10 @@ impl RestateRuntime {
 }
 
 impl DurableRuns for RestateRuntime {
-    fn start<'a>(
+    fn start_prompt<'a>(
         &'a self,
         run_id: &'a str,
-        prompt: &'a str,
+        prompt: Prompt,
         options: StartOptions,
     ) -> BoxFuture<'a, Result<RunState, DurableError>> {
         async move {
@@ -43,8 +43,9 @@ impl DurableRuns for RestateRuntime {
                 limits: limits.as_ref(),
                 output: spec.as_ref(),
                 price: price.as_ref(),
+                parts: Some(&prompt.parts),
             };
-            self.submit_run(run_id, prompt, options).await?;
+            self.submit_run(run_id, &prompt.text, options).await?;
             self.follow(run_id, progress).await
         }
         .boxed()

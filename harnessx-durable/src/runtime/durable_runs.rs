@@ -3,7 +3,7 @@
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
-use harnessx_agent::{RunResult, RunState, RunStatus};
+use harnessx_agent::{Prompt, RunResult, RunState, RunStatus};
 use harnessx_core::ApprovalDecision;
 
 use super::{AgentRuntime, DurableError};
@@ -33,10 +33,10 @@ impl AgentRuntime {
 }
 
 impl DurableRuns for AgentRuntime {
-    fn start<'a>(
+    fn start_prompt<'a>(
         &'a self,
         run_id: &'a str,
-        prompt: &'a str,
+        prompt: Prompt,
         options: StartOptions,
     ) -> BoxFuture<'a, Result<RunState, DurableError>> {
         async move {

@@ -140,6 +140,7 @@ mod tests {
         let record = RunRecord {
             run_id: "r".into(),
             prompt: "p".into(),
+            prompt_parts: Default::default(),
             fingerprint: String::new(),
             fingerprint_summary: String::new(),
             status: RunStatus::Running,

@@ -463,6 +463,7 @@ mod tests {
             .create_run(&RunRecord {
                 run_id: "r".into(),
                 prompt: "p".into(),
+                prompt_parts: Default::default(),
                 fingerprint: String::new(),
                 fingerprint_summary: String::new(),
                 status: RunStatus::Running,

@@ -24,7 +24,7 @@ use tracing::Instrument;
 use harnessx_agent::model::{Message, Usage};
 use harnessx_agent::output::{Output, OutputSpec};
 use harnessx_agent::{
-    Agent, AgentError, Events, NeedsInput, NeedsInputKind, RunResult, RunState, Start, spans,
+    Agent, AgentError, Events, NeedsInput, NeedsInputKind, Prompt, RunResult, RunState, Start, spans,
 };
 use harnessx_core::ApprovalDecision;
 
@@ -129,9 +129,12 @@ impl AgentRuntime {
         fingerprint(&self.agent)
     }
 
-    /// Starts a run. `run_id` must be new in the journal.
-    pub async fn start(&self, run_id: &str, prompt: &str) -> Result<RunResult, DurableError> {
-        self.start_inner(run_id, prompt, None).await
+    /// Starts a run. `run_id` must be new in the journal. The prompt is text (`&str`,
+    /// `String`) or a [`Prompt`] with media attached: they are journaled with the run
+    /// (a SQLite journal keeps each blob once, by SHA-256), so a resume sends the model
+    /// the same bytes.
+    pub async fn start(&self, run_id: &str, prompt: impl Into<Prompt>) -> Result<RunResult, DurableError> {
+        self.start_inner(run_id, prompt.into(), None).await
     }
 
     /// Starts a typed run: its answer must fit `output` (see
@@ -143,12 +146,12 @@ impl AgentRuntime {
     pub async fn start_with_output(
         &self,
         run_id: &str,
-        prompt: &str,
+        prompt: impl Into<Prompt>,
         output: Output,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
         let options = StartOptions { output: Some(output), ..StartOptions::default() };
-        self.start_run(run_id, prompt, None, options, events).await
+        self.start_run(run_id, prompt.into(), None, options, events).await
     }
 
     /// Starts a run with what [`StartOptions`] says besides its prompt: a typed run's
@@ -159,16 +162,20 @@ impl AgentRuntime {
     pub async fn start_with(
         &self,
         run_id: &str,
-        prompt: &str,
+        prompt: impl Into<Prompt>,
         options: StartOptions,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
-        self.start_run(run_id, prompt, None, options, events).await
+        self.start_run(run_id, prompt.into(), None, options, events).await
     }
 
     /// Starts a run that must answer with a `T` ([`start_with_output`](Self::start_with_output)
     /// with `T`'s schema and decoding check); read it with [`RunResult::value_as`].
-    pub async fn start_typed<T>(&self, run_id: &str, prompt: &str) -> Result<RunResult, DurableError>
+    pub async fn start_typed<T>(
+        &self,
+        run_id: &str,
+        prompt: impl Into<Prompt>,
+    ) -> Result<RunResult, DurableError>
     where
         T: harnessx_core::schemars::JsonSchema + serde::de::DeserializeOwned + 'static,
     {
@@ -194,10 +201,10 @@ impl AgentRuntime {
     pub async fn start_with_events(
         &self,
         run_id: &str,
-        prompt: &str,
+        prompt: impl Into<Prompt>,
         events: Events,
     ) -> Result<RunResult, DurableError> {
-        self.start_inner(run_id, prompt, Some(events)).await
+        self.start_inner(run_id, prompt.into(), Some(events)).await
     }
 
     /// [`resume`](Self::resume), sending the events of what runs now (a replayed step
@@ -216,7 +223,7 @@ impl AgentRuntime {
         &self,
         run_id: &str,
         previous: &str,
-        prompt: &str,
+        prompt: impl Into<Prompt>,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
         let (run, _) = self.load(previous)?;
@@ -226,7 +233,7 @@ impl AgentRuntime {
                 run.status.as_str()
             )));
         }
-        self.start_run(run_id, prompt, Some(previous), StartOptions::default(), events).await
+        self.start_run(run_id, prompt.into(), Some(previous), StartOptions::default(), events).await
     }
 
     /// The messages of run `run_id` (completed) from the first turn of its conversation
@@ -240,7 +247,7 @@ impl AgentRuntime {
     async fn start_inner(
         &self,
         run_id: &str,
-        prompt: &str,
+        prompt: Prompt,
         events: Option<Events>,
     ) -> Result<RunResult, DurableError> {
         self.start_run(run_id, prompt, None, StartOptions::default(), events).await
@@ -249,7 +256,7 @@ impl AgentRuntime {
     async fn start_run(
         &self,
         run_id: &str,
-        prompt: &str,
+        prompt: Prompt,
         previous: Option<&str>,
         options: StartOptions,
         events: Option<Events>,
@@ -264,7 +271,8 @@ impl AgentRuntime {
         let now = now_ms();
         self.journal.create_run(&RunRecord {
             run_id: run_id.to_owned(),
-            prompt: prompt.to_owned(),
+            prompt: prompt.text,
+            prompt_parts: prompt.parts,
             fingerprint,
             fingerprint_summary,
             status: RunStatus::Running,
@@ -315,7 +323,7 @@ impl AgentRuntime {
             let start = Start {
                 history,
                 prompt: run.prompt.clone(),
-                parts: Default::default(),
+                parts: run.prompt_parts.clone(),
                 limits,
                 output,
                 price,
@@ -566,8 +574,14 @@ impl AgentRuntime {
         };
         // The run's own limits and price, where it has some; the agent's otherwise.
         let (limits, price) = (steps.replay.limits.clone(), steps.replay.price);
-        let start =
-            Start { history, prompt: run.prompt.clone(), parts: Default::default(), limits, output, price };
+        let start = Start {
+            history,
+            prompt: run.prompt.clone(),
+            parts: run.prompt_parts.clone(),
+            limits,
+            output,
+            price,
+        };
         harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
     }
 }
@@ -600,6 +614,7 @@ mod tests {
         let run = RunRecord {
             run_id: "r1".into(),
             prompt: "p".into(),
+            prompt_parts: Default::default(),
             fingerprint: "f".into(),
             fingerprint_summary: "s".into(),
             status,

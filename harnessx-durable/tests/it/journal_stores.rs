@@ -21,6 +21,7 @@ fn run(id: &str, created_at_ms: u64) -> RunRecord {
     RunRecord {
         run_id: id.into(),
         prompt: format!("the prompt of {id}"),
+        prompt_parts: Default::default(),
         fingerprint: "sha256:0123".into(),
         fingerprint_summary: "tools: read_file, write_file; model: m".into(),
         status: RunStatus::Running,
@@ -294,7 +295,7 @@ fn sqlite_journal_refuses_a_file_from_a_newer_schema() {
     assert_eq!(
         err,
         JournalError::Version(format!(
-            "the journal {} was written by a newer version of harnessx (schema 99, this one knows 1); upgrade harnessx or use another file",
+            "the journal {} was written by a newer version of harnessx (schema 99, this one knows 2); upgrade harnessx or use another file",
             path.display()
         ))
     );

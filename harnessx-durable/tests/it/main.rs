@@ -9,6 +9,7 @@
 mod authorizer;
 mod budgets;
 mod common;
+mod content_blobs;
 mod context;
 mod conversation;
 mod crash_matrix;

@@ -458,6 +458,7 @@ async fn a_journaled_decision_is_never_applied_to_other_arguments() {
     let record = |id: &str| RunRecord {
         run_id: id.to_owned(),
         prompt: "go".to_owned(),
+        prompt_parts: Default::default(),
         fingerprint: String::new(),
         fingerprint_summary: String::new(),
         status: RunStatus::Running,

@@ -11,6 +11,7 @@
 //! `wire` holds what goes over the wire between them and their callers, `workflow` the
 //! run, `tool` the call.
 
+pub(crate) mod blobs;
 mod tool;
 mod wire;
 mod workflow;
@@ -20,15 +21,18 @@ use std::sync::Arc;
 use restate_sdk::prelude::*;
 
 use harnessx_agent::Agent;
+use harnessx_core::content::store::BlobStore;
 
 pub use tool::HarnessxTool;
 pub use wire::{Answer, Approval, Executed, Invocation, LimitStop, RunInput, Unknown, WorkerConfig};
 pub use workflow::HarnessxRun;
 
-/// What both services share: the agent and its configuration.
+/// What both services share: the agent, its configuration, and the blob store for media
+/// too large for a journal entry (see `blobs`).
 struct Shared {
     agent: Arc<Agent>,
     config: WorkerConfig,
+    blobs: Option<Arc<dyn BlobStore>>,
 }
 
 fn terminal(e: impl std::fmt::Display) -> HandlerError {
@@ -36,7 +40,7 @@ fn terminal(e: impl std::fmt::Display) -> HandlerError {
 }
 
 /// The endpoint serving both services over `agent`.
-pub(crate) fn endpoint(agent: Arc<Agent>) -> Endpoint {
-    let shared = Arc::new(Shared { config: WorkerConfig::of(&agent), agent });
+pub(crate) fn endpoint(agent: Arc<Agent>, blobs: Option<Arc<dyn BlobStore>>) -> Endpoint {
+    let shared = Arc::new(Shared { config: WorkerConfig::of(&agent), agent, blobs });
     Endpoint::builder().bind(HarnessxRun(shared.clone())).bind(HarnessxTool(shared)).build()
 }

@@ -11,8 +11,9 @@ use harnessx_agent::run::recovery;
 use harnessx_agent::{Agent, Recovery, Unknown};
 use harnessx_core::{Authorization, Permit, RunContext, RunHooks, ToolCall, ToolResult};
 
-use super::Shared;
+use super::blobs::externalize;
 use super::wire::{Executed, Invocation};
+use super::{Shared, terminal};
 
 /// The object that runs one call.
 pub struct HarnessxTool(pub(super) Arc<Shared>);
@@ -24,7 +25,7 @@ impl HarnessxTool {
         &self,
         ctx: ObjectContext<'_>,
         invocation: Json<Invocation>,
-    ) -> Result<Json<Executed>, HandlerError> {
+    ) -> Result<Json<serde_json::Value>, HandlerError> {
         let Invocation { call, config, edited, rewritten } = invocation.into_inner();
         let key = ctx.key().to_owned();
         self.0.config.refuse(run_of(&key), &config)?;
@@ -36,11 +37,15 @@ impl HarnessxTool {
         })
         .name("start")
         .await?;
-        let agent = self.0.agent.clone();
-        let executed: Json<Executed> = ctx
+        let (agent, blobs) = (self.0.agent.clone(), self.0.blobs.clone());
+        // Journaled with its large media in the blob store, put there before the entry
+        // is committed (`blobs`); the workflow reads them back.
+        let executed: Json<serde_json::Value> = ctx
             .run(|| async move {
                 let changed = Changed { edited, rewritten };
-                Ok(Json(run_call(&agent, call, key, changed, fresh.load(Ordering::SeqCst)).await))
+                let executed = run_call(&agent, call, key, changed, fresh.load(Ordering::SeqCst)).await;
+                let what = format!("the result of call {}", executed.result.call_id);
+                Ok(Json(externalize(blobs.as_ref(), &executed, &what).map_err(terminal)?))
             })
             .name("exec")
             .await?;

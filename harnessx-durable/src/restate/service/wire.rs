@@ -100,6 +100,11 @@ pub use harnessx_agent::Executed;
 pub struct RunInput {
     /// What to ask the agent.
     pub prompt: String,
+    /// The media attached to the prompt (`"parts"`, absent for none), as the journal
+    /// holds them: a list of parts, those larger than
+    /// [`INLINE_MAX`](crate::restate::INLINE_MAX) referring to the blob store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<serde_json::Value>,
     /// The configuration the caller expects the workers to have: when set, a run that
     /// lands on workers with another one fails at once instead of running.
     pub expect: Option<WorkerConfig>,
@@ -124,6 +129,8 @@ enum RunInputWire {
     Full {
         prompt: String,
         #[serde(default)]
+        parts: Option<serde_json::Value>,
+        #[serde(default)]
         expect: Option<WorkerConfig>,
         #[serde(default)]
         limits: Option<RunLimits>,
@@ -138,10 +145,10 @@ impl From<RunInputWire> for RunInput {
     fn from(wire: RunInputWire) -> Self {
         match wire {
             RunInputWire::Prompt(prompt) => {
-                Self { prompt, expect: None, limits: None, output: None, price: None }
+                Self { prompt, parts: None, expect: None, limits: None, output: None, price: None }
             }
-            RunInputWire::Full { prompt, expect, limits, output, price } => {
-                Self { prompt, expect, limits, output, price }
+            RunInputWire::Full { prompt, parts, expect, limits, output, price } => {
+                Self { prompt, parts, expect, limits, output, price }
             }
         }
     }

@@ -17,6 +17,10 @@ use harnessx_core::{
     ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolCall,
 };
 
+use harnessx_core::Parts;
+use harnessx_core::content::store::BlobStore;
+
+use super::blobs::internalize;
 use super::tool::HarnessxToolClient;
 use super::wire::{Answer, Approval, Executed, Invocation, LimitStop, RunInput, WorkerConfig};
 use super::{Shared, terminal};
@@ -49,7 +53,7 @@ impl HarnessxRun {
     /// ([`harnessx_agent::drive`]) over [`RestateSteps`].
     async fn drive(&self, ctx: WorkflowContext<'_>, input: Json<RunInput>) -> Result<String, HandlerError> {
         let run_id = ctx.key().to_owned();
-        let RunInput { prompt, expect, limits, output, price } = input.into_inner();
+        let RunInput { prompt, parts, expect, limits, output, price } = input.into_inner();
         // A schema the workers cannot use fails the run at once, naming why.
         let output = output.as_ref().map(Output::from_spec).transpose().map_err(terminal)?;
         let (agent, here) = (&self.0.agent, &self.0.config);
@@ -64,6 +68,13 @@ impl HarnessxRun {
             )));
         }
         agent.check_tool_choice().map_err(terminal)?;
+        // The prompt's media, read back from the blob store where they were put.
+        let parts: Parts = match parts {
+            Some(parts) => {
+                internalize(self.0.blobs.as_ref(), parts, "the prompt's parts").map_err(terminal)?
+            }
+            None => Parts::new(),
+        };
         // The run's own manager: grants made in it stay in it, and a replay rebuilds
         // them from the journaled decisions.
         let permissions = agent.permissions().session();
@@ -72,18 +83,12 @@ impl HarnessxRun {
             run_id,
             config: started,
             agent: agent.clone(),
+            blobs: self.0.blobs.clone(),
             events: Vec::new(),
             dirty: false,
             limit_stops: 0,
         };
-        let start = harnessx_agent::Start {
-            history: Vec::new(),
-            prompt,
-            parts: Default::default(),
-            limits,
-            output,
-            price,
-        };
+        let start = harnessx_agent::Start { history: Vec::new(), prompt, parts, limits, output, price };
         let state =
             harnessx_agent::drive(agent, &mut steps, start, &permissions, None).await.map_err(|f| f.0)?;
         if let Some(value) = &state.value {
@@ -137,6 +142,8 @@ struct RestateSteps<'ctx> {
     run_id: String,
     config: WorkerConfig,
     agent: Arc<Agent>,
+    /// Where media too large for a journal entry are kept.
+    blobs: Option<Arc<dyn BlobStore>>,
     /// What the run did so far, one line per step (the `events` handler's answer).
     events: Vec<String>,
     dirty: bool,
@@ -368,7 +375,10 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         }
         while let Some((slot, executed)) = pending.next().await? {
             let i = slots[slot];
-            results[i] = Some(executed?.into_inner());
+            let what = format!("the result of call {}", calls[i].id);
+            let executed =
+                internalize(self.blobs.as_ref(), executed?.into_inner(), &what).map_err(terminal)?;
+            results[i] = Some(executed);
             if let Some(next) = schedule.finished(i) {
                 pending.push(invoke(next));
                 slots.push(next);
