@@ -102,11 +102,14 @@ enum Answers {
     Queue(Arc<Mutex<VecDeque<Reply>>>),
     /// A function of each request.
     Handler(Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>),
+    /// A function of each request that may take its time (a model that hangs).
+    Later(Arc<dyn Fn(&Recorded) -> futures_util::future::BoxFuture<'static, Reply> + Send + Sync>),
 }
 
 impl Answers {
-    fn next(&self, request: &Recorded) -> Reply {
+    async fn next(&self, request: &Recorded) -> Reply {
         match self {
+            Self::Later(handler) => handler(request).await,
             Self::Queue(replies) => replies
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -129,6 +132,14 @@ impl Server {
         Self::with_answers(Answers::Handler(Arc::new(handler)))
     }
 
+    /// Starts a server answering each request with what `handler(request)` resolves to,
+    /// whenever it does: a model that hangs until the test has killed its client.
+    pub fn respond_later(
+        handler: impl Fn(&Recorded) -> futures_util::future::BoxFuture<'static, Reply> + Send + Sync + 'static,
+    ) -> Self {
+        Self::with_answers(Answers::Later(Arc::new(handler)))
+    }
+
     fn with_answers(answers: Answers) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
         listener.set_nonblocking(true).expect("a non-blocking listener");
@@ -138,7 +149,7 @@ impl Server {
         let (stop, stopped) = oneshot::channel();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_io()
+                .enable_all()
                 .build()
                 .expect("a runtime for the test server");
             runtime.block_on(async move {
@@ -212,8 +223,9 @@ async fn serve(
     let raw = buf[head_end..].to_vec();
     let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     let request = Recorded { method, path, headers, body, raw };
-    let reply = answers.next(&request);
-    log.lock().unwrap_or_else(|e| e.into_inner()).push(request);
+    // Recorded before it is answered: a test may wait for a request it never answers.
+    log.lock().unwrap_or_else(|e| e.into_inner()).push(request.clone());
+    let reply = answers.next(&request).await;
     let mut head = format!(
         "HTTP/1.1 {} X\r\ncontent-type: {}\r\nconnection: close\r\n",
         reply.status, reply.content_type

@@ -37,11 +37,11 @@ impl Backend {
     pub(crate) async fn start(
         &self,
         run_id: &str,
-        prompt: &str,
+        prompt: harnessx::agent::Prompt,
         options: StartOptions,
     ) -> Result<RunState, CliError> {
         errln!("harnessx: run id {run_id}{}", self.shown_as);
-        let started = self.runs.start(run_id, prompt, options).await;
+        let started = self.runs.start_prompt(run_id, prompt, options).await;
         self.stopped(started).await
     }
 

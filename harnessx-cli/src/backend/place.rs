@@ -42,7 +42,7 @@ impl Place {
     /// journal must exist.
     pub(crate) fn open(&self) -> Result<Backend, CliError> {
         match (&self.restate, &self.path) {
-            (Some(ingress), _) => restate::backend(ingress, self.restate_admin.as_deref(), None),
+            (Some(ingress), _) => restate::backend(ingress, self.restate_admin.as_deref(), None, None),
             (None, Some(path)) => local::backend(path, local::existing(path)?, None, Vec::new()),
             (None, None) => unreachable!("clap requires --durable without --restate"),
         }
@@ -70,7 +70,7 @@ impl Place {
                         flag.name
                     )));
                 }
-                restate::backend(ingress, self.restate_admin.as_deref(), None)
+                restate::backend(ingress, self.restate_admin.as_deref(), None, None)
             }
             (None, Some(path)) => {
                 let journal = local::existing(path)?;

@@ -15,8 +15,14 @@ pub(crate) fn backend(
     ingress: &str,
     admin: Option<&str>,
     expect: Option<WorkerConfig>,
+    blob_store: Option<&std::path::Path>,
 ) -> Result<Backend, CliError> {
     let mut runtime = RestateRuntime::new(ingress).map_err(CliError::usage)?.expecting(expect);
+    if let Some(dir) = blob_store {
+        runtime = runtime
+            .blob_store(dir)
+            .map_err(|e| CliError::Usage(format!("--blob-store {}: {e}", dir.display())))?;
+    }
     if let Some(admin) = admin {
         runtime = runtime.with_admin(admin).map_err(CliError::usage)?;
     }

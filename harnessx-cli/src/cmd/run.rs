@@ -68,9 +68,14 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if let Some(ingress) = &args.restate {
         // The workers build the agent; the flags only say what it must be.
         let expect = setup::expectation(&args.agent)?;
-        let backend = restate::backend(ingress, args.restate_admin.as_deref(), expect)?;
+        let backend = restate::backend(
+            ingress,
+            args.restate_admin.as_deref(),
+            expect,
+            args.agent.blob_store.as_deref(),
+        )?;
         let run_id = run_id(args.run_id.clone())?;
-        return durable(&backend, &run_id, &args, output).await;
+        return durable(&backend, &run_id, &args, prompt, output).await;
     }
     if args.run_id.is_some() && args.durable.is_none() {
         return Err(CliError::Usage("--run-id needs --durable FILE or --restate URL".into()));
@@ -87,7 +92,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             }
         };
         let backend = local::backend(path, journal, Some(agent), args.agent.to_flags())?;
-        return durable(&backend, &run_id, &args, output).await;
+        return durable(&backend, &run_id, &args, prompt, output).await;
     }
     let agent = build_agent(&args.agent, !args.no_stream, approvals).await?;
     let mut shown = Shown::new(args.json).with_limits(args.agent.run_limits());
@@ -125,6 +130,7 @@ async fn durable(
     backend: &Backend,
     run_id: &str,
     args: &RunArgs,
+    prompt: Prompt,
     output: Option<Output>,
 ) -> Result<ExitCode, CliError> {
     if backend.is_cluster()
@@ -140,7 +146,7 @@ async fn durable(
         price: args.agent.price,
         progress: progress(args.json),
     };
-    let state = backend.start(run_id, &args.prompt, options).await?;
+    let state = backend.start(run_id, prompt, options).await?;
     Ok(report::print(&state, &backend.next(), args.json))
 }
 

@@ -56,13 +56,39 @@ pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
                 None => Vec::new(), // removed since `status` read it
             };
             if json {
-                outln!("{}", json!({"report": report, "entries": entries}));
+                let mut shown = json!({"report": report, "entries": entries});
+                summarize_media(&mut shown);
+                outln!("{shown}");
             } else {
                 print_report(&report, &entries);
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Media in a JSON document as what `--json` events show of them: each part's base64
+/// `data` replaced by its size in `bytes` (a journal's media are megabytes of base64
+/// nobody reads in a report).
+fn summarize_media(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(summarize_media),
+        Value::Object(object) => {
+            let medium =
+                matches!(object.get("type").and_then(Value::as_str), Some("image" | "file" | "audio"))
+                    && object.contains_key("media_type");
+            if medium && let Some(Value::String(data)) = object.get("data") {
+                let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
+                let bytes = (data.len() / 4 * 3).saturating_sub(padding);
+                object.remove("data");
+                object.insert("bytes".into(), bytes.into());
+                return;
+            }
+            object.values_mut().for_each(summarize_media);
+        }
+        _ => {}
+    }
 }
 
 fn list_line(run: &RunRecord) -> String {
@@ -80,6 +106,10 @@ fn print_report(report: &RunReport, entries: &[JournalEntry]) {
     outln!("run {}", run.run_id);
     outln!("status: {}", run.status.as_str());
     outln!("prompt: {}", one_line(&run.prompt, 200));
+    if !run.prompt_parts.is_empty() {
+        let attached: Vec<String> = run.prompt_parts.iter().map(|p| p.label()).collect();
+        outln!("attached: {}", attached.join(", "));
+    }
     outln!("created: {}  updated: {}", utc(run.created_at_ms), utc(run.updated_at_ms));
     outln!("turns: {}  calls with a result: {}", report.state.turns, report.calls);
     if let Some(limit) = report.state.limit {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use harnessx::durable::restate::{WorkerConfig, register, serve};
+use harnessx::durable::restate::{WorkerConfig, register, serve_with_blobs};
 use serde_json::json;
 
 use crate::error::CliError;
@@ -39,6 +39,14 @@ pub(crate) struct WorkerArgs {
 /// `harnessx worker`: serves the agent the flags make until SIGINT or SIGTERM.
 pub(crate) async fn worker(args: WorkerArgs) -> Result<ExitCode, CliError> {
     // ASK calls wait for `harnessx approve`, never for this process's terminal.
+    // Opened first: a folder that cannot be used is a usage error before anything starts.
+    let blobs = match &args.agent.blob_store {
+        Some(dir) => Some(Arc::new(
+            harnessx::durable::FolderBlobStore::open(dir)
+                .map_err(|e| CliError::Usage(format!("--blob-store {}: {}", dir.display(), e.0)))?,
+        ) as Arc<dyn harnessx::content::store::BlobStore>),
+        None => None,
+    };
     let agent = Arc::new(build_agent(&args.agent, false, Approvals::of(args.agent.yes, false)).await?);
     let config = WorkerConfig::of(&agent);
     let kept = agent.clone();
@@ -48,7 +56,7 @@ pub(crate) async fn worker(args: WorkerArgs) -> Result<ExitCode, CliError> {
     let addr = listener.local_addr().map_err(CliError::failed)?;
     let uri = args.advertise.clone().unwrap_or_else(|| format!("http://{addr}"));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(agent, listener, async {
+    let server = tokio::spawn(serve_with_blobs(agent, blobs, listener, async {
         let _ = stopped.await;
     }));
     let deployment = if args.no_register {

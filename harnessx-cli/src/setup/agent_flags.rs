@@ -186,6 +186,12 @@ settings! {
         /// The system prompt, read from this file (UTF-8, at most 1 MiB).
         #[arg(long, value_name = "FILE")]
         pub(crate) system_file: Option<PathBuf> => file "system_file",
+        /// With --restate (and on `worker`): a folder every worker and client of the cluster
+        /// shares, where media over 64 KiB (an attached screenshot, a tool's image) are kept
+        /// by their SHA-256 instead of in the cluster's journal. Without one, such media on
+        /// a cluster are refused with a line saying so.
+        #[arg(long, value_name = "DIR")]
+        pub(crate) blob_store: Option<PathBuf> => key "blob_store",
         #[command(flatten)]
         pub(crate) hooks: HookArgs => group,
         /// Approve every tool call that would otherwise ask.

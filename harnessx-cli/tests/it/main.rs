@@ -3,6 +3,7 @@
 //! so nothing a command does touches this process.
 
 mod cli;
+mod cli_attach;
 mod cli_bash;
 mod cli_budgets;
 mod cli_chat;
