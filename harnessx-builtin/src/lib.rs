@@ -6,7 +6,7 @@
 pub mod bash;
 pub mod fs;
 pub mod fts;
-mod media;
+pub mod media;
 pub mod memory;
 pub mod planning;
 pub mod sandbox;

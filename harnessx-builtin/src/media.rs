@@ -15,17 +15,17 @@
 //! SVG is never an image here: [`sniff`] does not recognise it, and it is text that can
 //! carry script, so the tools treat it as text.
 
-pub(crate) use harnessx_core::content::sniff;
+pub use harnessx_core::content::sniff;
 
 /// The most pixels an image may have on a side.
-pub(crate) const MAX_IMAGE_SIDE: u64 = 50_000;
+pub const MAX_IMAGE_SIDE: u64 = 50_000;
 
 /// The most pixels an image may have in all (100 million).
-pub(crate) const MAX_IMAGE_PIXELS: u64 = 100_000_000;
+pub const MAX_IMAGE_PIXELS: u64 = 100_000_000;
 
 /// Why an image was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Invalid {
+pub enum Invalid {
     /// The header does not parse (cut short, or garbage after the signature).
     Header,
     /// The header parses, but claims dimensions past the limits (or zero).
@@ -34,7 +34,7 @@ pub(crate) enum Invalid {
 
 impl Invalid {
     /// The refusal, one line naming `what` (a quoted path, a URL) and the sniffed type.
-    pub(crate) fn message(&self, what: &str, media_type: &str) -> String {
+    pub fn message(&self, what: &str, media_type: &str) -> String {
         match self {
             Self::Header => format!(
                 "refused: {what} starts like {media_type} but its header is not a valid image header; it is not read"
@@ -47,13 +47,13 @@ impl Invalid {
 }
 
 /// Whether `media_type` (from [`sniff`]) is one of the images tools pass on.
-pub(crate) fn is_image(media_type: &str) -> bool {
+pub fn is_image(media_type: &str) -> bool {
     matches!(media_type, "image/png" | "image/jpeg" | "image/gif" | "image/webp")
 }
 
 /// Checks an image's header (see the module doc): its width and height, or why not.
 /// `media_type` is what [`sniff`] said of `bytes`.
-pub(crate) fn check_image(media_type: &str, bytes: &[u8]) -> Result<(u64, u64), Invalid> {
+pub fn check_image(media_type: &str, bytes: &[u8]) -> Result<(u64, u64), Invalid> {
     if !structure_holds(media_type, bytes) {
         return Err(Invalid::Header);
     }

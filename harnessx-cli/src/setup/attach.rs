@@ -9,6 +9,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use harnessx::builtin::media;
 use harnessx::content::{Part, sniff, sniff_audio};
 
 use crate::error::CliError;
@@ -57,15 +58,33 @@ pub(crate) fn load(path: &Path, limit: u64) -> Result<Part, String> {
     }
     // Never more than the limit and one byte: a file that grows (or a pipe) stops there.
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(limit)).unwrap_or(0));
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| refused(io_reason(&e)))?;
+    (&file).take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| refused(io_reason(&e)))?;
     if bytes.len() as u64 > limit {
         return Err(refused(format!(
             "it grew over the limit of {} (--max-attach-bytes) while it was read",
             human(limit)
         )));
     }
+    // A file written while it was read is neither its old nor its new content.
+    let after = file.metadata().map_err(|e| refused(io_reason(&e)))?;
+    if meta.is_file()
+        && (after.len() != meta.len()
+            || after.modified().ok() != meta.modified().ok()
+            || bytes.len() as u64 != after.len())
+    {
+        return Err(refused("it changed while it was read; try again".into()));
+    }
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     if let Some(media_type) = sniff(&bytes) {
+        // An image's header must hold (nothing is decoded): a signature on garbage, or
+        // one claiming gigapixels, is refused here rather than by the provider.
+        if media::is_image(media_type)
+            && let Err(invalid) = media::check_image(media_type, &bytes)
+        {
+            let said = invalid.message("it", media_type);
+            let said = said.trim_start_matches("refused: ").trim_end_matches("; it is not read");
+            return Err(refused(said.to_owned()));
+        }
         return Ok(match media_type {
             "application/pdf" => Part::file(media_type, name, bytes),
             _ => Part::image(media_type, bytes),
