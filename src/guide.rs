@@ -21,7 +21,7 @@ pub mod agent {}
 #[doc = include_str!("../docs/context.md")]
 pub mod context {}
 
-#[cfg(feature = "agent")]
+#[cfg(all(feature = "agent", feature = "durable"))]
 #[doc = include_str!("../docs/content.md")]
 pub mod content {}
 #[doc = include_str!("../docs/output.md")]

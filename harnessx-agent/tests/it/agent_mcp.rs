@@ -98,3 +98,104 @@ async fn build_with_an_mcp_server_says_to_connect_and_a_bad_server_fails_connect
     assert!(matches!(err, AgentError::Mcp(_)), "{err:?}");
     assert!(err.to_string().starts_with("could not start the MCP server `/nonexistent/server`: "), "{err}");
 }
+
+/// Answers its first request with `first`, every later one with `then` (a real adapter
+/// against a loopback server): the model calls the MCP tool without a canned reply in
+/// each provider's shape, and the request that carries the result is the adapter's.
+struct FirstThen {
+    first: FunctionModel,
+    then: Box<dyn harnessx_agent::model::Model>,
+    asked: std::sync::atomic::AtomicBool,
+}
+
+impl harnessx_agent::model::Model for FirstThen {
+    fn name(&self) -> String {
+        self.then.name()
+    }
+    fn stream<'a>(
+        &'a self,
+        request: &'a harnessx_agent::model::ModelRequest,
+    ) -> futures_util::stream::BoxStream<
+        'a,
+        Result<harnessx_agent::model::ModelEvent, harnessx_agent::model::ModelError>,
+    > {
+        match self.asked.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            false => self.first.stream(request),
+            true => self.then.stream(request),
+        }
+    }
+}
+
+// An MCP server's image (server-everything's `get-tiny-image`, from the official
+// reference servers) reaches each provider in that provider's shape, streamed and not:
+// the bytes in the body are the bytes the server sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_servers_image_reaches_every_provider_in_its_shape() {
+    use crate::models_content::{APIS, model, reply, result_image};
+    use harnessx_test_support::npm::installed_file;
+
+    let Some(prefix) = tokio::task::spawn_blocking(|| {
+        ensure_npm_package("@modelcontextprotocol/server-everything", "2026.8.31")
+    })
+    .await
+    .unwrap() else {
+        return;
+    };
+    let script = installed_file(&prefix, "@modelcontextprotocol/server-everything/dist/index.js").unwrap();
+    for api in APIS {
+        for stream in [false, true] {
+            // (Two of the replies `reply` gives are tool calls: an answer in their place here.)
+            let answer = match (api, stream) {
+                (crate::models_content::Api::Responses, true) => crate::common::Reply::sse(
+                    crate::common::fixture("openai_responses/reasoning_calculator_turn3.derived.sse"),
+                    Some(64),
+                ),
+                (crate::models_content::Api::Anthropic, false) => crate::common::Reply::json(
+                    200,
+                    serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                        "content": [{"type": "text", "text": "A tiny image."}], "stop_reason": "end_turn",
+                        "usage": {"input_tokens": 10, "output_tokens": 3}})
+                    .to_string(),
+                ),
+                _ => reply(api, stream),
+            };
+            let server = crate::common::Server::start(vec![answer]);
+            let first = FunctionModel::new(|_| {
+                Ok(ModelResponse::tool_calls(vec![ToolCall::new("call_1", "mcp_get-tiny-image", "{}")]))
+            });
+            let model = FirstThen { first, then: model(api, &server), asked: Default::default() };
+            let everything = McpServer::stdio(
+                "node",
+                [script.display().to_string(), "stdio".into()],
+                Vec::<(String, String)>::new(),
+            );
+            let options = McpOptions { prefix: Some("mcp_".into()), ..McpOptions::default() };
+            let config = AgentConfig { planning: false, stream, ..AgentConfig::default() };
+            let agent = Agent::builder()
+                .model(model)
+                .config(config)
+                .mcp_with(everything, options)
+                .connect()
+                .await
+                .unwrap();
+            let result = agent
+                .run("Show me the tiny image.")
+                .await
+                .unwrap_or_else(|e| panic!("{api:?} stream={stream}: {e}"));
+            let sent: Vec<u8> = result
+                .messages
+                .iter()
+                .find_map(|m| match m {
+                    Message::Tool { parts, .. } => {
+                        parts.first().and_then(|p| p.blob()).and_then(|b| b.as_bytes()).map(|b| b.to_vec())
+                    }
+                    _ => None,
+                })
+                .expect("the MCP result's image");
+            assert!(sent.starts_with(b"\x89PNG"), "{api:?}: not a PNG from the server");
+            let body = &server.requests()[0].body;
+            assert_eq!(result_image(api, body, "call_1"), sent, "{api:?} stream={stream}");
+            agent.close().await;
+        }
+    }
+}

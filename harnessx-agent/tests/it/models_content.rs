@@ -65,12 +65,12 @@ fn tool_image() -> ModelRequest {
     }
 }
 
-fn decode(base64: &Value) -> Vec<u8> {
+pub(crate) fn decode(base64: &Value) -> Vec<u8> {
     STANDARD.decode(base64.as_str().expect("base64 text")).expect("valid base64")
 }
 
 /// The bytes of a `data:` URL of `media_type`.
-fn data_url(url: &Value, media_type: &str) -> Vec<u8> {
+pub(crate) fn data_url(url: &Value, media_type: &str) -> Vec<u8> {
     let url = url.as_str().expect("a URL");
     let prefix = format!("data:{media_type};base64,");
     let base64 =
@@ -79,7 +79,7 @@ fn data_url(url: &Value, media_type: &str) -> Vec<u8> {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Api {
+pub(crate) enum Api {
     /// Chat Completions at a server other than OpenAI's.
     Compatible,
     Responses,
@@ -87,9 +87,10 @@ enum Api {
     Gemini(&'static str),
 }
 
-const APIS: [Api; 4] = [Api::Compatible, Api::Responses, Api::Anthropic, Api::Gemini("gemini-3-pro-preview")];
+pub(crate) const APIS: [Api; 4] =
+    [Api::Compatible, Api::Responses, Api::Anthropic, Api::Gemini("gemini-3-pro-preview")];
 
-fn model(api: Api, server: &Server) -> Box<dyn Model> {
+pub(crate) fn model(api: Api, server: &Server) -> Box<dyn Model> {
     let v1 = format!("{}/v1", server.url);
     match api {
         Api::Compatible => Box::new(OpenAiModel::new("qwen-vl").base_url(v1).api_key("sk-test")),
@@ -112,7 +113,7 @@ fn shown_body(api: Api, server: &Server, request: &ModelRequest, stream: bool) -
     }
 }
 
-fn reply(api: Api, stream: bool) -> Reply {
+pub(crate) fn reply(api: Api, stream: bool) -> Reply {
     match (api, stream) {
         (Api::Compatible, true) => Reply::sse(fixture("openai/chat_stream_text_only_gpt4o.sse"), None),
         (Api::Compatible, false) => Reply::json(
@@ -472,6 +473,69 @@ async fn a_text_only_request_is_sent_byte_for_byte_as_before() {
             let raw = server.requests().remove(0).raw;
             let before = shown_body(api, &server, &request, stream).to_string();
             assert_eq!(String::from_utf8(raw).unwrap(), before, "{api:?} stream={stream}");
+        }
+    }
+}
+
+/// The bytes of the image in the result of call `call_id` of `body`, wherever `api`'s
+/// shape puts it (as asserted above): after the `tool` message for Chat Completions, in
+/// the `function_call_output` for Responses, in the `tool_result` for Anthropic, in the
+/// function response's parts for Gemini 3.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "used by agent_mcp.rs"))]
+pub(crate) fn result_image(api: Api, body: &Value, call_id: &str) -> Vec<u8> {
+    let items = |key: &str| body[key].as_array().cloned().unwrap_or_default();
+    match api {
+        Api::Compatible => {
+            let messages = items("messages");
+            let at = messages
+                .iter()
+                .position(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+                .expect("the tool message");
+            let user = &messages[at + 1];
+            let image = user["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["type"] == "image_url")
+                .expect("an image_url");
+            data_url(&image["image_url"]["url"], "image/png")
+        }
+        Api::Responses => {
+            let output = items("input")
+                .into_iter()
+                .find(|i| i["type"] == "function_call_output" && i["call_id"] == call_id)
+                .expect("the output");
+            let image = output["output"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["type"] == "input_image")
+                .cloned()
+                .expect("an input_image");
+            data_url(&image["image_url"], "image/png")
+        }
+        Api::Anthropic => {
+            let result = items("messages")
+                .into_iter()
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == call_id)
+                .expect("the tool_result");
+            let image = result["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["type"] == "image")
+                .cloned()
+                .expect("an image block");
+            decode(&image["source"]["data"])
+        }
+        Api::Gemini(_) => {
+            let response = items("contents")
+                .into_iter()
+                .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+                .find_map(|p| p.get("functionResponse").cloned())
+                .expect("a functionResponse");
+            decode(&response["parts"][0]["inlineData"]["data"])
         }
     }
 }

@@ -121,8 +121,12 @@ pub(crate) async fn run(command: ToolsCommand) -> Result<ExitCode, CliError> {
                 connection.close().await;
             }
             if json {
-                let object =
+                let mut object =
                     json!({"name": result.name, "is_error": result.is_error, "content": result.content});
+                if !result.parts.is_empty() {
+                    // Media as their summaries, as `run --json` shows them: never base64.
+                    object["parts"] = result.parts.iter().map(harnessx::content::Part::describe).collect();
+                }
                 stdout.write(format_args!("{object}\n"))?;
             } else {
                 let newline = if result.content.ends_with('\n') { "" } else { "\n" };

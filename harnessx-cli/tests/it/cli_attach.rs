@@ -377,3 +377,13 @@ fn a_file_that_changes_while_it_is_read_is_refused_or_read_whole() {
     stop.store(true, Ordering::SeqCst);
     writer.join().unwrap();
 }
+
+#[test]
+fn tools_call_shows_a_read_images_part_as_a_summary() {
+    let dir = folder();
+    let out = harnessx(dir.path(), &["tools", "call", "read_file", r#"{"path": "chart.png"}"#, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(shown["parts"], json!([{"type": "image", "media_type": "image/png", "bytes": PNG.len()}]));
+    assert!(!stdout(&out).contains("iVBORw0KGgo"));
+}
