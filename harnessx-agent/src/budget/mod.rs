@@ -127,6 +127,15 @@ impl Budget {
         self.by_turn[index] += usage;
     }
 
+    /// Media of `tokens` (by the provider's formula, [`MediaCost`](crate::context::MediaCost))
+    /// joined the conversation since the last response: the next request's input is at
+    /// least that much more, which a token or cost limit checks before it is sent.
+    pub(crate) fn media_added(&mut self, tokens: u64) {
+        if let Some(input) = &mut self.last_input {
+            *input = input.saturating_add(tokens);
+        }
+    }
+
     /// The tool list changed: the last request's input says nothing of the next one's.
     pub(crate) fn tools_changed(&mut self) {
         self.last_input = None;

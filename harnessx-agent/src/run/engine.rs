@@ -290,6 +290,11 @@ async fn run<S: Steps>(
             }
         }
         request.messages.extend(results.iter().map(Message::tool));
+        // Media the results brought are input of the next request the budget did not see.
+        if results.iter().any(|r| !r.parts.is_empty()) {
+            let cost = crate::context::MediaCost::for_model(&agent.model_name());
+            budget.media_added(results.iter().flat_map(|r| r.parts.iter()).map(|p| cost.tokens(p)).sum());
+        }
         // [output] The batch's other calls ran: an accepted `final_result` ends the run.
         match output.as_mut().map(Attempts::after_batch) {
             Some(Verdict::Accepted(value)) => {

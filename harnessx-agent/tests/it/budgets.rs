@@ -571,3 +571,53 @@ async fn a_summary_s_tokens_count_toward_the_run_s_usage_and_limits() {
     assert_eq!(state.status, RunStatus::LimitReached, "{:?}", state.usage);
     assert_eq!(state.limit, Some(Limit::Tokens));
 }
+
+// A tool's image is input of the next request before any provider has counted it: a
+// token limit that the last input plus the image (765 tokens for a 1024×1024 PNG by
+// OpenAI's formula) would pass stops the run before that request is sent; without the
+// image the same limit lets it through.
+#[tokio::test]
+async fn an_image_a_tool_returned_counts_against_the_tokens_left_before_the_next_request() {
+    use harnessx_core::content::{Content, Image};
+
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    png.extend(1024u32.to_be_bytes());
+    png.extend(1024u32.to_be_bytes());
+    png.extend([8, 2, 0, 0, 0, 0, 0, 0, 0]);
+    for with_image in [true, false] {
+        let png = png.clone();
+        let handler = ToolHandler::from_async(move |_, _| {
+            let png = png.clone();
+            async move {
+                Ok(match with_image {
+                    true => Content::new().text("shot").image(Image::png(png)).into(),
+                    false => "shot".into(),
+                })
+            }
+        });
+        let shoot =
+            ToolDefinition::new("shoot", "Screenshot.", json!({"type": "object", "properties": {}}), handler);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let model = scripted(
+            vec![with_usage(ModelResponse::tool_calls(vec![ToolCall::new("a", "shoot", "{}")]), 100, 10)],
+            seen.clone(),
+        )
+        .with_name("openai:gpt-4o");
+        let limits = RunLimits { max_tokens: Some(800), ..RunLimits::default() };
+        let config = AgentConfig { limits, ..no_planning() };
+        let agent = Agent::builder().model(model).tool(shoot).config(config).build().unwrap();
+        let result = agent.run("Look.").await.unwrap();
+        let asked = seen.lock().unwrap().len();
+        match with_image {
+            true => {
+                assert_eq!(result.status, RunStatus::LimitReached);
+                assert_eq!(result.limit, Some(Limit::Tokens));
+                assert_eq!(asked, 1, "the request with the image was sent");
+            }
+            false => {
+                assert_eq!(result.status, RunStatus::Completed);
+                assert_eq!(asked, 2);
+            }
+        }
+    }
+}

@@ -571,6 +571,7 @@ mod tests {
         ("skills", "skills = [\"s\"]\n", 1),
         ("knowledge", "knowledge = [\"k\"]\n", 1),
         ("knowledge_index", "knowledge_index = \"k.db\"\n", 1),
+        ("blob_store", "blob_store = \"blobs\"\n", 1),
         ("system", "system = \"Be brief.\"\n", 1),
         ("system_file", "system_file = \"p.md\"\n", 1),
         ("sandbox", "sandbox = \"bubblewrap\"\n", 1),

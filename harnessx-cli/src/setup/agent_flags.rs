@@ -363,6 +363,8 @@ mod tests {
             "index.db",
             "--system-file",
             "prompt.md",
+            "--blob-store",
+            "shared blobs",
             "--hook",
             "pre_tool_use:write_file(path=src/**)=./check.sh",
             "--hook",

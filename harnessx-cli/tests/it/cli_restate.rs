@@ -469,3 +469,82 @@ fn a_runs_price_goes_with_it_to_the_cluster() {
     assert!(failed["output"].as_str().unwrap().contains("price"), "{failed}");
     drop(worker);
 }
+
+/// Media on the cluster: a 100 kB picture attached to a run and read again by a tool
+/// (both over the 64 KiB a journal entry takes inline) go to the blob store the worker
+/// and the client share, once (one file: the same bytes), and reach the model whole on
+/// both requests. Without a store, the client refuses the attachment in one line.
+#[test]
+fn attached_and_returned_images_on_the_cluster_go_through_the_shared_blob_store() {
+    use harnessx_test_support::server::{Reply, Server};
+    let Some(server) = RestateServer::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut png = include_bytes!("../../../examples/assets/bars.png").to_vec();
+    png.resize(100_000, 0);
+    std::fs::write(d.join("big.png"), &png).unwrap();
+    let model = Server::respond(|request| {
+        let results = request.body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+        let message = match results {
+            0 => {
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "read_file", "arguments": "{\"path\": \"big.png\"}"}}]})
+            }
+            _ => json!({"role": "assistant", "content": "Five bars."}),
+        };
+        Reply::json(
+            200,
+            json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).to_string(),
+        )
+    });
+    let base = format!("{}/v1", model.url);
+    let agent = ["--model", "openai:m", "--base-url", &base, "--tools", "read_file", "--blob-store", "blobs"];
+    let worker = Worker::start(d, &server, &agent);
+    let ingress = server.ingress_url.as_str();
+    let mut run = vec![
+        "run",
+        "How many bars?",
+        "--attach",
+        "big.png",
+        "--restate",
+        ingress,
+        "--run-id",
+        "pic",
+        "--json",
+    ];
+    run.extend_from_slice(&agent);
+    let out = harnessx(d, &run);
+    assert_eq!(code(&out), 0, "{}\n{}", stderr(&out), server.log_tail());
+    assert_eq!(json(&out)["output"], "Five bars.");
+    let url = |body: &Value| -> Vec<String> {
+        body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|p| p["type"] == "image_url")
+            .map(|p| p["image_url"]["url"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let bodies = model.bodies();
+    assert_eq!(bodies.len(), 2);
+    let first = url(&bodies[0]);
+    assert_eq!(first.len(), 1);
+    assert!(first[0].len() > 130_000, "the image was not sent whole");
+    assert_eq!(url(&bodies[1]), [first[0].clone(), first[0].clone()], "the prompt's and the result's image");
+    let stored: Vec<_> = std::fs::read_dir(d.join("blobs")).unwrap().filter_map(Result::ok).collect();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+
+    // Without a store the client says what to do, before anything is sent.
+    let mut run =
+        vec!["run", "How many bars?", "--attach", "big.png", "--restate", ingress, "--run-id", "pic2"];
+    run.extend_from_slice(&agent[..6]);
+    let out = harnessx(d, &run);
+    assert_ne!(code(&out), 0);
+    let err = stderr(&out);
+    assert!(err.contains("holds 100000 bytes of image/png, over the 65536 bytes a Restate journal entry holds inline; configure a blob store"), "{err}");
+    assert_eq!(model.bodies().len(), 2);
+    drop(worker);
+}

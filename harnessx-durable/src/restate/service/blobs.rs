@@ -34,9 +34,9 @@ pub(crate) fn externalize<T: Serialize + ?Sized>(
         None => {
             if let Some(blob) = blobs.first() {
                 return Err(format!(
-                    "{what} holds a {} of {} bytes, over the {INLINE_MAX} bytes a Restate journal entry holds inline; configure a blob store the workers and clients share (`blob_store(PATH)`)",
-                    blob.media_type,
-                    blob.data.len()
+                    "{what} holds {} bytes of {}, over the {INLINE_MAX} bytes a Restate journal entry holds inline; configure a blob store the workers and clients share (`--blob-store DIR`, `blob_store(PATH)` in Rust)",
+                    blob.data.len(),
+                    blob.media_type
                 ));
             }
         }

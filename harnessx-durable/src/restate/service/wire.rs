@@ -89,7 +89,9 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 pub use harnessx_agent::Unknown;
 
 /// What `HarnessxTool/execute` answers: the agent's [`Executed`](harnessx_agent::Executed),
-/// on the wire as it is.
+/// as its JSON, with each medium over [`INLINE_MAX`](crate::restate::INLINE_MAX) written as a
+/// reference to the shared blob store in place of its base64 (a text-only result is the
+/// JSON as it always was).
 pub use harnessx_agent::Executed;
 
 /// The input of `HarnessxRun/run`: a prompt, as a JSON string or as
