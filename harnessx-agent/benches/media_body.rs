@@ -1,49 +1,28 @@
 //! A 5 MB image from disk to the request body: read, attached to a prompt, sent to a
 //! loopback OpenAI-compatible server (which reads the body and throws it away) by
 //! `OpenAiModel::complete`. The time of the whole path, and, before criterion runs, the
-//! peak of the heap above where it started (a counting allocator): the file's bytes
-//! (5 MB, shared from then on) and one copy of their base64 in the body (6.7 MB), no
-//! second copy. The check fails the bench when the peak passes bytes + base64 + 1 MB.
+//! peak of the process's resident memory above where it was (Linux: the high-water mark
+//! `VmHWM`, reset through `/proc/self/clear_refs`): the file's bytes (5 MB, shared from
+//! then on) and one copy of their base64 in the body (6.7 MB), no second copy. The check
+//! fails the bench when the peak passes bytes + base64 + 3 MB (a second copy of the
+//! base64 would be 6.7 MB more).
 //!
 //! `cargo bench -p harnessx-agent --bench media_body`
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group};
 use harnessx_agent::model::{Message, Model, ModelRequest, OpenAiModel};
 use harnessx_core::Part;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The system allocator, counting what is held and its peak.
-struct Counting;
-
-static HELD: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let held = HELD.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(held, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size > layout.size() {
-            let held = HELD.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size - layout.size();
-            PEAK.fetch_max(held, Ordering::Relaxed);
-        } else {
-            HELD.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
+/// A field of `/proc/self/status` in KiB (`VmRSS`, `VmHWM`).
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
 
 const IMAGE_BYTES: usize = 5_000_000;
 
@@ -118,13 +97,13 @@ fn bench(c: &mut Criterion) {
     let model = OpenAiModel::new("gpt-4o").base_url(url).api_key("sk-bench");
     // Warm up (the client, its pool), then the peak of one send above where it started.
     runtime.block_on(send(&model, &path));
-    let before = HELD.load(Ordering::SeqCst);
-    PEAK.store(before, Ordering::SeqCst);
+    std::fs::write("/proc/self/clear_refs", "5").expect("resetting the high-water mark (Linux)");
+    let before = status_kib("VmRSS");
     runtime.block_on(send(&model, &path));
-    let peak = PEAK.load(Ordering::SeqCst) - before;
+    let peak = (status_kib("VmHWM").saturating_sub(before) * 1024) as usize;
     let base64 = IMAGE_BYTES.div_ceil(3) * 4;
     eprintln!(
-        "media_body: peak heap above the start {:.2} MB for a {:.2} MB image ({:.2} MB of base64): {:.2} MB besides the bytes and one base64",
+        "media_body: peak resident memory above the start {:.2} MB for a {:.2} MB image ({:.2} MB of base64): {:.2} MB besides the bytes and one base64",
         peak as f64 / 1e6,
         IMAGE_BYTES as f64 / 1e6,
         base64 as f64 / 1e6,

@@ -95,6 +95,9 @@ impl Drop for Server {
     }
 }
 
+/// A handler whose answer may take its time.
+type LaterFn = dyn Fn(&Recorded) -> futures_util::future::BoxFuture<'static, Reply> + Send + Sync;
+
 /// Where a server's answers come from.
 #[derive(Clone)]
 enum Answers {
@@ -103,7 +106,7 @@ enum Answers {
     /// A function of each request.
     Handler(Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>),
     /// A function of each request that may take its time (a model that hangs).
-    Later(Arc<dyn Fn(&Recorded) -> futures_util::future::BoxFuture<'static, Reply> + Send + Sync>),
+    Later(Arc<LaterFn>),
 }
 
 impl Answers {

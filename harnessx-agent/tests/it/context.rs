@@ -394,7 +394,7 @@ async fn old_images_go_before_old_text_each_leaving_a_line_that_names_it() {
     let tools: Vec<&Message> = last.iter().filter(|m| matches!(m, Message::Tool { .. })).collect();
     assert_eq!(tools.len(), 8);
     let dropped = tools.iter().filter(|m| m.parts().is_empty()).count();
-    assert!(dropped >= 1 && dropped < 8, "{dropped} of 8 images dropped");
+    assert!((1..8).contains(&dropped), "{dropped} of 8 images dropped");
     for m in &tools[..dropped] {
         let (text, line) = m.content().split_once('\n').unwrap();
         assert!(text.starts_with("screenshot "), "the text stays: {}", m.content());

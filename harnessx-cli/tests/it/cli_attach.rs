@@ -183,7 +183,7 @@ fn a_durable_run_with_images_killed_and_resumed_sends_the_same_bytes_and_keeps_e
     assert_eq!(bodies.len(), 3);
     let url = format!("data:image/png;base64,{}", base64_of(PNG));
     // The prompt's image on every request; the read image, journaled, again on the resume.
-    assert_eq!(images(&bodies[0]), [url.clone()]);
+    assert_eq!(images(&bodies[0]), std::slice::from_ref(&url));
     assert_eq!(images(&bodies[1]), [url.clone(), url.clone()]);
     assert_eq!(images(&bodies[2]), images(&bodies[1]), "the resume sent other bytes");
     assert_eq!(server.requests()[2].raw, server.requests()[1].raw, "the resumed request differs");
