@@ -319,15 +319,7 @@ impl AgentRuntime {
             let mut steps = JournalSteps::read_only(&run.run_id, self.journal.clone(), &entries);
             let permissions = self.agent.permissions().session();
             let output = journaled_output(&steps.replay)?;
-            let (limits, price) = (steps.replay.limits.clone(), steps.replay.price);
-            let start = Start {
-                history,
-                prompt: run.prompt.clone(),
-                parts: run.prompt_parts.clone(),
-                limits,
-                output,
-                price,
-            };
+            let start = start_of(&run, history, &steps.replay, output);
             let state = harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, None).await?;
             if !state.is_completed() {
                 return Err(DurableError::Conversation(format!(
@@ -572,16 +564,7 @@ impl AgentRuntime {
             pending: Vec::new(),
             read_only: false,
         };
-        // The run's own limits and price, where it has some; the agent's otherwise.
-        let (limits, price) = (steps.replay.limits.clone(), steps.replay.price);
-        let start = Start {
-            history,
-            prompt: run.prompt.clone(),
-            parts: run.prompt_parts.clone(),
-            limits,
-            output,
-            price,
-        };
+        let start = start_of(run, history, &steps.replay, output);
         harnessx_agent::drive(&self.agent, &mut steps, start, &permissions, events).await
     }
 }
@@ -600,6 +583,24 @@ fn describe_output(spec: Option<&OutputSpec>) -> String {
     match spec {
         Some(spec) => format!("schema {} in mode {} with {} retries", spec.schema, spec.mode, spec.retries),
         None => "none".into(),
+    }
+}
+
+/// How run `run` begins again after `history`: its prompt and the prompt's media (the same
+/// bytes), its own limits and price where it has some (the agent's otherwise), `output`.
+fn start_of(
+    run: &RunRecord,
+    history: Vec<Message>,
+    replay: &replay::Replay,
+    output: Option<Output>,
+) -> Start {
+    Start {
+        history,
+        prompt: run.prompt.clone(),
+        parts: run.prompt_parts.clone(),
+        limits: replay.limits.clone(),
+        output,
+        price: replay.price,
     }
 }
 
