@@ -22,6 +22,10 @@ pub use harnessx_macros::{tool, toolbox};
 /// served over MCP); see `docs/mcp.md` (feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use harnessx_mcp as mcp;
+/// Durable runs over HTTP: `harnessx::serve::router(..)`, an axum `Router` of the API and
+/// its page (feature `serve`; see `docs/serve.md`).
+#[cfg(feature = "serve")]
+pub use harnessx_serve as serve;
 
 pub mod guide;
 

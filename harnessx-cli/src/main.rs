@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::cmd::{chat, config as config_cmd, durable, mcp, run, runs, tools, worker};
+use crate::cmd::{chat, config as config_cmd, durable, mcp, run, runs, serve, tools, worker};
 use crate::error::CliError;
 
 const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a failed run, a journal error); 2 usage error; 3 a durable run waits for input (`harnessx approve` or `harnessx answer`, then `harnessx resume`); 4 the run stopped at a limit (--max-turns, --max-tool-calls, --max-tokens, --max-cost-usd; a durable run resumes with a higher one); 74 the output cannot be written.";
@@ -86,6 +86,13 @@ enum Command {
     /// other agent flags: a run started with other tools is refused by this worker, and
     /// waits for one that has them.
     Worker(worker::WorkerArgs),
+    /// Serve the agent's durable runs over HTTP: start runs, stream their events, approve
+    /// their calls, from a program or the web page at the address it prints.
+    ///
+    /// Runs are journaled in --durable FILE; a server stopped or killed mid-run goes on
+    /// with them when it starts again. Listening beyond loopback needs --token. The agent
+    /// flags and configuration files apply as for `run`.
+    Serve(serve::ServeArgs),
     /// Serve built-in tools over MCP (`mcp serve`).
     Mcp {
         #[command(subcommand)]
@@ -144,6 +151,7 @@ fn main() -> ExitCode {
             Command::Approve(args) => durable::approve(args).await,
             Command::Answer(args) => durable::answer(args).await,
             Command::Worker(args) => worker::worker(args).await,
+            Command::Serve(args) => serve::serve(args).await,
             Command::Mcp { command } => mcp::run(command).await,
             Command::Runs { command } => runs::run(command),
         }
@@ -176,6 +184,7 @@ fn configure(command: &mut Command, matches: &ArgMatches) -> Result<Option<confi
         (Command::Chat(args), Some((_, sub))) => (&mut args.agent, sub),
         (Command::Resume(args), Some((_, sub))) if !args.place.is_cluster() => (&mut args.agent, sub),
         (Command::Worker(args), Some((_, sub))) => (&mut args.agent, sub),
+        (Command::Serve(args), Some((_, sub))) => (&mut args.agent, sub),
         (Command::Config { command: config_cmd::ConfigCommand::Show(args) }, Some((_, config))) => {
             match config.subcommand() {
                 Some((_, sub)) => (&mut args.agent, sub),

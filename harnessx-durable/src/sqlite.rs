@@ -19,6 +19,7 @@
 //! `blobs`, and the entries refer to them (`blobs`).
 
 mod blobs;
+mod events;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -90,6 +91,15 @@ const MIGRATIONS: &[&str] = &[
         data BLOB NOT NULL
     );
     ALTER TABLE runs ADD COLUMN prompt_parts TEXT;
+    ",
+    // 3: the events a run showed whoever watched it (`harnessx serve`'s streams), in order.
+    "
+    CREATE TABLE events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data TEXT NOT NULL, -- one event, as JSON
+        PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID;
     ",
 ];
 

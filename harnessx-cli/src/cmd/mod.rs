@@ -8,5 +8,6 @@ pub(crate) mod durable;
 pub(crate) mod mcp;
 pub(crate) mod run;
 pub(crate) mod runs;
+pub(crate) mod serve;
 pub(crate) mod tools;
 pub(crate) mod worker;

@@ -295,7 +295,7 @@ fn sqlite_journal_refuses_a_file_from_a_newer_schema() {
     assert_eq!(
         err,
         JournalError::Version(format!(
-            "the journal {} was written by a newer version of harnessx (schema 99, this one knows 2); upgrade harnessx or use another file",
+            "the journal {} was written by a newer version of harnessx (schema 99, this one knows 3); upgrade harnessx or use another file",
             path.display()
         ))
     );
