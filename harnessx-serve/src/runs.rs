@@ -4,7 +4,10 @@
 //! On start, the runs the journal says were going on (a server killed mid-run) go on.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use harnessx_agent::{AgentEvent, Prompt, RunLimits, RunState, RunStatus};
 use harnessx_durable::{
@@ -53,39 +56,53 @@ impl Runs {
         self.tasks.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Drives run `run_id` in a task of its own. A new run's record is in the journal when
-    /// this returns (so a conflict is the caller's 409, not a lost task).
+    /// Drives run `run_id` in a task of its own. The drive is first polled here, so a new
+    /// run's record is in the journal when this returns (the first thing a start does, before
+    /// anything waits), and a start that fails at once (a run id taken) is the caller's error.
     pub(crate) async fn spawn(self: &Arc<Self>, run_id: String, drive: Drive) -> Result<(), DurableError> {
         if self.driving(&run_id) {
             return Err(harnessx_durable::JournalError::Busy(run_id).into());
         }
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let (started_tx, started_rx) = tokio::sync::oneshot::channel::<Result<(), DurableError>>();
+        let runs = self.clone();
+        let id = run_id.clone();
+        let mut driving: Pin<Box<dyn Future<Output = Result<RunState, DurableError>> + Send>> =
+            Box::pin(async move {
+                match drive {
+                    Drive::Start { prompt, limits } => {
+                        let options = StartOptions { limits, ..StartOptions::default() };
+                        runs.runtime.start_with(&id, prompt, options, Some(tx)).await
+                    }
+                    Drive::Continue { previous, prompt } => {
+                        runs.runtime.continue_conversation(&id, &previous, prompt, Some(tx)).await
+                    }
+                    Drive::Resume { limits } => {
+                        let options = ResumeOptions { limits, ..ResumeOptions::default() };
+                        runs.runtime.resume_with(&id, options, Some(tx)).await
+                    }
+                }
+            });
+        // (A first poll with a waker that does nothing: the task polls it again at once,
+        // with its own.)
+        let first = driving.as_mut().poll(&mut Context::from_waker(futures_util::task::noop_waker_ref()));
+        let first = match first {
+            Poll::Ready(Err(e)) => return Err(e),
+            Poll::Ready(Ok(state)) => Some(state),
+            Poll::Pending => None,
+        };
         let runs = self.clone();
         let id = run_id.clone();
         let task = tokio::spawn(async move {
             let forward = tokio::spawn(forward(runs.log.clone(), id.clone(), rx));
-            let outcome = match drive {
-                Drive::Start { prompt, limits } => {
-                    let _ = started_tx.send(Ok(()));
-                    let options = StartOptions { limits, ..StartOptions::default() };
-                    runs.runtime.start_with(&id, prompt, options, Some(tx)).await
-                }
-                Drive::Continue { previous, prompt } => {
-                    let _ = started_tx.send(Ok(()));
-                    runs.runtime.continue_conversation(&id, &previous, prompt, Some(tx)).await
-                }
-                Drive::Resume { limits } => {
-                    let _ = started_tx.send(Ok(()));
-                    let options = ResumeOptions { limits, ..ResumeOptions::default() };
-                    runs.runtime.resume_with(&id, options, Some(tx)).await
-                }
+            let outcome = match first {
+                Some(state) => Ok(state),
+                None => driving.await,
             };
             let _ = forward.await;
             runs.ended(&id, outcome).await;
         });
         self.tasks().insert(run_id, task);
-        started_rx.await.unwrap_or(Ok(()))
+        Ok(())
     }
 
     /// Says in the log how a drive ended, where its events did not: a pause, a failure.

@@ -20,6 +20,7 @@
 
 pub mod bin;
 pub mod deep;
+pub mod http;
 pub mod local;
 pub mod npm;
 pub mod process;

@@ -170,15 +170,6 @@ pub fn http(method: &str, url: &str, body: Option<&str>) -> Result<(u16, String)
     Ok((status, if chunked { dechunk(payload) } else { payload.to_owned() }))
 }
 
-fn dechunk(mut payload: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = payload.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { break };
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        payload = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
-    }
-    out
+fn dechunk(payload: &str) -> String {
+    crate::http::dechunk(payload)
 }

@@ -174,7 +174,8 @@ async fn run<S: Steps>(
         if config.budget_note {
             budget.attach_note(turn, &mut request.messages);
         }
-        emit(events, || AgentEvent::ModelRequest {
+        let replayed = events.is_some() && steps.replays_response(turn);
+        emit(events.filter(|_| !replayed), || AgentEvent::ModelRequest {
             turn,
             model: agent.model_name(),
             parts: std::mem::take(&mut attached),

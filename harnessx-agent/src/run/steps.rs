@@ -115,6 +115,13 @@ pub trait Steps: Send {
         Recorded::Nothing
     }
 
+    /// Whether the response of `turn` is replayed from what the backend recorded (a
+    /// resumed durable run's earlier turns): its `model_request` event is not sent, as
+    /// no request is made.
+    fn replays_response(&self, _turn: u32) -> bool {
+        false
+    }
+
     /// What a specialist used in the call `call_id`, recorded with its result (a
     /// replayed call adds it to the run's usage again, as it does not run again).
     fn recorded_usage(&self, _call_id: &str) -> Option<&UsageByModel> {

@@ -19,6 +19,7 @@ mod cli_providers;
 mod cli_reasoning;
 mod cli_restate;
 mod cli_rules;
+mod cli_serve;
 mod cli_skills_knowledge;
 mod cli_tool_choice;
 mod cli_trace;

@@ -161,6 +161,10 @@ impl Steps for JournalSteps {
         }
     }
 
+    fn replays_response(&self, turn: u32) -> bool {
+        self.replay.responses.contains_key(&turn)
+    }
+
     fn recorded(&self, call_id: &str) -> Recorded<'_> {
         if let Some(result) = self.replay.results.get(call_id) {
             Recorded::Result(result)

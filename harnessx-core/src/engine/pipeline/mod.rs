@@ -189,7 +189,11 @@ fn settled(
     let span = span::tool_span(call, Some(&result.name), replayed);
     span::record_result(&span, &result, error);
     let outcome = CallOutcome { result, timed_out: false, ran: false };
-    finish(index, &outcome, ctx, hooks);
+    match replayed {
+        // Its end hook still sees it (the batch's outcome is whole); no event says it ran.
+        true => end_hook(index, &outcome, hooks),
+        false => finish(index, &outcome, ctx, hooks),
+    }
     outcome
 }
 
@@ -200,7 +204,9 @@ async fn run_items(
     ctx: &RunContext,
     hooks: &RunHooks,
 ) -> Vec<CallOutcome> {
-    for (index, (call, item)) in calls.iter().zip(&items).enumerate() {
+    // A call replayed from a journal sends no events: it does not run now.
+    for (index, (call, item)) in calls.iter().zip(&items).enumerate().filter(|(_, (_, item))| !item.replayed)
+    {
         ctx.emit(ToolEvent::CallStart { index, call, tool: item.prepared.tool_name() });
     }
     // Each call's outcome is written into its place here, by its run.
@@ -258,6 +264,10 @@ pub(super) struct Run {
 
 fn finish(index: usize, outcome: &CallOutcome, ctx: &RunContext, hooks: &RunHooks) {
     ctx.emit(ToolEvent::CallEnd { index, result: &outcome.result });
+    end_hook(index, outcome, hooks);
+}
+
+fn end_hook(index: usize, outcome: &CallOutcome, hooks: &RunHooks) {
     if let Some(hook) = &hooks.on_end {
         hook(index, outcome);
     }

@@ -1,0 +1,339 @@
+//! `harnessx serve` through the binary, on loopback: a run started, streamed, paused at
+//! an approval, approved with edited arguments and finished; a denial with a message; a
+//! run paused at its turn limit and resumed past it; cancel; a token; 404s, malformed
+//! JSON, a body over the limit; a second server on the same journal refused; a server
+//! killed with -9 mid-run and started again goes on with the run, and a client that
+//! reconnects with `Last-Event-ID` misses no event.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use harnessx_test_support::http::{Answer, request, sse_events};
+use serde_json::{Value, json};
+
+/// A `harnessx serve` process, killed when dropped.
+struct Serve {
+    child: Child,
+    url: String,
+}
+
+impl Serve {
+    fn start(dir: &Path, flags: &[&str]) -> Result<Self, String> {
+        let listen: &[&str] = if flags.contains(&"--listen") { &[] } else { &["--listen", "127.0.0.1:0"] };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_harnessx"))
+            .args(["serve", "--durable", "runs.db", "--json"])
+            .args(listen)
+            .args(flags)
+            .current_dir(dir)
+            .env("XDG_CONFIG_HOME", dir.join("no-config"))
+            .env_remove("HARNESSX_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        if line.is_empty() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            let _ = child.wait();
+            return Err(err);
+        }
+        let ready: Value = serde_json::from_str(&line).unwrap();
+        Ok(Self { child, url: ready["url"].as_str().unwrap().to_owned() })
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Answer {
+        self.call_with(method, path, &[], body)
+    }
+
+    fn call_with(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<Value>) -> Answer {
+        let body = body.map(|b| b.to_string().into_bytes());
+        request(method, &format!("{}{path}", self.url), headers, body.as_deref(), Duration::from_secs(60))
+            .unwrap()
+    }
+
+    /// The events of run `id` after event `after` (all with `None`), until the stream ends.
+    fn events(&self, id: &str, after: Option<u64>) -> Vec<(Option<u64>, Value)> {
+        let last = after.map(|n| n.to_string());
+        let headers: Vec<(&str, &str)> = last.iter().map(|l| ("Last-Event-ID", l.as_str())).collect();
+        let answer = self.call_with("GET", &format!("/v1/runs/{id}/events"), &headers, None);
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(answer.header("content-type"), Some("text/event-stream"));
+        sse_events(&answer.body)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn types(events: &[(Option<u64>, Value)]) -> Vec<String> {
+    events.iter().map(|(_, e)| e["type"].as_str().unwrap_or_default().to_owned()).collect()
+}
+
+fn folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "the secret is tangerine\n").unwrap();
+    dir
+}
+
+#[test]
+fn a_run_streams_pauses_for_an_approval_with_edited_arguments_and_finishes() {
+    let dir = folder();
+    let server = Serve::start(dir.path(), &["--tools", "read_file,write_file"]).unwrap();
+    let started = server.call("POST", "/v1/runs", Some(json!({"prompt": "Look around.", "run_id": "r1"})));
+    assert_eq!((started.status, started.json()), (201, json!({"run_id": "r1"})));
+    // The test model writes `a`, which asks: the run pauses, and the stream ends there.
+    let events = server.events("r1", None);
+    assert_eq!(types(&events).last().map(String::as_str), Some("needs_input"), "{events:?}");
+    let ids: Vec<u64> = events.iter().map(|(id, _)| id.unwrap()).collect();
+    assert_eq!(ids, (0..events.len() as u64).collect::<Vec<_>>(), "ids are the events' indexes");
+    let waiting = &events.last().unwrap().1["needs_input"][0];
+    assert_eq!((waiting["kind"].as_str(), waiting["tool"].as_str()), (Some("approval"), Some("write_file")));
+    let call = waiting["call_id"].as_str().unwrap();
+    let shown = server.call("GET", "/v1/runs/r1", None).json();
+    assert_eq!(shown["status"], "needs_input");
+    assert_eq!(shown["prompt"], "Look around.");
+    assert!(shown.get("messages").is_none());
+
+    let approved = server.call(
+        "POST",
+        &format!("/v1/runs/r1/approvals/{call}"),
+        Some(json!({"decision": "approve", "arguments": {"path": "edited.txt", "content": "from the page"}})),
+    );
+    assert_eq!(approved.status, 202, "{}", approved.body);
+    let more = server.events("r1", Some(*ids.last().unwrap()));
+    assert_eq!(more.first().unwrap().0, Some(ids.len() as u64), "it goes on from the next event");
+    assert_eq!(types(&more).last().map(String::as_str), Some("run_end"), "{more:?}");
+    let end = &more.last().unwrap().1;
+    assert_eq!(end["status"], "completed");
+    assert_eq!(std::fs::read_to_string(dir.path().join("edited.txt")).unwrap(), "from the page");
+    assert!(!dir.path().join("a").exists(), "the model's own arguments ran");
+    // The whole stream, from the start, is the two halves.
+    let all = server.events("r1", None);
+    assert_eq!(all.len(), events.len() + more.len());
+    let listed = server.call("GET", "/v1/runs", None).json();
+    assert_eq!(listed["runs"][0]["run_id"], "r1");
+    assert_eq!(listed["runs"][0]["status"], "completed");
+    // Approving again: the run no longer waits.
+    let again =
+        server.call("POST", &format!("/v1/runs/r1/approvals/{call}"), Some(json!({"decision": "approve"})));
+    assert_eq!(again.status, 409, "{}", again.body);
+}
+
+#[test]
+fn a_denial_with_a_message_reaches_the_model_and_a_limit_is_resumed_past() {
+    let dir = folder();
+    let server = Serve::start(dir.path(), &["--tools", "read_file,write_file"]).unwrap();
+    server.call("POST", "/v1/runs", Some(json!({"prompt": "Look.", "run_id": "d"})));
+    let events = server.events("d", None);
+    let call = events.last().unwrap().1["needs_input"][0]["call_id"].as_str().unwrap().to_owned();
+    let denied = server.call(
+        "POST",
+        &format!("/v1/runs/d/approvals/{call}"),
+        Some(json!({"decision": "deny", "message": "not in this folder"})),
+    );
+    assert_eq!(denied.status, 202, "{}", denied.body);
+    let more = server.events("d", events.last().unwrap().0);
+    let end =
+        more.iter().find(|(_, e)| e["type"] == "tool_call_end" && e["call_id"] == call.as_str()).unwrap();
+    assert_eq!(end.1["is_error"], true);
+    assert!(end.1["content"].as_str().unwrap().contains("not in this folder"), "{}", end.1);
+    assert!(!dir.path().join("a").exists());
+
+    // A run limited to one turn stops at its limit; resumed with more, it completes.
+    drop(server);
+    let dir = folder();
+    let server = Serve::start(dir.path(), &["--tools", "read_file"]).unwrap();
+    let started = server.call(
+        "POST",
+        "/v1/runs",
+        Some(json!({"prompt": "What is the secret?", "run_id": "l", "limits": {"max_turns": 1}})),
+    );
+    assert_eq!(started.status, 201);
+    let limited = server.events("l", None);
+    let shown = server.call("GET", "/v1/runs/l", None).json();
+    assert_eq!(shown["status"], "limit_reached", "{limited:?}");
+    let resumed = server.call("POST", "/v1/runs/l/resume", Some(json!({"limits": {"max_turns": 10}})));
+    assert_eq!(resumed.status, 202, "{}", resumed.body);
+    let rest = server.events("l", limited.last().unwrap().0);
+    assert_eq!(rest.last().unwrap().1["status"], "completed", "{rest:?}");
+}
+
+#[test]
+fn bad_requests_get_one_line_errors_with_their_status() {
+    let dir = folder();
+    let server = Serve::start(dir.path(), &["--tools", "read_file", "--max-body-bytes", "1000"]).unwrap();
+    let cases: Vec<(Answer, u16, &str)> = vec![
+        (server.call("GET", "/v1/runs/nope", None), 404, "no run with id \"nope\""),
+        (server.call("GET", "/v1/runs/nope/events", None), 404, "no run with id"),
+        (server.call("POST", "/v1/runs/nope/cancel", None), 404, "no run with id"),
+        (server.call("GET", "/v1/nothing", None), 404, "no such endpoint"),
+        (
+            server.call_with("POST", "/v1/runs", &[], None),
+            400,
+            "the request body is not what this endpoint takes: missing field `prompt`",
+        ),
+        (
+            server.call("POST", "/v1/runs", Some(json!({"prompt": 3}))),
+            400,
+            "invalid type: integer `3`, expected a string",
+        ),
+        (
+            server.call("POST", "/v1/runs", Some(json!({"prompt": "x", "colour": 1}))),
+            400,
+            "unknown field `colour`",
+        ),
+        (
+            server.call(
+                "POST",
+                "/v1/runs",
+                Some(json!({"prompt": "x", "attachments": [{"name": "a", "data": "!!"}]})),
+            ),
+            400,
+            "attachments[0] (a): `data` is not base64",
+        ),
+        (
+            server.call("POST", "/v1/runs", Some(json!({"prompt": "x".repeat(2000)}))),
+            413,
+            "over the limit of 1000 bytes",
+        ),
+    ];
+    for (answer, status, said) in cases {
+        assert_eq!(answer.status, status, "{}", answer.body);
+        let error = answer.json()["error"].as_str().unwrap_or_default().to_owned();
+        assert!(error.contains(said), "{error:?} does not say {said:?}");
+        assert!(!error.contains('\n'));
+    }
+    let malformed = request(
+        "POST",
+        &format!("{}/v1/runs", server.url),
+        &[],
+        Some(b"{\"prompt\": \"unclosed"),
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    assert_eq!(malformed.status, 400);
+    assert!(
+        malformed.json()["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the request body is not what this endpoint takes: EOF")
+    );
+    // A run id taken is 409.
+    server.call("POST", "/v1/runs", Some(json!({"prompt": "Hi.", "run_id": "same"})));
+    let taken = server.call("POST", "/v1/runs", Some(json!({"prompt": "Hi.", "run_id": "same"})));
+    assert_eq!(taken.status, 409, "{}", taken.body);
+}
+
+#[test]
+fn a_token_is_asked_of_every_request_and_beyond_loopback_one_is_required() {
+    let dir = folder();
+    let server = Serve::start(dir.path(), &["--tools", "read_file", "--token", "s3cret"]).unwrap();
+    for headers in [&[][..], &[("Authorization", "Bearer wrong")][..], &[("Authorization", "s3cret")][..]] {
+        let answer = server.call_with("GET", "/v1/runs", headers, None);
+        assert_eq!(answer.status, 401, "{headers:?}");
+        assert!(answer.json()["error"].as_str().unwrap().contains("Authorization: Bearer TOKEN"));
+    }
+    let answer = server.call_with("GET", "/v1/runs", &[("Authorization", "Bearer s3cret")], None);
+    assert_eq!(answer.status, 200);
+    drop(server);
+    let refused = Serve::start(dir.path(), &["--listen", "0.0.0.0:0"]).err().expect("refused");
+    assert!(refused.contains("serving beyond this machine needs a token"), "{refused}");
+}
+
+#[test]
+fn a_second_server_on_a_journal_is_refused_and_cancel_stops_a_run() {
+    let dir = folder();
+    let server = Serve::start(dir.path(), &["--tools", "read_file,write_file"]).unwrap();
+    let refused = Serve::start(dir.path(), &[]).err().expect("refused");
+    assert!(refused.contains("another harnessx serve (pid"), "{refused}");
+    assert!(refused.contains("serves the journal runs.db"), "{refused}");
+    server.call("POST", "/v1/runs", Some(json!({"prompt": "Look.", "run_id": "c"})));
+    server.events("c", None);
+    let cancelled = server.call("POST", "/v1/runs/c/cancel", None);
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    assert_eq!(cancelled.json()["status"], "failed");
+    assert_eq!(cancelled.json()["error"], "cancelled");
+    let events = server.events("c", None);
+    assert_eq!(events.last().unwrap().1, json!({"type": "error", "message": "cancelled"}));
+}
+
+#[test]
+fn a_server_killed_mid_run_goes_on_with_it_and_a_reconnecting_client_misses_nothing() {
+    use harnessx_test_support::server::{Reply, Server};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let dir = folder();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    // 1: read notes.txt; 2: hang (the server is killed there); 3 (after the restart): answer.
+    let model = Server::respond_later(move |_| {
+        let n = count.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            let message = match n {
+                0 => {
+                    json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "read_file", "arguments": "{\"path\": \"notes.txt\"}"}}]})
+                }
+                1 => {
+                    tokio::time::sleep(Duration::from_secs(600)).await;
+                    json!({"role": "assistant", "content": "too late"})
+                }
+                _ => json!({"role": "assistant", "content": "It is tangerine."}),
+            };
+            Reply::json(
+                200,
+                json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).to_string(),
+            )
+        })
+    });
+    let base = format!("{}/v1", model.url);
+    let flags = ["--model", "openai:m", "--base-url", &base, "--tools", "read_file"];
+    let mut server = Serve::start(dir.path(), &flags).unwrap();
+    server.call("POST", "/v1/runs", Some(json!({"prompt": "What is the secret?", "run_id": "k"})));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while model.requests().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "the second request never came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // What a client saw before the kill (read from the log by a second connection).
+    let seen = {
+        let answer = request(
+            "GET",
+            &format!("{}/v1/runs/k/events", server.url),
+            &[],
+            None,
+            Duration::from_millis(1500),
+        );
+        // The stream does not end (the run goes on): what came before the timeout.
+        sse_events(&answer.unwrap().body)
+    };
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+
+    let server = Serve::start(dir.path(), &flags).unwrap();
+    assert!(!seen.is_empty(), "the client saw nothing before the kill");
+    let after = seen.last().and_then(|(id, _)| *id);
+    let rest = server.events("k", after);
+    assert_eq!(rest.last().unwrap().1["type"], "run_end", "{rest:?}");
+    assert_eq!(rest.last().unwrap().1["output"], "It is tangerine.");
+    let all = server.events("k", None);
+    let ids: Vec<u64> = all.iter().map(|(id, _)| id.unwrap()).collect();
+    assert_eq!(ids, (0..all.len() as u64).collect::<Vec<_>>(), "no event missing or repeated");
+    if let Some(after) = after {
+        assert_eq!(rest.first().unwrap().0, Some(after + 1));
+    }
+    // The read was journaled: not run again; the model was asked three times in all.
+    let reads = all.iter().filter(|(_, e)| e["type"] == "tool_call_end").count();
+    assert_eq!(reads, 1, "{all:?}");
+    assert_eq!(model.requests().len(), 3);
+}
