@@ -24,6 +24,10 @@ pub mod context {}
 #[cfg(all(feature = "agent", feature = "durable"))]
 #[doc = include_str!("../docs/content.md")]
 pub mod content {}
+
+#[cfg(feature = "serve")]
+#[doc = include_str!("../docs/serve.md")]
+pub mod serve {}
 #[doc = include_str!("../docs/output.md")]
 pub mod output {}
 

@@ -30,8 +30,9 @@ async fn body<T: DeserializeOwned>(served: &Served, body: Body) -> Result<T, Api
         )
     })?;
     if bytes.is_empty() {
-        return serde_json::from_str("{}")
-            .map_err(|e| ApiError::bad_request(format!("the request body is not what this endpoint takes: {e}")));
+        return serde_json::from_str("{}").map_err(|e| {
+            ApiError::bad_request(format!("the request body is not what this endpoint takes: {e}"))
+        });
     }
     serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::bad_request(format!("the request body is not what this endpoint takes: {e}")))
