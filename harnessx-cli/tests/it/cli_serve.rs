@@ -337,3 +337,57 @@ fn a_server_killed_mid_run_goes_on_with_it_and_a_reconnecting_client_misses_noth
     assert_eq!(reads, 1, "{all:?}");
     assert_eq!(model.requests().len(), 3);
 }
+
+#[test]
+fn attachments_sessions_and_tools() {
+    let dir = folder();
+    let server = Serve::start(dir.path(), &["--tools", "read_file"]).unwrap();
+    // A PNG attached in base64 reaches the model; the events and the run show its summary.
+    let png = include_bytes!("../../../examples/assets/bars.png");
+    let data = harnessx_test_support::http::base64(png);
+    let started = server.call(
+        "POST",
+        "/v1/runs",
+        Some(json!({"prompt": "What is this?", "run_id": "pic", "attachments": [{"name": "bars.png", "data": data}]})),
+    );
+    assert_eq!(started.status, 201, "{}", started.body);
+    let events = server.events("pic", None);
+    let summary = json!([{"type": "image", "media_type": "image/png", "bytes": png.len()}]);
+    assert_eq!(events[0].1["parts"], summary, "{events:?}");
+    assert_eq!(server.call("GET", "/v1/runs/pic", None).json()["attachments"], summary);
+    let refused = server.call(
+        "POST",
+        "/v1/runs",
+        Some(json!({"prompt": "x", "attachments": [{"name": "x.bin", "data": harnessx_test_support::http::base64(&[0, 159, 146, 150])}]})),
+    );
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("attachments[0] (x.bin): not a type that can be attached")
+    );
+
+    // A session's turns are ID.1, ID.2, ...: each continues the conversation.
+    for n in 1..=2 {
+        let turn = server.call(
+            "POST",
+            "/v1/sessions/chat-1/messages",
+            Some(json!({"prompt": format!("Turn {n}.")})),
+        );
+        assert_eq!(
+            (turn.status, turn.json()),
+            (201, json!({"run_id": format!("chat-1.{n}")})),
+            "{}",
+            turn.body
+        );
+        let end = server.events(&format!("chat-1.{n}"), None);
+        assert_eq!(end.last().unwrap().1["type"], "run_end", "{end:?}");
+    }
+    let bad = server.call("POST", "/v1/sessions/a%2Fb/messages", Some(json!({"prompt": "x"})));
+    assert_eq!(bad.status, 400, "{}", bad.body);
+
+    let tools = server.call("GET", "/v1/tools", None).json();
+    assert_eq!(tools["tools"][0]["name"], "read_file");
+    assert_eq!(tools["tools"][0]["input_schema"]["type"], "object");
+}
