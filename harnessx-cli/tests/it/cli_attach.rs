@@ -207,3 +207,165 @@ fn a_durable_run_with_images_killed_and_resumed_sends_the_same_bytes_and_keeps_e
     assert!(!stdout(&shown).contains("iVBORw0KGgo"));
     assert!(stdout(&shown).contains(&format!(r#""bytes":{}"#, PNG.len())), "{}", stdout(&shown));
 }
+
+#[test]
+fn chat_attaches_a_file_typed_as_a_line_to_the_next_message() {
+    let dir = folder();
+    let input = b"/attach missing.png\n/attach chart.png\nWhat is this?\nAnd now?\n";
+    let out = Binary::new(env!("CARGO_BIN_EXE_harnessx"))
+        .env("XDG_CONFIG_HOME", dir.path().join("no-config").to_str().unwrap())
+        .run_with_input(
+            dir.path(),
+            &["chat", "--durable", "chat.db", "--json", "--tools", "read_file", "--attach", "report.pdf"],
+            input,
+        );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    // A file that cannot be attached is said, and the conversation goes on.
+    assert!(err.contains("harnessx: cannot attach missing.png: no such file"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "harnessx: attached [image: image/png, {} bytes] to the next message",
+            PNG.len()
+        )),
+        "{err}"
+    );
+    let firsts: Vec<Value> = json_lines(&out)
+        .into_iter()
+        .filter(|e| e["type"] == "model_request" && e["turn"] == 1)
+        .map(|e| e.get("parts").cloned().unwrap_or(Value::Null))
+        .collect();
+    // --attach goes with the first message, /attach with the next; the one after has none.
+    assert_eq!(
+        firsts,
+        [
+            json!([
+                {"type": "file", "media_type": "application/pdf", "name": "report.pdf", "bytes": PDF.len()},
+                {"type": "image", "media_type": "image/png", "bytes": PNG.len()}
+            ]),
+            Value::Null
+        ]
+    );
+}
+
+#[test]
+fn hostile_files_are_refused_in_one_line_with_bounded_memory() {
+    use std::io::Write;
+
+    let dir = folder();
+    // A 4 GB sparse file that starts like a PNG: refused by its size, never read.
+    let huge = std::fs::File::create(dir.path().join("huge.png")).unwrap();
+    (&huge).write_all(&PNG[..16]).unwrap();
+    huge.set_len(4 << 30).unwrap();
+    // A PNG signature on garbage, and a PNG claiming 100000×100000 pixels.
+    let mut garbage = PNG[..8].to_vec();
+    garbage.extend_from_slice(b"this is not a header at all");
+    std::fs::write(dir.path().join("garbage.png"), garbage).unwrap();
+    let mut bomb = PNG[..16].to_vec();
+    bomb.extend(100_000u32.to_be_bytes());
+    bomb.extend(100_000u32.to_be_bytes());
+    bomb.extend([8, 2, 0, 0, 0, 0, 0, 0, 0]);
+    std::fs::write(dir.path().join("bomb.png"), bomb).unwrap();
+    // A zip (deflated zeros) renamed .png.
+    let mut zip = b"PK\x03\x04\x14\0\0\0\x08\0".to_vec();
+    zip.extend(std::iter::repeat_n(0x63u8, 64));
+    std::fs::write(dir.path().join("zip.png"), zip).unwrap();
+    let cases = [
+        (
+            "huge.png",
+            "harnessx: cannot attach huge.png: 4.2 GB is over the limit of 20 MB (--max-attach-bytes)",
+        ),
+        (
+            "garbage.png",
+            "harnessx: cannot attach garbage.png: it starts like image/png but its header is not a valid image header",
+        ),
+        (
+            "bomb.png",
+            "harnessx: cannot attach bomb.png: it is image/png of 100000x100000 pixels, outside the limits (1 to 50000 pixels a side, 100000000 in all)",
+        ),
+        ("zip.png", "harnessx: cannot attach zip.png: not a type that can be attached"),
+    ];
+    for (file, said) in cases {
+        let (out, measured) = Binary::new(env!("CARGO_BIN_EXE_harnessx"))
+            .env("XDG_CONFIG_HOME", dir.path().join("no-config").to_str().unwrap())
+            .run_measured(dir.path(), &["run", "Look.", "--attach", file], b"");
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", stderr(&out));
+        assert!(stderr(&out).lines().any(|l| l.starts_with(said)), "{file}: {}", stderr(&out));
+        assert!(measured.peak_rss_kib < 256 * 1024, "{file}: {} KiB", measured.peak_rss_kib);
+    }
+    // An SVG with a script is text: it goes to the model as text, never as an image.
+    std::fs::write(
+        dir.path().join("x.svg"),
+        "<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)</script></svg>",
+    )
+    .unwrap();
+    let out = harnessx(dir.path(), &["run", "Look.", "--attach", "x.svg", "--json", "--tools", "read_file"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let first = json_lines(&out).into_iter().find(|e| e["type"] == "model_request").unwrap();
+    assert_eq!(first["parts"][0]["type"], "text");
+    assert!(first["parts"][0]["text"].as_str().unwrap().starts_with("[file: x.svg]\n<svg"));
+}
+
+#[test]
+fn a_file_that_changes_while_it_is_read_is_refused_or_read_whole() {
+    let dir = folder();
+    let path = dir.path().join("growing.txt");
+    std::fs::write(&path, "start\n").unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (path, stop) = (path.clone(), stop.clone());
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            while !stop.load(Ordering::SeqCst) {
+                let _ = file.write_all(&[b'x'; 4096]);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    for _ in 0..5 {
+        let out = harnessx(
+            dir.path(),
+            &[
+                "run",
+                "Look.",
+                "--attach",
+                "growing.txt",
+                "--json",
+                "--tools",
+                "read_file",
+                "--max-attach-bytes",
+                "50MB",
+            ],
+        );
+        match out.status.code() {
+            Some(0) => {
+                let first = json_lines(&out).into_iter().find(|e| e["type"] == "model_request").unwrap();
+                assert!(
+                    first["parts"][0]["text"].as_str().unwrap().starts_with("[file: growing.txt]\nstart\n")
+                );
+            }
+            Some(2) => {
+                let err = stderr(&out);
+                assert!(
+                    err.contains("cannot attach growing.txt: it changed while it was read; try again")
+                        || err.contains("cannot attach growing.txt: it grew over the limit"),
+                    "{err}"
+                );
+            }
+            other => panic!("exit {other:?}: {}", stderr(&out)),
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    writer.join().unwrap();
+}
+
+#[test]
+fn tools_call_shows_a_read_images_part_as_a_summary() {
+    let dir = folder();
+    let out = harnessx(dir.path(), &["tools", "call", "read_file", r#"{"path": "chart.png"}"#, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(shown["parts"], json!([{"type": "image", "media_type": "image/png", "bytes": PNG.len()}]));
+    assert!(!stdout(&out).contains("iVBORw0KGgo"));
+}
