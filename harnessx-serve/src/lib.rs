@@ -1,13 +1,4 @@
-//! `harnessx serve`: durable agent runs over HTTP. Runs start with a `POST`, their events
-//! stream as server-sent events (replayed from any point, then live), a person approves a
-//! call or answers a question with another `POST`, perhaps an hour later, and the runs
-//! survive the server: killed and started again, it goes on with the runs that were going
-//! on, and a client that reconnects with `Last-Event-ID` misses no event.
-//!
-//! [`router`] is the whole API as an axum [`Router`], to mount in an application of your
-//! own; [`serve`] runs it on a listener, as the `harnessx serve` command does. See
-//! `docs/serve.md` for the endpoints.
-
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 mod api;
