@@ -4,6 +4,7 @@
 mod api;
 mod error;
 mod events;
+mod page;
 mod runs;
 
 use std::path::{Path, PathBuf};
@@ -110,7 +111,7 @@ fn routes(served: Arc<Served>) -> Router {
         .route("/v1/tools", get(api::tools))
         .fallback(|| async { ApiError::not_found("no such endpoint; see docs/serve.md for the API") })
         .layer(axum::middleware::from_fn_with_state(served.clone(), authorized));
-    v1.with_state(served)
+    v1.with_state(served).merge(page::routes())
 }
 
 /// 401 for a `/v1` request without the server's token.

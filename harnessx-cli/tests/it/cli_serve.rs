@@ -391,3 +391,31 @@ fn attachments_sessions_and_tools() {
     assert_eq!(tools["tools"][0]["name"], "read_file");
     assert_eq!(tools["tools"][0]["input_schema"]["type"], "object");
 }
+
+#[test]
+fn the_page_is_served_with_a_policy_that_runs_no_other_script() {
+    let dir = folder();
+    let server = Serve::start(dir.path(), &["--tools", "read_file", "--token", "s3cret"]).unwrap();
+    // The page holds no data: it is served without the token, and asks for it.
+    let page = server.call("GET", "/", None);
+    assert_eq!(page.status, 200);
+    assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+    let policy = page.header("content-security-policy").unwrap();
+    assert!(policy.contains("default-src 'none'") && policy.contains("script-src 'self'"), "{policy}");
+    assert!(!policy.contains("unsafe"), "{policy}");
+    assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+    assert!(page.body.contains(r#"<script src="/assets/app.js" defer></script>"#));
+    assert!(page.body.contains(r#"id="token-form""#));
+    // No inline script or style in the page; the script never writes HTML.
+    assert!(!page.body.contains("<script>") && !page.body.contains("style="));
+    let script = server.call("GET", "/assets/app.js", None);
+    assert_eq!((script.status, script.header("content-type")), (200, Some("text/javascript; charset=utf-8")));
+    for unsafe_sink in
+        ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"]
+    {
+        assert!(!script.body.contains(unsafe_sink), "app.js uses {unsafe_sink}");
+    }
+    let style = server.call("GET", "/assets/app.css", None);
+    assert_eq!((style.status, style.header("content-type")), (200, Some("text/css; charset=utf-8")));
+    assert_eq!(server.call("GET", "/v1/runs", None).status, 401);
+}
