@@ -37,4 +37,6 @@ pub(crate) fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route("/", get(|| async { file(INDEX, "text/html; charset=utf-8") }))
         .route("/assets/app.js", get(|| async { file(SCRIPT, "text/javascript; charset=utf-8") }))
         .route("/assets/app.css", get(|| async { file(STYLE, "text/css; charset=utf-8") }))
+        // No icon: said plainly, so a browser does not log a 404 for it.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
 }

@@ -419,3 +419,43 @@ fn the_page_is_served_with_a_policy_that_runs_no_other_script() {
     assert_eq!((style.status, style.header("content-type")), (200, Some("text/css; charset=utf-8")));
     assert_eq!(server.call("GET", "/v1/runs", None).status, 401);
 }
+
+/// The page in a real browser: headless Chromium (Debian's package, installed when
+/// missing), driven over the DevTools protocol by `tests/browser/drive_page.mjs`: a prompt
+/// typed and sent, the pending call's arguments edited (an edit the schema refuses is said
+/// first) and approved, the tool calls and the answer seen; a screenshot saved.
+#[test]
+fn in_a_real_browser_a_person_edits_and_approves_a_call_and_sees_the_answer() {
+    use harnessx_test_support::system::ensure_debian_package;
+    let Some(chromium) = ensure_debian_package("chromium", "chromium") else { return };
+    let Some(node) = ensure_debian_package("nodejs", "node") else { return };
+    let dir = folder();
+    let server = Serve::start(dir.path(), &["--tools", "read_file,write_file"]).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/drive_page.mjs");
+    let shot = dir.path().join("page.png");
+    let out = Command::new(node)
+        .args(["--experimental-websocket", script])
+        .arg(&chromium)
+        .arg(format!("{}/", server.url))
+        .arg(&shot)
+        .arg(dir.path().join("chromium-profile"))
+        .output()
+        .unwrap();
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    });
+    assert!(out.status.success(), "{seen}");
+    assert_eq!(seen["status"], "completed", "{seen}");
+    assert_eq!(seen["toolCalls"], json!(["→ read_file", "→ write_file"]), "{seen}");
+    assert!(seen["answer"].as_str().unwrap().contains("edited.txt"), "{seen}");
+    assert_eq!(seen["refused"], "arguments.content is required", "{seen}");
+    assert_eq!(seen["injected"], 0, "markup from the prompt became an element: {seen}");
+    assert!(seen["promptShown"].as_str().unwrap().contains("<img src=x onerror=alert(1)>"), "{seen}");
+    assert_eq!(seen["errors"], json!([]), "{seen}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("edited.txt")).unwrap(), "from the browser");
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 5_000, "the screenshot is {} bytes", png.len());
+    // Kept where a person can look at it after a run: the test's target folder.
+    let kept = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page.png");
+    std::fs::write(&kept, png).unwrap();
+}

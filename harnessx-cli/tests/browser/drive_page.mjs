@@ -1,0 +1,92 @@
+// Drives the page of `harnessx serve` in headless Chromium over the DevTools protocol, as a
+// person would: types a prompt and sends it, waits for the pending approval, edits the
+// call's arguments and approves them, and waits for the tool calls and the answer. Saves
+// a screenshot. Prints one JSON line: what it saw.
+//
+// node --experimental-websocket drive_page.mjs CHROMIUM URL SCREENSHOT USER_DATA_DIR
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+
+const [chromium, url, screenshot, profile] = process.argv.slice(2);
+const browser = spawn(chromium, [
+  "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
+  "--remote-debugging-port=0", `--user-data-dir=${profile}`, "--window-size=412,915", "about:blank",
+], { stdio: ["ignore", "ignore", "pipe"] });
+const fail = (why) => { console.log(JSON.stringify({ error: why })); browser.kill("SIGKILL"); process.exit(1); };
+setTimeout(() => fail("timed out"), 90_000).unref();
+
+const endpoint = await new Promise((resolve) => {
+  let text = "";
+  browser.stderr.on("data", (chunk) => {
+    text += chunk;
+    const found = /DevTools listening on (ws:\/\/\S+)/.exec(text);
+    if (found) resolve(found[1]);
+  });
+});
+const socket = new WebSocket(endpoint);
+await new Promise((resolve, reject) => { socket.onopen = resolve; socket.onerror = reject; });
+let next = 0;
+const pending = new Map();
+const errors = [];
+socket.onmessage = (message) => {
+  const data = JSON.parse(message.data);
+  if (data.id !== undefined && pending.has(data.id)) {
+    const { resolve, reject } = pending.get(data.id);
+    pending.delete(data.id);
+    data.error ? reject(new Error(data.error.message)) : resolve(data.result);
+  } else if (data.method === "Runtime.exceptionThrown") {
+    errors.push(data.params.exceptionDetails.text + " " + (data.params.exceptionDetails.exception?.description || ""));
+  } else if (data.method === "Log.entryAdded" && data.params.entry.level === "error") {
+    errors.push(data.params.entry.text);
+  }
+};
+const send = (method, params = {}, sessionId) => new Promise((resolve, reject) => {
+  const id = ++next;
+  pending.set(id, { resolve, reject });
+  socket.send(JSON.stringify({ id, method, params, sessionId }));
+});
+
+const { targetId } = await send("Target.createTarget", { url: "about:blank" });
+const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
+await send("Runtime.enable", {}, sessionId);
+await send("Log.enable", {}, sessionId);
+await send("Page.enable", {}, sessionId);
+await send("Page.navigate", { url }, sessionId);
+const evaluate = async (expression) => {
+  const { result, exceptionDetails } = await send("Runtime.evaluate", { expression, awaitPromise: true, returnByValue: true }, sessionId);
+  if (exceptionDetails) throw new Error(exceptionDetails.text);
+  return result.value;
+};
+const waitFor = async (what, expression, ms = 30_000) => {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await evaluate(expression).catch(() => null);
+    if (value) return value;
+    if (Date.now() > until) fail("never saw " + what + "; errors: " + errors.join(" | "));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+await waitFor("the page", `document.readyState === "complete" && !!document.getElementById("send")`);
+await evaluate(`document.getElementById("prompt").value = "Look around <img src=x onerror=alert(1)>"; document.getElementById("send").click(); true`);
+await waitFor("the pending approval", `!!document.querySelector(".approval .edit")`);
+await evaluate(`document.querySelector(".approval .edit").click(); true`);
+await waitFor("the argument editor", `!!document.querySelector(".edit-arguments")`);
+// An edit that the tool's schema refuses is said, and nothing is sent.
+await evaluate(`document.querySelector(".edit-arguments").value = '{"path": 3}'; document.querySelector(".approve-edited").click(); true`);
+const refused = await waitFor("the schema's refusal", `document.querySelector(".approval .invalid")?.textContent || ""`);
+await evaluate(`document.querySelector(".edit-arguments").value = JSON.stringify({path: "edited.txt", content: "from the browser"}); document.querySelector(".approve-edited").click(); true`);
+const answer = await waitFor("the answer", `document.querySelector(".run-end")?.textContent || ""`);
+const seen = await evaluate(`({
+  toolCalls: Array.from(document.querySelectorAll(".tool-call > .name")).map((n) => n.textContent),
+  status: document.getElementById("run-status").textContent,
+  runs: document.querySelectorAll("#runs .run-row").length,
+  promptShown: document.querySelector("#transcript .user")?.textContent || "",
+  injected: document.querySelectorAll("#transcript img").length,
+})`);
+const shot = await send("Page.captureScreenshot", { format: "png" }, sessionId);
+writeFileSync(screenshot, Buffer.from(shot.data, "base64"));
+console.log(JSON.stringify({ ...seen, answer, refused, errors }));
+socket.close();
+browser.kill("SIGKILL");
+process.exit(0);
