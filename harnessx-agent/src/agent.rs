@@ -34,6 +34,8 @@ pub struct Agent {
     /// What the run's calls are put to in place of the manager's rules, if set.
     pub(crate) authorizer: Option<Arc<dyn harnessx_core::Authorizer>>,
     pub(crate) hooks: harnessx_core::hooks::ToolHooks,
+    /// The tools whose calls are questions for a person ([`AgentBuilder::question_tool`]).
+    pub(crate) questions: Vec<String>,
     pub(crate) system_prompt: Option<String>,
     pub(crate) skills: Option<skills::Skills>,
     /// The skills' block of the system prompt, built once.
@@ -60,6 +62,12 @@ impl Agent {
     /// Starts building an agent.
     pub fn builder() -> AgentBuilder {
         AgentBuilder::default()
+    }
+
+    /// Whether calls of `tool` are questions for a person, which a durable run pauses for
+    /// ([`AgentBuilder::question_tool`]).
+    pub fn is_question(&self, tool: &str) -> bool {
+        self.questions.iter().any(|q| q == tool)
     }
 
     /// The agent's registry, for later registration. Finish changing bindings before

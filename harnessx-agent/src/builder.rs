@@ -26,6 +26,7 @@ pub struct AgentBuilder {
     permissions: Option<PermissionManager>,
     authorizer: Option<Arc<dyn Authorizer>>,
     hooks: harnessx_core::hooks::ToolHooks,
+    questions: Vec<String>,
     system_prompt: Option<String>,
     skills: Vec<SkillSource>,
     knowledge: Option<KnowledgeSource>,
@@ -150,6 +151,17 @@ impl AgentBuilder {
         timeout: std::time::Duration,
     ) -> Self {
         self.hooks = self.hooks.with_timeout(hook, timeout);
+        self
+    }
+
+    /// Calls of tool `name` (say `ask_user`) are questions for a person. In a durable run
+    /// (SQLite or Restate) such a call does not run: the run pauses with a `needs_input`
+    /// of kind `question` (its `reason` is the question, its `arguments` the call's), and
+    /// the reply given with `answer` becomes the call's result, `The user answered:
+    /// REPLY` (an empty reply tells the model nobody answered, so it proceeds on the most
+    /// likely reading). A direct run calls the tool as usual, with its own way of asking.
+    pub fn question_tool(mut self, name: impl Into<String>) -> Self {
+        self.questions.push(name.into());
         self
     }
 
@@ -284,6 +296,7 @@ impl AgentBuilder {
             permissions,
             authorizer: self.authorizer,
             hooks: self.hooks,
+            questions: self.questions,
             system_prompt: self.system_prompt,
             skills,
             skills_prompt,

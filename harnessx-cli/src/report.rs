@@ -225,6 +225,9 @@ fn print_text(state: &RunState, next: &Next) {
                     NeedsInputKind::Outcome => {
                         errln!("  harnessx answer {run} {call} 'WHAT HAPPENED' {place}")
                     }
+                    NeedsInputKind::Question => {
+                        errln!("  harnessx answer {run} {call} 'YOUR REPLY' {place}")
+                    }
                 }
             }
             if let Next::Journal { .. } = next {
@@ -275,10 +278,11 @@ pub(crate) fn awaited(n: &NeedsInput) -> String {
     format!("{} of call {}: {} {}", kind_name(n.kind), n.call_id, n.tool, one_line(&n.arguments, 200))
 }
 
-/// The kind as `--json` spells it: `approval` or `outcome`.
+/// The kind as `--json` spells it: `approval`, `outcome` or `question`.
 pub(crate) fn kind_name(kind: NeedsInputKind) -> &'static str {
     match kind {
         NeedsInputKind::Approval => "approval",
         NeedsInputKind::Outcome => "outcome",
+        NeedsInputKind::Question => "question",
     }
 }

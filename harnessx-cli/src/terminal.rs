@@ -53,6 +53,22 @@ pub(crate) fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
+/// `ask_user`'s way of asking from the command line: on this terminal, the question (and
+/// its suggested replies) on stderr and the reply typed as a line; with no one here, no
+/// reply (the model proceeds on its own reading).
+pub(crate) async fn ask_user(question: String, choices: Vec<String>) -> Option<String> {
+    if !interactive() {
+        return None;
+    }
+    let choices = if choices.is_empty() { String::new() } else { format!(" ({})", choices.join(" / ")) };
+    eprintln!("? {question}{choices}");
+    eprint!("> ");
+    let cancelled = std::sync::Arc::new(AtomicBool::new(false));
+    let reading = cancelled.clone();
+    let line = tokio::task::spawn_blocking(move || next_line(&reading)).await.ok().flatten();
+    line.filter(|l| !l.trim().is_empty())
+}
+
 /// Approve every ASK call (`--yes`).
 pub(crate) fn approve_all(manager: PermissionManager) -> PermissionManager {
     manager.with_approval_fn(|_| async { ApprovalDecision::Approve })

@@ -16,9 +16,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::Served;
 use crate::error::ApiError;
-use crate::runs::Drive;
+use crate::runs::{Drive, Runs};
+use crate::{Backend, Served};
 
 /// Reads a request's body as `T`, within the server's limit: 413 past it, 400 for JSON
 /// that is not a `T` (naming the field).
@@ -123,13 +123,19 @@ pub(crate) async fn start(State(served): State<Arc<Served>>, request: Body) -> R
     }
     let run_id = run_id.unwrap_or_else(new_run_id);
     check_id("run_id", &run_id)?;
-    if served.runs.journal.load_run(&run_id)?.is_some() {
-        return Err(ApiError::conflict(format!(
-            "a run with id {run_id:?} already exists; resume it, or start one with another id"
-        )));
-    }
     let prompt = prompt(text, attachments)?;
-    served.runs.spawn(run_id.clone(), Drive::Start { prompt, limits }).await?;
+    match &served.backend {
+        Backend::Journal(runs) => {
+            if runs.journal.load_run(&run_id)?.is_some() {
+                return Err(ApiError::conflict(format!(
+                    "a run with id {run_id:?} already exists; resume it, or start one with another id"
+                )));
+            }
+            runs.spawn(run_id.clone(), Drive::Start { prompt, limits }).await?;
+        }
+        #[cfg(feature = "restate")]
+        Backend::Cluster(cluster) => cluster.start(&run_id, &prompt, limits.as_ref()).await?,
+    }
     Ok((StatusCode::CREATED, Json(json!({ "run_id": run_id }))).into_response())
 }
 
@@ -154,14 +160,23 @@ pub(crate) async fn message(
 }
 
 async fn turn(served: &Arc<Served>, session: &str, prompt: Prompt) -> Result<Response, ApiError> {
-    let runs = served.runs.journal.list_runs()?;
-    let mut turns: Vec<(u32, &RunRecord)> = runs
+    let runs = match &served.backend {
+        Backend::Journal(runs) => runs,
+        #[cfg(feature = "restate")]
+        Backend::Cluster(_) => {
+            return Err(ApiError::bad_request(
+                "chat sessions are kept in a journal: serve with --durable FILE (not --restate) for them",
+            ));
+        }
+    };
+    let records = runs.journal.list_runs()?;
+    let mut turns: Vec<(u32, &RunRecord)> = records
         .iter()
         .filter_map(|r| r.run_id.strip_prefix(session)?.strip_prefix('.')?.parse().ok().map(|n| (n, r)))
         .collect();
     turns.sort_by_key(|(n, _)| *n);
     if let Some((_, last)) = turns.last()
-        && served.runs.driving(&last.run_id)
+        && runs.driving(&last.run_id)
     {
         return Err(ApiError::conflict(format!(
             "session {session:?} has a turn going on ({}); send the next message once it ends",
@@ -175,7 +190,7 @@ async fn turn(served: &Arc<Served>, session: &str, prompt: Prompt) -> Result<Res
         Some((_, previous)) => Drive::Continue { previous: previous.run_id.clone(), prompt },
         None => Drive::Start { prompt, limits: None },
     };
-    served.runs.spawn(run_id.clone(), drive).await?;
+    runs.spawn(run_id.clone(), drive).await?;
     Ok((StatusCode::CREATED, Json(json!({ "run_id": run_id }))).into_response())
 }
 
@@ -197,12 +212,17 @@ fn summary(record: &RunRecord, state: &RunState) -> Value {
     shown
 }
 
-/// `GET /v1/runs`: every run of the journal, newest first.
+/// `GET /v1/runs`: every run, newest first.
 pub(crate) async fn list(State(served): State<Arc<Served>>) -> Result<Json<Value>, ApiError> {
-    let records = served.runs.journal.list_runs()?;
+    let runs = match &served.backend {
+        Backend::Journal(runs) => runs,
+        #[cfg(feature = "restate")]
+        Backend::Cluster(cluster) => return Ok(Json(cluster.list().await?)),
+    };
+    let records = runs.journal.list_runs()?;
     let mut shown = Vec::with_capacity(records.len());
     for record in &records {
-        match served.runs.runtime.status(&record.run_id) {
+        match runs.runtime.status(&record.run_id) {
             Ok(report) => shown.push(summary(record, &report.state)),
             Err(e) => tracing::warn!(run_id = record.run_id, error = %e, "a run could not be read"),
         }
@@ -215,8 +235,14 @@ pub(crate) async fn show(
     State(served): State<Arc<Served>>,
     Path(run_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let report = served.runs.runtime.status(&run_id)?;
-    Ok(Json(summary(&report.run, &report.state)))
+    match &served.backend {
+        Backend::Journal(runs) => {
+            let report = runs.runtime.status(&run_id)?;
+            Ok(Json(summary(&report.run, &report.state)))
+        }
+        #[cfg(feature = "restate")]
+        Backend::Cluster(cluster) => Ok(Json(cluster.show(&run_id).await?)),
+    }
 }
 
 /// `GET /v1/runs/{id}/events`: server-sent events from the start, or after
@@ -226,7 +252,6 @@ pub(crate) async fn events(
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    served.runs.runtime.status(&run_id)?;
     let from = match headers.get("last-event-id") {
         None => 0,
         Some(value) => {
@@ -234,10 +259,17 @@ pub(crate) async fn events(
             let last: u64 = text.parse().map_err(|_| {
                 ApiError::bad_request(format!("Last-Event-ID {text:?} is not an event number"))
             })?;
-            last + 1
+            last.saturating_add(1)
         }
     };
-    Ok(served.runs.log.stream(run_id, from).into_response())
+    match &served.backend {
+        Backend::Journal(runs) => {
+            runs.runtime.status(&run_id)?;
+            Ok(runs.log.stream(run_id, from).into_response())
+        }
+        #[cfg(feature = "restate")]
+        Backend::Cluster(cluster) => cluster.events(run_id, from).await,
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -279,8 +311,17 @@ pub(crate) async fn approve(
             )));
         }
     };
-    served.runs.runtime.approve(&run_id, &call_id, decision)?;
-    go_on(&served, run_id, RunLimits::default()).await
+    match &served.backend {
+        Backend::Journal(runs) => {
+            runs.runtime.approve(&run_id, &call_id, decision)?;
+            go_on(runs, run_id, RunLimits::default()).await
+        }
+        #[cfg(feature = "restate")]
+        Backend::Cluster(cluster) => {
+            Ok((StatusCode::ACCEPTED, Json(cluster.approve(&run_id, &call_id, decision).await?))
+                .into_response())
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -296,8 +337,16 @@ pub(crate) async fn answer(
     request: Body,
 ) -> Result<Response, ApiError> {
     let Answer { text } = body(&served, request).await?;
-    served.runs.runtime.answer(&run_id, &call_id, &text)?;
-    go_on(&served, run_id, RunLimits::default()).await
+    match &served.backend {
+        Backend::Journal(runs) => {
+            runs.runtime.answer(&run_id, &call_id, &text)?;
+            go_on(runs, run_id, RunLimits::default()).await
+        }
+        #[cfg(feature = "restate")]
+        Backend::Cluster(cluster) => {
+            Ok((StatusCode::ACCEPTED, Json(cluster.answer(&run_id, &call_id, &text).await?)).into_response())
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -314,32 +363,41 @@ pub(crate) async fn resume(
     request: Body,
 ) -> Result<Response, ApiError> {
     let Resume { limits } = body(&served, request).await?;
-    served.runs.runtime.status(&run_id)?;
-    go_on(&served, run_id, limits.unwrap_or_default()).await
+    match &served.backend {
+        Backend::Journal(runs) => {
+            runs.runtime.status(&run_id)?;
+            go_on(runs, run_id, limits.unwrap_or_default()).await
+        }
+        #[cfg(feature = "restate")]
+        Backend::Cluster(cluster) => {
+            let went_on = cluster.resume(&run_id, limits.unwrap_or_default()).await?;
+            Ok((StatusCode::ACCEPTED, Json(went_on)).into_response())
+        }
+    }
 }
 
 /// Resumes run `run_id` once no more input is awaited (after the last approval of a
 /// batch); 202 `{"run_id", "status"}`.
-async fn go_on(served: &Arc<Served>, run_id: String, limits: RunLimits) -> Result<Response, ApiError> {
-    let report = served.runs.runtime.status(&run_id)?;
-    let waiting = waiting_still(served, &run_id)?;
+async fn go_on(runs: &Arc<Runs>, run_id: String, limits: RunLimits) -> Result<Response, ApiError> {
+    let report = runs.runtime.status(&run_id)?;
+    let waiting = waiting_still(runs, &run_id)?;
     if !waiting {
-        if served.runs.driving(&run_id) {
+        if runs.driving(&run_id) {
             return Err(ApiError::conflict(format!("run {run_id:?} is going on already")));
         }
         if report.state.status == harnessx_agent::RunStatus::Completed {
             return Err(ApiError::conflict(format!("run {run_id:?} has completed; start a new run")));
         }
-        served.runs.spawn(run_id.clone(), Drive::Resume { limits }).await?;
+        runs.spawn(run_id.clone(), Drive::Resume { limits }).await?;
     }
     let status = if waiting { "needs_input" } else { "running" };
     Ok((StatusCode::ACCEPTED, Json(json!({ "run_id": run_id, "status": status }))).into_response())
 }
 
 /// Whether run `run_id` still waits for an approval or answer not given yet.
-fn waiting_still(served: &Served, run_id: &str) -> Result<bool, ApiError> {
-    let Some((_, entries)) = served.runs.journal.load_run(run_id)? else { return Ok(false) };
-    let report = served.runs.runtime.status(run_id)?;
+fn waiting_still(runs: &Runs, run_id: &str) -> Result<bool, ApiError> {
+    let Some((_, entries)) = runs.journal.load_run(run_id)? else { return Ok(false) };
+    let report = runs.runtime.status(run_id)?;
     let given: std::collections::HashSet<&str> = entries
         .iter()
         .filter_map(|e| match &e.entry {
@@ -357,18 +415,22 @@ pub(crate) async fn cancel(
     State(served): State<Arc<Served>>,
     Path(run_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    served.runs.runtime.status(&run_id)?;
-    served.runs.cancel(&run_id).await?;
-    let report = served.runs.runtime.status(&run_id)?;
-    Ok(Json(summary(&report.run, &report.state)))
+    match &served.backend {
+        Backend::Journal(runs) => {
+            runs.runtime.status(&run_id)?;
+            runs.cancel(&run_id).await?;
+            let report = runs.runtime.status(&run_id)?;
+            Ok(Json(summary(&report.run, &report.state)))
+        }
+        #[cfg(feature = "restate")]
+        Backend::Cluster(cluster) => Ok(Json(cluster.cancel(&run_id).await?)),
+    }
 }
 
 /// `GET /v1/tools`: the agent's tools, with their schemas (for the page's argument editor).
 pub(crate) async fn tools(State(served): State<Arc<Served>>) -> Json<Value> {
     let tools: Vec<Value> = served
-        .runs
-        .runtime
-        .agent()
+        .agent
         .tools()
         .get_tool_params()
         .into_iter()

@@ -44,7 +44,9 @@ impl ApiError {
 impl From<DurableError> for ApiError {
     fn from(error: DurableError) -> Self {
         match &error {
-            DurableError::Journal(JournalError::NoSuchRun(_)) => Self::not_found(error.to_string()),
+            DurableError::Journal(JournalError::NoSuchRun(_)) | DurableError::NoClusterRun { .. } => {
+                Self::not_found(error.to_string())
+            }
             DurableError::Journal(JournalError::RunExists(_) | JournalError::Busy(_)) => {
                 Self::conflict(error.to_string())
             }

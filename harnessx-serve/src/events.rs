@@ -109,7 +109,7 @@ impl EventLog {
 }
 
 /// Whether the event `data` ends a stream.
-fn is_last(data: &str) -> bool {
+pub(crate) fn is_last(data: &str) -> bool {
     serde_json::from_str::<Value>(data)
         .ok()
         .and_then(|v| v.get("type").and_then(Value::as_str).map(|t| LAST.contains(&t)))

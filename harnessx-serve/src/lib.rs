@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 
 mod api;
+#[cfg(feature = "restate")]
+mod cluster;
 mod error;
 mod events;
 mod page;
@@ -40,17 +42,28 @@ impl Default for ServeOptions {
     }
 }
 
-/// What the handlers share: the runs and the options.
+/// Where the runs are.
+pub(crate) enum Backend {
+    /// In a SQLite journal, driven by this server.
+    Journal(Arc<runs::Runs>),
+    /// On a Restate cluster, driven by its workers.
+    #[cfg(feature = "restate")]
+    Cluster(Arc<cluster::Cluster>),
+}
+
+/// What the handlers share: the runs, the agent and the options.
 pub(crate) struct Served {
-    pub(crate) runs: Arc<runs::Runs>,
+    pub(crate) backend: Backend,
+    pub(crate) agent: Arc<Agent>,
     pub(crate) options: ServeOptions,
 }
 
-/// A server of one agent's durable runs in one SQLite journal.
+/// A server of one agent's durable runs: in one SQLite journal ([`Server::new`]), or on
+/// a Restate cluster ([`Server::restate`], feature `restate`).
 pub struct Server {
     served: Arc<Served>,
     /// Held while the server lives: no other server serves the same journal.
-    _lock: ServeLock,
+    _lock: Option<ServeLock>,
 }
 
 impl Server {
@@ -62,15 +75,44 @@ impl Server {
             SqliteJournal::open(path)
                 .map_err(|e| ApiError::internal(format!("the journal {}: {e}", path.display())))?,
         );
-        let runtime = AgentRuntime::new(agent, journal.clone());
+        let agent = agent.into();
+        let runtime = AgentRuntime::new(agent.clone(), journal.clone());
         let runs = runs::Runs::new(runtime, journal);
-        Ok(Self { served: Arc::new(Served { runs, options }), _lock: lock })
+        Ok(Self {
+            served: Arc::new(Served { backend: Backend::Journal(runs), agent, options }),
+            _lock: Some(lock),
+        })
+    }
+
+    /// A server of runs on the Restate cluster `runtime` talks to: the cluster's workers
+    /// (`harnessx worker`) drive them; `agent` is what the workers must have (its tools
+    /// are what `GET /v1/tools` lists), and `expect` its configuration, sent with each
+    /// run so that workers with another one refuse it ([`WorkerConfig::of`] the agent).
+    /// Holds nothing of its own: many servers can serve one cluster. Listing and
+    /// cancelling runs need the cluster's admin API
+    /// ([`RestateRuntime::with_admin`](harnessx_durable::restate::RestateRuntime::with_admin)).
+    ///
+    /// [`WorkerConfig::of`]: harnessx_durable::restate::WorkerConfig::of
+    #[cfg(feature = "restate")]
+    pub fn restate(
+        agent: impl Into<Arc<Agent>>,
+        runtime: harnessx_durable::restate::RestateRuntime,
+        expect: Option<harnessx_durable::restate::WorkerConfig>,
+        options: ServeOptions,
+    ) -> Self {
+        let cluster = Arc::new(cluster::Cluster { runtime, expect });
+        let served = Served { backend: Backend::Cluster(cluster), agent: agent.into(), options };
+        Self { served: Arc::new(served), _lock: None }
     }
 
     /// Goes on with the runs the journal says were going on (their server was stopped or
-    /// killed); returns their ids.
+    /// killed); returns their ids. (A cluster's runs go on by themselves: none.)
     pub async fn recover(&self) -> Result<Vec<String>, ApiError> {
-        Ok(self.served.runs.recover().await?)
+        match &self.served.backend {
+            Backend::Journal(runs) => Ok(runs.recover().await?),
+            #[cfg(feature = "restate")]
+            Backend::Cluster(_) => Ok(Vec::new()),
+        }
     }
 
     /// The API as an axum [`Router`] (see [`router`]).
@@ -81,7 +123,9 @@ impl Server {
     /// Stops the runs' tasks (they stay running in the journal; the next server goes on
     /// with them).
     pub fn stop(&self) {
-        self.served.runs.stop_all();
+        if let Backend::Journal(runs) = &self.served.backend {
+            runs.stop_all();
+        }
     }
 }
 

@@ -147,7 +147,8 @@ async fn plan<S: Steps>(
             }
             Recorded::Answer(text) => {
                 let tool = planned.tool().unwrap_or(&call.name).to_owned();
-                let result = ToolResult::success(&call.id, tool, ToolOutput::from(text.to_owned()));
+                let text = if agent.is_question(&tool) { replied(text) } else { text.to_owned() };
+                let result = ToolResult::success(&call.id, tool, ToolOutput::from(text));
                 steps.record(turn, &result);
                 planned.settle(result);
                 continue;
@@ -206,6 +207,13 @@ async fn plan<S: Steps>(
             }
             continue;
         }
+        // A question for a person: the run waits for the reply (given with `answer`).
+        if run_id.is_some()
+            && let Some(tool) = planned.tool().filter(|t| agent.is_question(t))
+        {
+            needs.push(question(&call, tool));
+            continue;
+        }
         recorded.extend(decision.map(|d| (call.id, d)));
     }
     // The rest, in call order, against the run's authorizer: ALLOW runs, a refusal is
@@ -261,6 +269,29 @@ async fn plan<S: Steps>(
         settled(steps, turn, &planned, permit, edits);
     }
     Ok(needs)
+}
+
+/// What the model is told of the person's reply to a question: the reply, or, when it
+/// is empty, to go on (the words `ask_user` uses when nobody answers).
+pub(crate) fn replied(text: &str) -> String {
+    match text.trim() {
+        "" => "Nobody answered. Proceed on the most likely reading of the request, and state that assumption at the start of your reply.".to_owned(),
+        _ => format!("The user answered: {text}"),
+    }
+}
+
+/// The need of a question tool's call: its question (the `question` argument, or the
+/// arguments as they are) for a person to reply to.
+fn question(call: &ToolCall, tool: &str) -> NeedsInput {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(&call.arguments).ok();
+    let asked = parsed.as_ref().and_then(|a| a.get("question")).and_then(serde_json::Value::as_str);
+    NeedsInput {
+        kind: NeedsInputKind::Question,
+        call_id: call.id.clone(),
+        tool: tool.to_owned(),
+        arguments: call.arguments.clone(),
+        reason: asked.map_or_else(|| call.arguments.clone(), str::to_owned),
+    }
 }
 
 /// What a decision did to a call, kept: a refusal is recorded, edited arguments are
@@ -392,10 +423,12 @@ async fn answer<S: Steps>(
             };
             settled(steps, turn, &planned, permit, edits);
         }
-        NeedsInputKind::Outcome => {
-            let text = match steps.wait(need).await? {
-                Answer::Outcome(text) => text,
-                Answer::Decision(_) => need.reason.clone(),
+        NeedsInputKind::Outcome | NeedsInputKind::Question => {
+            let text = match (steps.wait(need).await?, need.kind) {
+                (Answer::Outcome(text), NeedsInputKind::Question) => replied(&text),
+                (Answer::Outcome(text), _) => text,
+                (Answer::Decision(_), NeedsInputKind::Question) => replied(""),
+                (Answer::Decision(_), _) => need.reason.clone(),
             };
             let result = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
             steps.record(turn, &result);

@@ -72,6 +72,10 @@ pub enum NeedsInputKind {
     /// A `manual` call that started and has no result (the process died, or it timed
     /// out): did it take effect? `answer` says.
     Outcome,
+    /// A question the model put to a person (a call of a
+    /// [question tool](crate::AgentBuilder::question_tool), `ask_user`): `reason` is the
+    /// question, `arguments` the call's (its `choices` too); `answer` gives the reply.
+    Question,
 }
 
 impl NeedsInputKind {
@@ -79,8 +83,13 @@ impl NeedsInputKind {
     pub fn noun(self) -> &'static str {
         match self {
             Self::Approval => "approval",
-            Self::Outcome => "answer",
+            Self::Outcome | Self::Question => "answer",
         }
+    }
+
+    /// Whether `answer` gives it (an outcome, a question's reply); `approve` gives the rest.
+    pub fn takes_answer(self) -> bool {
+        matches!(self, Self::Outcome | Self::Question)
     }
 }
 

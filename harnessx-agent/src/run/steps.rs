@@ -253,6 +253,8 @@ pub trait Steps: Send {
         std::future::ready(Ok(match need.kind {
             crate::NeedsInputKind::Approval => Answer::Decision(ApprovalDecision::Deny),
             crate::NeedsInputKind::Outcome => Answer::Outcome(need.reason.clone()),
+            // Nobody to ask: the model proceeds on its own reading.
+            crate::NeedsInputKind::Question => Answer::Outcome(String::new()),
         }))
     }
 

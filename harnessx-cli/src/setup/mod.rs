@@ -150,6 +150,14 @@ fn load_tools(
         if registry.contains(spec) {
             continue; // named twice, or already loaded by its bundle
         }
+        if spec == harnessx::builtin::ask_user::ASK_USER_TOOL {
+            // Asked on this terminal when there is one; a durable run with no one here
+            // pauses for the reply instead (the agent's question tool).
+            let options = harnessx::builtin::ask_user::AskUserOptions::default();
+            harnessx::builtin::ask_user::register_ask_user_tool(registry, terminal::ask_user, options)
+                .map_err(CliError::usage)?;
+            continue;
+        }
         let item = catalog::resolve(spec).map_err(CliError::usage)?;
         let takes = |key: &str| match item {
             BuiltinItem::Tool { bundle, .. } | BuiltinItem::Bundle(bundle) => bundle.options.contains(&key),
@@ -460,6 +468,10 @@ fn agent_builder(
     }
     let (manager, rules) =
         permissions(&args.permissions, approvals, tools.base_path.dir().map(PathBuf::as_path))?;
+    // With no one at a terminal, `ask_user` is a question a durable run pauses for (the
+    // reply comes with `answer`, the page of `harnessx serve`, or its API).
+    let questions = registry.contains(harnessx::builtin::ask_user::ASK_USER_TOOL)
+        && !(approvals == Approvals::Terminal && terminal::interactive());
     let mut builder =
         Agent::builder().model_arc(model).registry(registry).permissions(manager).config(AgentConfig {
             tools: harnessx::ToolPolicy {
@@ -479,6 +491,9 @@ fn agent_builder(
             reasoning: args.reasoning(),
             ..AgentConfig::default()
         });
+    if questions {
+        builder = builder.question_tool(harnessx::builtin::ask_user::ASK_USER_TOOL);
+    }
     if let Some(prompt) = system_prompt(args)? {
         builder = builder.system_prompt(prompt);
     }

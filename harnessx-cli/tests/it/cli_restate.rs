@@ -25,14 +25,14 @@ fn json(out: &Output) -> Value {
 }
 
 /// A `harnessx worker` process, stopped with SIGTERM when dropped.
-struct Worker {
+pub(crate) struct Worker {
     child: Child,
     /// Its `--json` line.
     ready: Value,
 }
 
 impl Worker {
-    fn start(dir: &Path, server: &RestateServer, flags: &[&str]) -> Self {
+    pub(crate) fn start(dir: &Path, server: &RestateServer, flags: &[&str]) -> Self {
         Self::start_with_env(dir, server, flags, &[])
     }
 

@@ -21,9 +21,16 @@ struct Serve {
 
 impl Serve {
     fn start(dir: &Path, flags: &[&str]) -> Result<Self, String> {
+        Self::start_on(dir, &["--durable", "runs.db"], flags)
+    }
+
+    /// `harnessx serve` with the flags saying where the runs are (`--durable FILE`,
+    /// `--restate URL`), then `flags`.
+    fn start_on(dir: &Path, on: &[&str], flags: &[&str]) -> Result<Self, String> {
         let listen: &[&str] = if flags.contains(&"--listen") { &[] } else { &["--listen", "127.0.0.1:0"] };
         let mut child = Command::new(env!("CARGO_BIN_EXE_harnessx"))
-            .args(["serve", "--durable", "runs.db", "--json"])
+            .args(["serve", "--json"])
+            .args(on)
             .args(listen)
             .args(flags)
             .current_dir(dir)
@@ -458,4 +465,201 @@ fn in_a_real_browser_a_person_edits_and_approves_a_call_and_sees_the_answer() {
     // Kept where a person can look at it after a run: the test's target folder.
     let kept = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page.png");
     std::fs::write(&kept, png).unwrap();
+}
+
+/// The same flow with the runs on a Restate cluster (a real restate-server on loopback and
+/// a `harnessx worker`): start, stream, pause at an approval, approve with edited
+/// arguments (the workers run the edit), reconnect with `Last-Event-ID`, deny with a
+/// message, resume past a limit, cancel, list, 404; a server killed and started again
+/// finds every run where the cluster has it.
+#[test]
+fn the_same_flow_on_a_restate_cluster() {
+    let Some(cluster) = harnessx_test_support::restate::RestateServer::start() else { return };
+    let dir = folder();
+    let d = dir.path();
+    let tools = ["--tools", "read_file,write_file"];
+    let _worker = crate::cli_restate::Worker::start(d, &cluster, &tools);
+    let on = ["--restate", cluster.ingress_url.as_str(), "--restate-admin", cluster.admin_url.as_str()];
+    let server = Serve::start_on(d, &on, &tools).unwrap();
+
+    let started = server.call("POST", "/v1/runs", Some(json!({"prompt": "Look around.", "run_id": "r1"})));
+    assert_eq!((started.status, started.json()), (201, json!({"run_id": "r1"})), "{}", cluster.log_tail());
+    let taken = server.call("POST", "/v1/runs", Some(json!({"prompt": "Again.", "run_id": "r1"})));
+    assert_eq!(taken.status, 409, "{}", taken.body);
+    let events = server.events("r1", None);
+    assert_eq!(types(&events).last().map(String::as_str), Some("needs_input"), "{events:?}");
+    assert_eq!(types(&events).first().map(String::as_str), Some("model_request"), "{events:?}");
+    let ids: Vec<u64> = events.iter().map(|(id, _)| id.unwrap()).collect();
+    assert_eq!(ids, (0..events.len() as u64).collect::<Vec<_>>(), "ids are the events' indexes");
+    let waiting = &events.last().unwrap().1["needs_input"][0];
+    assert_eq!((waiting["kind"].as_str(), waiting["tool"].as_str()), (Some("approval"), Some("write_file")));
+    let call = waiting["call_id"].as_str().unwrap().to_owned();
+    let shown = server.call("GET", "/v1/runs/r1", None).json();
+    assert_eq!(shown["status"], "needs_input", "{shown}");
+    let wrong = server.call("POST", "/v1/runs/r1/approvals/nope", Some(json!({"decision": "approve"})));
+    assert_eq!(wrong.status, 409, "{}", wrong.body);
+    assert!(wrong.json()["error"].as_str().unwrap().contains(&call), "{}", wrong.body);
+
+    // A server killed and started again: the run is where the cluster has it.
+    drop(server);
+    let server = Serve::start_on(d, &on, &tools).unwrap();
+    let approved = server.call(
+        "POST",
+        &format!("/v1/runs/r1/approvals/{call}"),
+        Some(json!({"decision": "approve", "arguments": {"path": "edited.txt", "content": "from the page"}})),
+    );
+    assert_eq!(approved.status, 202, "{}", approved.body);
+    let more = server.events("r1", Some(*ids.last().unwrap()));
+    assert_eq!(more.first().unwrap().0, Some(ids.len() as u64), "it goes on from the next event");
+    let start = more.iter().find(|(_, e)| e["type"] == "tool_call_start" && e["call_id"] == call.as_str());
+    assert_eq!(start.unwrap().1["tool"], "write_file", "{more:?}");
+    let end = &more.last().unwrap().1;
+    assert_eq!(
+        (end["type"].as_str(), end["status"].as_str()),
+        (Some("run_end"), Some("completed")),
+        "{more:?}"
+    );
+    assert_eq!(std::fs::read_to_string(d.join("edited.txt")).unwrap(), "from the page");
+    assert!(!d.join("a").exists(), "the model's own arguments ran");
+    let all = server.events("r1", None);
+    assert_eq!(all.len(), events.len() + more.len(), "each event once: {all:?}");
+    let listed = server.call("GET", "/v1/runs", None).json();
+    let r1 = listed["runs"].as_array().unwrap().iter().find(|r| r["run_id"] == "r1").unwrap();
+    assert_eq!(r1["status"], "completed", "{listed}");
+
+    // A denial with a message reaches the model as the call's result.
+    server.call("POST", "/v1/runs", Some(json!({"prompt": "Look.", "run_id": "d"})));
+    let events = server.events("d", None);
+    let call = events.last().unwrap().1["needs_input"][0]["call_id"].as_str().unwrap().to_owned();
+    let denied = server.call(
+        "POST",
+        &format!("/v1/runs/d/approvals/{call}"),
+        Some(json!({"decision": "deny", "message": "not in this folder"})),
+    );
+    assert_eq!(denied.status, 202, "{}", denied.body);
+    let more = server.events("d", events.last().unwrap().0);
+    let ended =
+        more.iter().find(|(_, e)| e["type"] == "tool_call_end" && e["call_id"] == call.as_str()).unwrap();
+    assert_eq!(ended.1["is_error"], true, "{more:?}");
+    assert!(ended.1["content"].as_str().unwrap().contains("not in this folder"), "{}", ended.1);
+
+    // A run limited to one turn stops at its limit (a `run_end` saying so); resumed with
+    // more, it completes.
+    let started = server.call(
+        "POST",
+        "/v1/runs",
+        Some(json!({"prompt": "What is the secret?", "run_id": "l", "limits": {"max_turns": 1}})),
+    );
+    assert_eq!(started.status, 201, "{}", started.body);
+    // (The workers' agent writes a file first: approved, the turn's calls run.)
+    let asked = server.events("l", None);
+    let call = asked.last().unwrap().1["needs_input"][0]["call_id"].as_str().unwrap().to_owned();
+    let approved =
+        server.call("POST", &format!("/v1/runs/l/approvals/{call}"), Some(json!({"decision": "approve"})));
+    assert_eq!(approved.status, 202, "{}", approved.body);
+    let limited = server.events("l", asked.last().unwrap().0);
+    let stop = &limited.last().unwrap().1;
+    assert_eq!((stop["type"].as_str(), stop["status"].as_str()), (Some("run_end"), Some("limit_reached")));
+    assert_eq!(server.call("GET", "/v1/runs/l", None).json()["status"], "limit_reached");
+    let early = server.call("POST", "/v1/runs/r1/resume", None);
+    assert_eq!(early.status, 409, "{}", early.body);
+    let resumed = server.call("POST", "/v1/runs/l/resume", Some(json!({"limits": {"max_turns": 10}})));
+    assert_eq!(resumed.status, 202, "{}", resumed.body);
+    let rest = server.events("l", limited.last().unwrap().0);
+    assert_eq!(rest.last().unwrap().1["status"], "completed", "{rest:?}");
+
+    // Cancel: a run waiting for an approval stops, failed; its stream ends with the error.
+    server.call("POST", "/v1/runs", Some(json!({"prompt": "Look.", "run_id": "c"})));
+    let events = server.events("c", None);
+    assert_eq!(types(&events).last().map(String::as_str), Some("needs_input"));
+    let cancelled = server.call("POST", "/v1/runs/c/cancel", None);
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    assert_eq!(cancelled.json()["status"], "failed", "{}", cancelled.body);
+    let rest = server.events("c", events.last().unwrap().0);
+    assert_eq!(types(&rest), ["error"], "{rest:?}");
+    assert_eq!(rest[0].0, Some(events.len() as u64));
+
+    for (answer, status) in [
+        (server.call("GET", "/v1/runs/nope", None), 404),
+        (server.call("GET", "/v1/runs/nope/events", None), 404),
+        (server.call("POST", "/v1/sessions/s/messages", Some(json!({"prompt": "hi"}))), 400),
+    ] {
+        assert_eq!(answer.status, status, "{}", answer.body);
+        assert!(!answer.json()["error"].as_str().unwrap().contains('\n'));
+    }
+}
+
+/// A model that asks the person one question with `ask_user`, then answers with what the
+/// tool's result said the reply was.
+fn asking_model() -> harnessx_test_support::server::Server {
+    use harnessx_test_support::server::{Reply, Server};
+    Server::respond(|request| {
+        let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+        let replied = messages.iter().rev().find(|m| m["role"] == "tool");
+        let message = match replied {
+            None => {
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "q1", "type": "function",
+                "function": {"name": "ask_user", "arguments": "{\"question\": \"Which colour?\", \"choices\": [\"red\", \"blue\"]}"}}]})
+            }
+            Some(tool) => {
+                json!({"role": "assistant", "content": format!("Told: {}", tool["content"].as_str().unwrap_or_default())})
+            }
+        };
+        Reply::json(
+            200,
+            json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).to_string(),
+        )
+    })
+}
+
+/// The question flow on `server` (its agent on `asking_model`): the run pauses with a
+/// `question`, an approval of it is refused, the reply is answered and reaches the model.
+fn a_question_is_answered(server: &Serve, id: &str) {
+    let started = server.call("POST", "/v1/runs", Some(json!({"prompt": "Paint it.", "run_id": id})));
+    assert_eq!(started.status, 201, "{}", started.body);
+    let events = server.events(id, None);
+    let waiting = &events.last().unwrap().1["needs_input"][0];
+    assert_eq!(waiting["kind"], "question", "{events:?}");
+    assert_eq!(
+        (waiting["tool"].as_str(), waiting["reason"].as_str()),
+        (Some("ask_user"), Some("Which colour?"))
+    );
+    let arguments: Value = serde_json::from_str(waiting["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(arguments["choices"], json!(["red", "blue"]));
+    let shown = server.call("GET", &format!("/v1/runs/{id}"), None).json();
+    assert_eq!(shown["needs_input"][0]["kind"], "question", "{shown}");
+    let approval =
+        server.call("POST", &format!("/v1/runs/{id}/approvals/q1"), Some(json!({"decision": "approve"})));
+    assert_eq!(approval.status, 409, "{}", approval.body);
+    let answered = server.call("POST", &format!("/v1/runs/{id}/answers/q1"), Some(json!({"text": "blue"})));
+    assert_eq!(answered.status, 202, "{}", answered.body);
+    let more = server.events(id, events.last().unwrap().0);
+    let end = &more.last().unwrap().1;
+    assert_eq!(end["status"], "completed", "{more:?}");
+    assert_eq!(end["output"], "Told: The user answered: blue");
+    let again = server.call("POST", &format!("/v1/runs/{id}/answers/q1"), Some(json!({"text": "red"})));
+    assert_eq!(again.status, 409, "{}", again.body);
+}
+
+#[test]
+fn ask_user_pauses_a_run_for_a_reply_given_through_the_api() {
+    let model = asking_model();
+    let dir = folder();
+    let base = format!("{}/v1", model.url);
+    let flags = ["--model", "openai:m", "--base-url", &base, "--tools", "ask_user"];
+    let server = Serve::start(dir.path(), &flags).unwrap();
+    a_question_is_answered(&server, "q");
+}
+
+#[test]
+fn ask_user_pauses_a_run_on_a_restate_cluster_for_a_reply() {
+    let Some(cluster) = harnessx_test_support::restate::RestateServer::start() else { return };
+    let model = asking_model();
+    let dir = folder();
+    let base = format!("{}/v1", model.url);
+    let flags = ["--model", "openai:m", "--base-url", &base, "--tools", "ask_user"];
+    let _worker = crate::cli_restate::Worker::start(dir.path(), &cluster, &flags);
+    let on = ["--restate", cluster.ingress_url.as_str(), "--restate-admin", cluster.admin_url.as_str()];
+    let server = Serve::start_on(dir.path(), &on, &flags).unwrap();
+    a_question_is_answered(&server, "q");
 }

@@ -337,10 +337,10 @@ impl RestateRuntime {
                 }
             }
             404 => {
-                return Err(DurableError::Cluster(format!(
-                    "no run with id {run_id:?} on the Restate cluster at {}",
-                    self.ingress
-                )));
+                return Err(DurableError::NoClusterRun {
+                    run_id: run_id.to_owned(),
+                    cluster: self.ingress.to_string(),
+                });
             }
             _ => {
                 state.status = RunStatus::Failed;
@@ -369,6 +369,43 @@ impl RestateRuntime {
     pub async fn events(&self, run_id: &str) -> Result<Vec<String>, DurableError> {
         let events = self.call(run_id, "events", None).await?;
         Ok(serde_json::from_value(events).unwrap_or_default())
+    }
+
+    /// The run's `--json` events from number `from` on (0 is the first), each a JSON
+    /// object as text: the [`AgentEvent`](harnessx_agent::AgentEvent)s of its steps, a
+    /// `needs_input` event where it paused, a `run_end` where it stopped at a limit. At
+    /// most 1,000 at once; empty past the end. (`harnessx serve` streams them.)
+    pub async fn feed(&self, run_id: &str, from: u64) -> Result<Vec<String>, DurableError> {
+        let events = self.call(run_id, "feed", Some(json!(from))).await?;
+        serde_json::from_value(events)
+            .map_err(|e| DurableError::Cluster(format!("HarnessxRun/feed answered an unexpected shape: {e}")))
+    }
+
+    /// Cancels the run (through the admin API): a run waiting for input or going on stops
+    /// and fails with `cancelled`; a finished run is left as it is. Needs
+    /// [`with_admin`](Self::with_admin).
+    pub async fn cancel(&self, run_id: &str) -> Result<(), DurableError> {
+        let Some(admin) = &self.admin else {
+            return Err(DurableError::Cluster(
+                "cancelling a run on a cluster needs its admin API: give RestateRuntime::with_admin (--restate-admin URL)"
+                    .into(),
+            ));
+        };
+        let quoted = run_id.replace('\'', "''");
+        let query = format!(
+            "SELECT id FROM sys_invocation WHERE target_service_name = 'HarnessxRun' AND \
+             target_service_key = '{quoted}' AND target_handler_name = 'run' AND status != 'completed'"
+        );
+        for row in self.query(admin, &query).await? {
+            let Some(id) = row["id"].as_str() else { continue };
+            let url = join(admin, &["invocations", id, "cancel"]);
+            let (status, text) = self.send(Method::PATCH, url, None).await?;
+            // 409: it completed meanwhile.
+            if !status.is_success() && status != StatusCode::CONFLICT {
+                return Err(DurableError::Cluster(format!("cancelling run {run_id:?}: {}", message(&text))));
+            }
+        }
+        Ok(())
     }
 
     /// Decides on an ASK call the run waits on; the run continues by itself.

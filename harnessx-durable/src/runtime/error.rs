@@ -46,6 +46,14 @@ pub enum DurableError {
     /// `restate`): the run is as the cluster last recorded it.
     #[error("{0}")]
     Cluster(String),
+    /// The Restate cluster has no run with this id (feature `restate`).
+    #[error("no run with id {run_id:?} on the Restate cluster at {cluster}")]
+    NoClusterRun {
+        /// The run id asked for.
+        run_id: String,
+        /// The cluster's ingress URL.
+        cluster: String,
+    },
     /// A conversation cannot go on from this run: it is not completed, or its chain of
     /// earlier turns is broken.
     #[error("{0}")]
@@ -59,7 +67,7 @@ pub(super) fn durable_error_type(error: &DurableError) -> &'static str {
         DurableError::Mismatch { .. } => "mismatch",
         DurableError::NotAwaited { .. } => "not_awaited",
         DurableError::Completed(_) => "completed",
-        DurableError::Cluster(_) => "cluster",
+        DurableError::Cluster(_) | DurableError::NoClusterRun { .. } => "cluster",
         DurableError::Conversation(_) => "conversation",
         DurableError::Agent(e) => spans::agent_error_type(e),
     }
@@ -76,7 +84,7 @@ pub(crate) fn not_awaited(
 ) -> DurableError {
     let what = match kind {
         NeedsInputKind::Approval => "an approval",
-        NeedsInputKind::Outcome => "an answer",
+        NeedsInputKind::Outcome | NeedsInputKind::Question => "an answer",
     };
     let waiting = if waiting.is_empty() {
         format!(" (it is {})", status.as_str())

@@ -435,8 +435,9 @@ impl AgentRuntime {
         Ok(())
     }
 
-    /// Answers whether a `manual` call whose outcome was unknown took effect; the text
-    /// becomes the call's result for the model. Then `resume` the run.
+    /// Answers whether a `manual` call whose outcome was unknown took effect (the text
+    /// becomes the call's result for the model), or replies to a question the run put to
+    /// a person. Then `resume` the run.
     pub fn answer(&self, run_id: &str, call_id: &str, text: &str) -> Result<(), DurableError> {
         self.awaited(run_id, call_id, NeedsInputKind::Outcome)?;
         self.journal.append(
@@ -452,7 +453,9 @@ impl AgentRuntime {
         let state = Replay::new(&entries);
         let waiting: Vec<&NeedsInput> =
             if run.status == RunStatus::NeedsInput { state.paused.iter().collect() } else { Vec::new() };
-        if let Some(n) = waiting.iter().find(|n| n.call_id == call_id && n.kind == kind) {
+        if let Some(n) =
+            waiting.iter().find(|n| n.call_id == call_id && n.kind.takes_answer() == kind.takes_answer())
+        {
             return Ok((*n).clone());
         }
         let waiting: Vec<NeedsInput> = waiting.into_iter().cloned().collect();

@@ -238,7 +238,7 @@ fn scenario(
                         NeedsInputKind::Approval => {
                             parent.approve(RUN, &need.call_id, ApprovalDecision::Approve).unwrap()
                         }
-                        NeedsInputKind::Outcome => {
+                        NeedsInputKind::Outcome | NeedsInputKind::Question => {
                             parent.answer(RUN, &need.call_id, &format!("{} done", need.tool)).unwrap()
                         }
                     }

@@ -14,7 +14,7 @@ use harnessx_agent::run::recovery;
 use harnessx_agent::{Agent, NeedsInput, NeedsInputKind, RunStatus, spans};
 use harnessx_core::hooks::{Blocked, ModelTurn, PromptOutcome, ResponseOutcome, RunUsage, UserPrompt};
 use harnessx_core::{
-    ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolCall,
+    ApprovalDecision, ApprovalRequest, PermissionManager, PlannedBatch, RunContext, ToolCall, ToolEvent,
 };
 
 use harnessx_core::Parts;
@@ -29,6 +29,13 @@ use super::{Shared, terminal};
 const NEEDS_INPUT: &str = "needs_input";
 /// The state key holding the run's events (`Vec<String>`), for `harnessx run --restate`.
 const EVENTS: &str = "events";
+/// The state key holding the ends of the chunks of the run's `--json` events
+/// (`Vec<u64>`: how many events the log held after each chunk); chunk `k` is the state
+/// key `feed/{k}` (`Vec<String>`, each a JSON object). Written a chunk at a time, so a
+/// long run writes each event once.
+const FEED: &str = "feed";
+/// The most events the `feed` handler answers at once.
+const FEED_PAGE: usize = 1000;
 /// The state key holding the limit the run stopped at ([`LimitStop`]), while it waits
 /// for a higher one.
 const LIMIT: &str = "limit";
@@ -45,6 +52,7 @@ fn promise_key(kind: NeedsInputKind, call_id: &str) -> String {
     match kind {
         NeedsInputKind::Approval => format!("approval/{call_id}"),
         NeedsInputKind::Outcome => format!("outcome/{call_id}"),
+        NeedsInputKind::Question => format!("question/{call_id}"),
     }
 }
 
@@ -78,6 +86,7 @@ impl HarnessxRun {
         // The run's own manager: grants made in it stay in it, and a replay rebuilds
         // them from the journaled decisions.
         let permissions = agent.permissions().session();
+        let (events, feed) = tokio::sync::mpsc::unbounded_channel();
         let mut steps = RestateSteps {
             ctx,
             run_id,
@@ -87,10 +96,16 @@ impl HarnessxRun {
             events: Vec::new(),
             dirty: false,
             limit_stops: 0,
+            feed: Feed { events: feed, pending: Vec::new(), ends: Vec::new() },
         };
         let start = harnessx_agent::Start { history: Vec::new(), prompt, parts, limits, output, price };
-        let state =
-            harnessx_agent::drive(agent, &mut steps, start, &permissions, None).await.map_err(|f| f.0)?;
+        // The loop's events, each attempt the same (every step it shows is journaled, and
+        // the model is asked without streaming), kept in the run's state as they come.
+        let state = harnessx_agent::drive(agent, &mut steps, start, &permissions, Some(&events))
+            .await
+            .map_err(|f| f.0)?;
+        // Its `run_end`.
+        steps.flush_events();
         if let Some(value) = &state.value {
             steps.ctx.set(VALUE, Json(value.clone()));
         }
@@ -150,6 +165,19 @@ struct RestateSteps<'ctx> {
     /// Stops at a limit so far: each waits on a promise of its own (replays take the
     /// same path, so the count is the same on every attempt).
     limit_stops: u32,
+    /// The run's `--json` events, for `harnessx serve`.
+    feed: Feed,
+}
+
+/// The run's `--json` events ([`AgentEvent`](harnessx_agent::AgentEvent)s, and the
+/// `needs_input` of a pause), written to the run's state in chunks as the run goes: on
+/// every attempt the same events in the same chunks, so a replay writes nothing new.
+struct Feed {
+    events: tokio::sync::mpsc::UnboundedReceiver<harnessx_agent::AgentEvent>,
+    /// Events received and not yet written, as JSON.
+    pending: Vec<String>,
+    /// The chunks written: how many events the log held after each.
+    ends: Vec<u64>,
 }
 
 impl RestateSteps<'_> {
@@ -157,6 +185,29 @@ impl RestateSteps<'_> {
         if std::mem::take(&mut self.dirty) {
             self.ctx.set(EVENTS, Json(self.events.clone()));
         }
+        let feed = &mut self.feed;
+        while let Ok(event) = feed.events.try_recv() {
+            match serde_json::to_string(&event) {
+                Ok(text) => feed.pending.push(text),
+                Err(e) => tracing::warn!(error = %e, "an event of the run could not be written as JSON"),
+            }
+        }
+        if feed.pending.is_empty() {
+            return;
+        }
+        let written = feed.ends.last().copied().unwrap_or(0);
+        let chunk = std::mem::take(&mut feed.pending);
+        let end = written + chunk.len() as u64;
+        self.ctx.set(&format!("{FEED}/{}", feed.ends.len()), Json(chunk));
+        feed.ends.push(end);
+        self.ctx.set(FEED, Json(feed.ends.clone()));
+    }
+
+    /// Adds `event` (a JSON object) to the run's events after those the loop sent so far.
+    fn say(&mut self, event: serde_json::Value) {
+        self.flush_events();
+        self.feed.pending.push(event.to_string());
+        self.flush_events();
     }
 }
 
@@ -336,20 +387,32 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         _agent: &Agent,
         _turn: u32,
         batch: PlannedBatch,
-        _ctx: &RunContext,
+        run: &RunContext,
     ) -> Result<Vec<Executed>, Fault> {
         self.flush_events();
         let mut batch = batch;
         let mut calls: Vec<ToolCall> = Vec::with_capacity(batch.len());
+        let mut tools: Vec<Option<String>> = Vec::with_capacity(batch.len());
         // Each call's result if it has one, and the arguments a person edited.
         let mut results: Vec<Option<Executed>> = Vec::with_capacity(batch.len());
         let mut edited: Vec<Option<serde_json::Value>> = Vec::with_capacity(batch.len());
         let mut rewritten: Vec<Option<serde_json::Value>> = Vec::with_capacity(batch.len());
         for planned in batch.iter_mut() {
             calls.push(planned.call().clone());
+            tools.push(planned.tool().map(str::to_owned));
             results.push(planned.result().map(|r| Executed::new(r.clone())));
             edited.push(planned.edited_arguments().cloned());
             rewritten.push(planned.rewritten_arguments().cloned());
+        }
+        // Each call announced in call order, as the engine does where it runs the batch
+        // itself; those settled already (refused, denied, answered) end at once.
+        for (index, call) in calls.iter().enumerate() {
+            run.emit(ToolEvent::CallStart { index, call, tool: tools[index].as_deref() });
+        }
+        for (index, settled) in results.iter().enumerate() {
+            if let Some(settled) = settled {
+                run.emit(ToolEvent::CallEnd { index, result: &settled.result });
+            }
         }
         let mut schedule = batch.schedule();
         let run_id = self.run_id.clone();
@@ -376,8 +439,9 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
         while let Some((slot, executed)) = pending.next().await? {
             let i = slots[slot];
             let what = format!("the result of call {}", calls[i].id);
-            let executed =
+            let executed: Executed =
                 internalize(self.blobs.as_ref(), executed?.into_inner(), &what).map_err(terminal)?;
+            run.emit(ToolEvent::CallEnd { index: i, result: &executed.result });
             results[i] = Some(executed);
             if let Some(next) = schedule.finished(i) {
                 pending.push(invoke(next));
@@ -401,7 +465,7 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
     }
 
     async fn pause(&mut self, _turn: u32, needs: &[NeedsInput]) -> Result<bool, Fault> {
-        self.flush_events();
+        self.say(serde_json::json!({"type": "needs_input", "needs_input": needs}));
         self.ctx.set(NEEDS_INPUT, Json(needs.to_vec()));
         Ok(true)
     }
@@ -413,7 +477,7 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
                 let Json(decision) = self.ctx.promise::<Json<ApprovalDecision>>(&key).await?;
                 harnessx_agent::Answer::Decision(decision)
             }
-            NeedsInputKind::Outcome => {
+            NeedsInputKind::Outcome | NeedsInputKind::Question => {
                 harnessx_agent::Answer::Outcome(self.ctx.promise::<String>(&key).await?)
             }
         })
@@ -426,13 +490,22 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
 
     async fn limit_reached(
         &mut self,
-        _turn: u32,
+        turn: u32,
         limit: Limit,
         limits: &RunLimits,
         usage: &Usage,
     ) -> Result<Option<RunLimits>, Fault> {
-        // Waits in place for `raise` (`harnessx resume ID --restate URL --max-...`).
-        self.flush_events();
+        // Waits in place for `raise` (`harnessx resume ID --restate URL --max-...`); its
+        // events say so as a journal's run does, with the `run_end` of a run stopped at a
+        // limit (events follow it once the limit is raised).
+        self.say(serde_json::json!({
+            "type": "run_end",
+            "status": RunStatus::LimitReached,
+            "limit": limit,
+            "output": "",
+            "usage": usage,
+            "turns": turn,
+        }));
         self.limit_stops += 1;
         let key = format!("limit/{}", self.limit_stops);
         let stop = LimitStop { key: key.clone(), limit, limits: limits.clone(), usage: *usage };
@@ -489,7 +562,8 @@ impl HarnessxRun {
         Ok(())
     }
 
-    /// Answers whether a `manual` call with an unknown outcome took effect.
+    /// Answers whether a `manual` call with an unknown outcome took effect, or replies to
+    /// a question.
     #[handler]
     async fn answer(&self, ctx: SharedWorkflowContext<'_>, answer: Json<Answer>) -> Result<(), HandlerError> {
         let Answer { call_id, text } = answer.into_inner();
@@ -543,6 +617,34 @@ impl HarnessxRun {
         Ok(Json(found.map(Json::into_inner)))
     }
 
+    /// The run's `--json` events from number `from` on (0 is the first), as JSON texts: at
+    /// most [`FEED_PAGE`] at once; none past the end.
+    #[handler]
+    async fn feed(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+        from: Json<u64>,
+    ) -> Result<Json<Vec<String>>, HandlerError> {
+        let from = from.into_inner();
+        let ends: Vec<u64> = ctx.get::<Json<Vec<u64>>>(FEED).await?.map(Json::into_inner).unwrap_or_default();
+        let mut found = Vec::new();
+        let first = ends.partition_point(|&end| end <= from);
+        for k in first..ends.len() {
+            let start = k.checked_sub(1).and_then(|before| ends.get(before)).copied().unwrap_or(0);
+            let chunk: Vec<String> = ctx
+                .get::<Json<Vec<String>>>(&format!("{FEED}/{k}"))
+                .await?
+                .map(Json::into_inner)
+                .unwrap_or_default();
+            let skip = usize::try_from(from.saturating_sub(start)).unwrap_or(usize::MAX);
+            found.extend(chunk.into_iter().skip(skip).take(FEED_PAGE - found.len()));
+            if found.len() >= FEED_PAGE {
+                break;
+            }
+        }
+        Ok(Json(found))
+    }
+
     /// What the run did so far, one line per step.
     #[handler]
     async fn events(&self, ctx: SharedWorkflowContext<'_>) -> Result<Json<Vec<String>>, HandlerError> {
@@ -570,7 +672,9 @@ async fn unanswered(ctx: &SharedWorkflowContext<'_>) -> Result<Vec<NeedsInput>, 
                 }
                 None => false,
             },
-            NeedsInputKind::Outcome => ctx.peek_promise::<String>(&key).await?.is_some(),
+            NeedsInputKind::Outcome | NeedsInputKind::Question => {
+                ctx.peek_promise::<String>(&key).await?.is_some()
+            }
         };
         if !resolved {
             open.push(n);
@@ -594,8 +698,11 @@ async fn awaited(
     kind: NeedsInputKind,
 ) -> Result<String, HandlerError> {
     let open = unanswered(ctx).await?;
-    if open.iter().any(|n| n.call_id == call_id && n.kind == kind) {
-        return Ok(promise_key(kind, call_id));
+    // `answer` replies to an outcome or a question, whichever the call waits for.
+    if let Some(n) =
+        open.iter().find(|n| n.call_id == call_id && n.kind.takes_answer() == kind.takes_answer())
+    {
+        return Ok(promise_key(n.kind, call_id));
     }
     Err(terminal(crate::runtime::not_awaited(ctx.key(), call_id, kind, &open, RunStatus::Running)))
 }
