@@ -60,11 +60,16 @@ async function showStatus() {
   if (!state.run) return null;
   let run;
   try { run = await api("GET", "/v1/runs/" + encodeURIComponent(state.run)); } catch (e) { say(e.message, "error"); return null; }
-  $("run-status").textContent = run.status;
-  const actions = $("actions");
-  actions.hidden = !(run.status === "running" || run.status === "limit_reached" || run.status === "needs_input");
-  $("resume").hidden = run.status !== "limit_reached";
+  setStatus(run.status);
   return run;
+}
+
+// Shows the open run's status (and the actions it allows): from the server, or at once
+// from the event that ended or paused the stream.
+function setStatus(status) {
+  $("run-status").textContent = status;
+  $("actions").hidden = !(status === "running" || status === "limit_reached" || status === "needs_input");
+  $("resume").hidden = status !== "limit_reached";
 }
 
 async function openRun(id) {
@@ -222,16 +227,19 @@ function show(event) {
       break;
     case "needs_input":
       for (const item of event.needs_input || []) transcript.append(item.kind === "approval" ? approval(item) : question(item));
+      setStatus("needs_input");
       break;
     case "run_end": {
       const end = el("div", "run-end");
       end.append(el("div", "", event.output || "(" + event.status + ")"));
       end.append(el("div", "notice", event.status + " · " + (event.turns || 0) + " turns · " + usageLine(event.usage)));
       transcript.append(end);
+      setStatus(event.status);
       break;
     }
     case "error":
       say(event.message, "error");
+      setStatus("failed");
       break;
     default:
       break;
@@ -340,20 +348,32 @@ function check(value, schema, at) {
   return null;
 }
 
+// A call waiting for words: an `ask_user` question (its suggested replies as buttons),
+// or whether a call whose outcome is unknown took effect.
 function question(item) {
   const box = el("div", "question");
   box.dataset.callId = item.call_id;
-  box.append(el("div", "", item.tool + ": did it take effect?"));
-  box.append(el("div", "notice", item.reason));
-  const text = el("textarea", "answer-text");
-  text.setAttribute("aria-label", "answer");
-  const send = button("answer-send", "Answer", async () => {
+  const reply = async (words) => {
     try {
-      await api("POST", "/v1/runs/" + encodeURIComponent(state.run) + "/answers/" + encodeURIComponent(item.call_id), { text: text.value });
+      await api("POST", "/v1/runs/" + encodeURIComponent(state.run) + "/answers/" + encodeURIComponent(item.call_id), { text: words });
       box.replaceChildren(el("span", "notice", "answered"));
       refollow();
     } catch (e) { box.append(el("div", "error", e.message)); }
-  });
+  };
+  if (item.kind === "question") {
+    box.append(el("div", "asked", item.reason));
+    let choices = [];
+    try { choices = JSON.parse(item.arguments).choices || []; } catch (_) { choices = []; }
+    const row = el("div", "choices");
+    for (const choice of choices) if (typeof choice === "string") row.append(button("choice", choice, () => reply(choice)));
+    if (row.childElementCount) box.append(row);
+  } else {
+    box.append(el("div", "", item.tool + ": did it take effect?"));
+    box.append(el("div", "notice", item.reason));
+  }
+  const text = el("textarea", "answer-text");
+  text.setAttribute("aria-label", "answer");
+  const send = button("answer-send", item.kind === "question" ? "Reply" : "Answer", () => reply(text.value));
   box.append(text, send);
   return box;
 }

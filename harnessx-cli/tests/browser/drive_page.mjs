@@ -1,13 +1,14 @@
 // Drives the page of `harnessx serve` in headless Chromium over the DevTools protocol, as a
 // person would: types a prompt and sends it, waits for the pending approval, edits the
 // call's arguments and approves them, and waits for the tool calls and the answer. Saves
-// a screenshot. Prints one JSON line: what it saw.
+// a screenshot. Prints one JSON line: what it saw. In the mode `question`, it waits for the
+// model's `ask_user` question instead and replies with its suggested reply `blue`.
 //
-// node --experimental-websocket drive_page.mjs CHROMIUM URL SCREENSHOT USER_DATA_DIR
+// node --experimental-websocket drive_page.mjs CHROMIUM URL SCREENSHOT USER_DATA_DIR [question]
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 
-const [chromium, url, screenshot, profile] = process.argv.slice(2);
+const [chromium, url, screenshot, profile, mode] = process.argv.slice(2);
 const browser = spawn(chromium, [
   "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
   "--remote-debugging-port=0", `--user-data-dir=${profile}`, "--window-size=412,915", "about:blank",
@@ -68,6 +69,18 @@ const waitFor = async (what, expression, ms = 30_000) => {
 };
 
 await waitFor("the page", `document.readyState === "complete" && !!document.getElementById("send")`);
+if (mode === "question") {
+  await evaluate(`document.getElementById("prompt").value = "Paint it."; document.getElementById("send").click(); true`);
+  await waitFor("the question", `!!document.querySelector(".question .choice")`);
+  const asked = await evaluate(`document.querySelector(".question .asked").textContent`);
+  const choices = await evaluate(`Array.from(document.querySelectorAll(".question .choice")).map((b) => b.textContent)`);
+  await evaluate(`Array.from(document.querySelectorAll(".question .choice")).find((b) => b.textContent === "blue").click(); true`);
+  const answer = await waitFor("the answer", `document.querySelector(".run-end")?.textContent || ""`);
+  console.log(JSON.stringify({ asked, choices, answer, errors }));
+  socket.close();
+  browser.kill("SIGKILL");
+  process.exit(0);
+}
 await evaluate(`document.getElementById("prompt").value = "Look around <img src=x onerror=alert(1)>"; document.getElementById("send").click(); true`);
 await waitFor("the pending approval", `!!document.querySelector(".approval .edit")`);
 await evaluate(`document.querySelector(".approval .edit").click(); true`);

@@ -663,3 +663,103 @@ fn ask_user_pauses_a_run_on_a_restate_cluster_for_a_reply() {
     let server = Serve::start_on(dir.path(), &on, &flags).unwrap();
     a_question_is_answered(&server, "q");
 }
+
+/// A client that stops reading its event stream, and one that goes away, hold nothing up:
+/// the run (megabytes of events, more than the sockets buffer) completes while the first
+/// reads nothing, and when it reads at last it gets every event, to the `run_end`.
+#[test]
+fn a_slow_or_vanished_event_client_never_stalls_a_run() {
+    use harnessx_test_support::server::{Reply, Server};
+    use std::io::{Read, Write};
+
+    let dir = folder();
+    std::fs::write(dir.path().join("big.txt"), "tangerine ".repeat(20_000)).unwrap();
+    let calls: Vec<Value> = (0..60)
+        .map(|i| {
+            json!({"id": format!("c{i}"), "type": "function",
+                "function": {"name": "read_file", "arguments": "{\"path\": \"big.txt\"}"}})
+        })
+        .collect();
+    let model = Server::respond(move |request| {
+        let answered =
+            request.body["messages"].as_array().is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        let message = if answered {
+            json!({"role": "assistant", "content": "Read it 60 times."})
+        } else {
+            json!({"role": "assistant", "content": null, "tool_calls": calls.clone()})
+        };
+        Reply::json(
+            200,
+            json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).to_string(),
+        )
+    });
+    let base = format!("{}/v1", model.url);
+    let flags = ["--model", "openai:m", "--base-url", &base, "--tools", "read_file"];
+    let server = Serve::start(dir.path(), &flags).unwrap();
+    let started = server.call("POST", "/v1/runs", Some(json!({"prompt": "Read big.txt.", "run_id": "s"})));
+    assert_eq!(started.status, 201, "{}", started.body);
+
+    let address = server.url.trim_start_matches("http://").to_owned();
+    let get = "GET /v1/runs/s/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n";
+    // One client asks for the stream and reads nothing; another asks and goes away.
+    let mut slow = std::net::TcpStream::connect(&address).unwrap();
+    slow.write_all(get.as_bytes()).unwrap();
+    let mut gone = std::net::TcpStream::connect(&address).unwrap();
+    gone.write_all(get.as_bytes()).unwrap();
+    drop(gone);
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let shown = server.call("GET", "/v1/runs/s", None).json();
+        if shown["status"] == "completed" {
+            assert_eq!(shown["output"], "Read it 60 times.");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the run stalled: {shown}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The slow client reads at last: every event, in order, to the end.
+    slow.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut seen = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    while !String::from_utf8_lossy(&seen[seen.len().saturating_sub(4096)..]).contains("\"type\":\"run_end\"")
+    {
+        let n = slow.read(&mut chunk).unwrap();
+        assert!(n > 0, "the stream ended before run_end");
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&seen);
+    assert!(text.len() > 1_000_000, "the stream was {} bytes: more than the sockets buffer?", text.len());
+    assert_eq!(text.matches("\"type\":\"tool_call_end\"").count(), 60);
+}
+
+#[test]
+fn in_a_real_browser_a_person_replies_to_the_models_question() {
+    use harnessx_test_support::system::ensure_debian_package;
+    let Some(chromium) = ensure_debian_package("chromium", "chromium") else { return };
+    let Some(node) = ensure_debian_package("nodejs", "node") else { return };
+    let model = asking_model();
+    let dir = folder();
+    let base = format!("{}/v1", model.url);
+    let server =
+        Serve::start(dir.path(), &["--model", "openai:m", "--base-url", &base, "--tools", "ask_user"])
+            .unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/drive_page.mjs");
+    let out = Command::new(node)
+        .args(["--experimental-websocket", script])
+        .arg(&chromium)
+        .arg(format!("{}/", server.url))
+        .arg(dir.path().join("question.png"))
+        .arg(dir.path().join("chromium-profile"))
+        .arg("question")
+        .output()
+        .unwrap();
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    });
+    assert!(out.status.success(), "{seen}");
+    assert_eq!(seen["asked"], "Which colour?", "{seen}");
+    assert_eq!(seen["choices"], json!(["red", "blue"]), "{seen}");
+    assert!(seen["answer"].as_str().unwrap().contains("Told: The user answered: blue"), "{seen}");
+    assert_eq!(seen["errors"], json!([]), "{seen}");
+}
