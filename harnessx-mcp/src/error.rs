@@ -1,5 +1,10 @@
 //! [`McpError`]: why an MCP server could not be used, or a registry not served.
 
+/// An [`McpError::Auth`]'s line.
+fn auth_line(server: &str, reason: &str) -> String {
+    if server.is_empty() { reason.to_owned() } else { format!("the MCP server `{server}`: {reason}") }
+}
+
 /// Why an MCP server could not be used. One line each.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -48,6 +53,15 @@ pub enum McpError {
         /// `stdio`, `io` or `HTTP`.
         transport: String,
         /// What went wrong.
+        reason: String,
+    },
+    /// A login to the server is needed, or could not be made or used
+    /// ([`auth`](crate::auth)).
+    #[error("{}", auth_line(server, reason))]
+    Auth {
+        /// The server's URL (empty for the login store's own faults).
+        server: String,
+        /// What happened, and what to do.
         reason: String,
     },
     /// The registry refused a tool (a name it does not accept).

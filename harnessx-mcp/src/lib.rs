@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod auth;
 mod client;
 mod error;
 mod server;

@@ -1,4 +1,5 @@
-//! `harnessx mcp serve`: built-in tools served over MCP, on stdio or streamable HTTP.
+//! `harnessx mcp serve`: built-in tools served over MCP, on stdio or streamable HTTP;
+//! `harnessx mcp login|logout|status`: logins to MCP servers behind OAuth.
 //!
 //! Over stdio, standard output carries nothing but the protocol; every line for a person
 //! goes to standard error.
@@ -27,7 +28,49 @@ pub(crate) enum McpCommand {
     /// the client's host asks its user before calls (the tools' annotations say which
     /// ones change things). ASK tools are asked through the client (MCP elicitation),
     /// and denied when the client cannot ask.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
+    /// Log in to an MCP server behind OAuth: finds its authorization server, registers
+    /// a client (or uses --client-id), prints the URL to open on one stderr line starting
+    /// `Open: ` (and opens a browser unless --no-browser), waits for the redirect on
+    /// 127.0.0.1, and keeps the tokens in the user's data folder (one file per server,
+    /// mode 0600). `--mcp-http URL` and `[mcp_servers.NAME] url` use them from then on.
+    Login(LoginArgs),
+    /// Forget the login of an MCP server.
+    Logout(LogoutArgs),
+    /// The MCP servers logged in to, and when their tokens expire.
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LoginArgs {
+    /// The server's MCP URL (https://, or http:// on this machine).
+    url: String,
+    /// A client id registered with the authorization server beforehand (default: the
+    /// server's dynamic client registration).
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+    /// A scope to ask for (repeatable; default: those the server advertises).
+    #[arg(long = "scope", value_name = "SCOPE")]
+    scopes: Vec<String>,
+    /// Do not open a browser: open the `Open: ` URL yourself.
+    #[arg(long)]
+    no_browser: bool,
+    /// How long to wait for the redirect, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LogoutArgs {
+    /// The server's MCP URL.
+    url: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// Print `{"servers": [{"origin", "url", "expires_at", "refreshable", "scopes"}]}`.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -62,8 +105,110 @@ fn parse_addr(text: &str) -> Result<SocketAddr, String> {
 
 pub(crate) async fn run(command: McpCommand) -> Result<ExitCode, CliError> {
     match command {
-        McpCommand::Serve(args) => serve(args).await,
+        McpCommand::Serve(args) => serve(*args).await,
+        McpCommand::Login(args) => login(args).await,
+        McpCommand::Logout(args) => logout(&args),
+        McpCommand::Status(args) => status(&args),
     }
+}
+
+fn store() -> Result<harnessx::mcp::auth::TokenStore, CliError> {
+    harnessx::mcp::auth::TokenStore::user().map_err(|e| CliError::Failed(e.to_string()))
+}
+
+async fn login(args: LoginArgs) -> Result<ExitCode, CliError> {
+    if !(args.url.starts_with("http://") || args.url.starts_with("https://")) {
+        return Err(CliError::Usage(format!(
+            "mcp login {:?}: give the server's http:// or https:// URL",
+            args.url
+        )));
+    }
+    let store = store()?;
+    let options = harnessx::mcp::auth::LoginOptions {
+        client_id: args.client_id.clone(),
+        scopes: args.scopes.clone(),
+        timeout: std::time::Duration::from_secs(args.timeout),
+    };
+    let browser = !args.no_browser;
+    let login = harnessx::mcp::auth::login(&store, &args.url, &options, |url| {
+        errln!("Open: {url}");
+        if browser {
+            open_in_browser(url);
+        }
+    })
+    .await
+    .map_err(|e| CliError::Failed(e.to_string()))?;
+    errln!(
+        "harnessx: logged in to {} ({}); the login is kept in {}",
+        login.origin,
+        expiry(&login),
+        store.dir().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens `url` in the desktop's browser, if there is one (`xdg-open`); the `Open: ` line
+/// is there either way.
+fn open_in_browser(url: &str) {
+    let _ = std::process::Command::new("xdg-open")
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+}
+
+/// When a login's token expires, in words.
+fn expiry(login: &harnessx::mcp::auth::Login) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let renews = if login.refreshable { ", renewed by its refresh token" } else { "" };
+    match login.expires_at {
+        None => format!("its token has no expiry{renews}"),
+        Some(at) if at <= now => format!("its token expired{renews}"),
+        Some(at) => {
+            let left = at - now;
+            let shown = if left >= 3600 {
+                format!("{} h", left / 3600)
+            } else {
+                format!("{} min", left.div_ceil(60))
+            };
+            format!("its token expires in {shown}{renews}")
+        }
+    }
+}
+
+fn logout(args: &LogoutArgs) -> Result<ExitCode, CliError> {
+    let store = store()?;
+    let removed = store.remove(&args.url).map_err(|e| CliError::Failed(e.to_string()))?;
+    if removed {
+        errln!("harnessx: logged out of {}", args.url);
+    } else {
+        errln!("harnessx: no login was kept for {}", args.url);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(args: &StatusArgs) -> Result<ExitCode, CliError> {
+    let store = store()?;
+    let logins = store.logins().map_err(|e| CliError::Failed(e.to_string()))?;
+    if args.json {
+        let servers: Vec<serde_json::Value> = logins
+            .iter()
+            .map(|l| {
+                json!({"origin": l.origin, "url": l.url, "expires_at": l.expires_at,
+                       "refreshable": l.refreshable, "scopes": l.scopes})
+            })
+            .collect();
+        outln!("{}", json!({ "servers": servers }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if logins.is_empty() {
+        errln!("harnessx: no MCP server logged in to (`harnessx mcp login URL`)");
+    }
+    for login in &logins {
+        outln!("{}  {}", login.url, expiry(login));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {

@@ -233,6 +233,10 @@ impl McpArgs {
             }
             servers.push(McpServer::http(url.clone(), Vec::<(String, String)>::new()));
         }
+        // A server over HTTP uses the login `harnessx mcp login` kept for it, if any.
+        if let Ok(store) = harnessx::mcp::auth::TokenStore::user() {
+            servers = servers.into_iter().map(|s| s.logged_in(store.clone())).collect();
+        }
         Ok(servers)
     }
 

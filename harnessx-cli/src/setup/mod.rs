@@ -278,7 +278,7 @@ pub(crate) async fn connect_mcp(
 /// one that started and failed the handshake or listing is a failure.
 fn mcp_error(e: McpError) -> CliError {
     match e {
-        McpError::Protocol { .. } => CliError::failed(e),
+        McpError::Protocol { .. } | McpError::Auth { .. } => CliError::failed(e),
         McpError::Clash { server, name } => CliError::Usage(format!(
             "the MCP server `{server}` has a tool named \"{name}\", which is already registered: pick the built-in tools with --tools (--tools '' for none), or leave one of the servers out"
         )),

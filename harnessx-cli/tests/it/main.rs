@@ -13,6 +13,7 @@ mod cli_durable;
 mod cli_hook_config;
 mod cli_hooks;
 mod cli_mcp;
+mod cli_mcp_auth;
 mod cli_mcp_serve;
 mod cli_output;
 mod cli_providers;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
 use rmcp::service::RunningService;
+use rmcp::transport::auth::AuthClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -54,10 +55,16 @@ pub(super) async fn connect(
 ) -> Result<(Service, Option<u32>), McpError> {
     let client = Client;
     let shown = server.display();
-    let handshake = |e: rmcp::service::ClientInitializeError| McpError::Protocol {
-        server: shown.clone(),
-        what: "did not initialize",
-        reason: e.to_string(),
+    let handshake = |e: rmcp::service::ClientInitializeError| {
+        if e.is_authorization_required() {
+            return McpError::Auth {
+                server: shown.clone(),
+                reason: format!(
+                    "it needs a login (it answered 401): run `harnessx mcp login {shown}`, then try again"
+                ),
+            };
+        }
+        McpError::Protocol { server: shown.clone(), what: "did not initialize", reason: e.to_string() }
     };
     match &server.kind {
         Kind::Stdio { command, args, env } => {
@@ -85,12 +92,29 @@ pub(super) async fn connect(
                     .map_err(|e| bad(format!("the value of header {name}: {e}")))?;
                 map.insert(name, value);
             }
+            let authorized = map.contains_key(&reqwest::header::AUTHORIZATION);
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
-            let transport = Watched {
-                inner: StreamableHttpClientTransport::from_config(config),
-                changed: changed.clone(),
+            let manager = match (&server.login, authorized) {
+                (Some(store), false) => crate::auth::manager(store, url).await?,
+                _ => None,
             };
-            let service = client.serve(transport).await.map_err(handshake)?;
+            let service = match manager {
+                Some(manager) => {
+                    let client_with_login = AuthClient::new(reqwest::Client::default(), manager);
+                    let transport = Watched {
+                        inner: StreamableHttpClientTransport::with_client(client_with_login, config),
+                        changed: changed.clone(),
+                    };
+                    client.serve(transport).await.map_err(handshake)?
+                }
+                None => {
+                    let transport = Watched {
+                        inner: StreamableHttpClientTransport::from_config(config),
+                        changed: changed.clone(),
+                    };
+                    client.serve(transport).await.map_err(handshake)?
+                }
+            };
             Ok((service, None))
         }
     }

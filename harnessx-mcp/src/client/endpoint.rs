@@ -4,6 +4,8 @@
 #[derive(Debug, Clone)]
 pub struct McpServer {
     pub(super) kind: Kind,
+    /// Where its login is kept, for a server over HTTP.
+    pub(super) login: Option<crate::auth::TokenStore>,
 }
 
 /// How the server is reached.
@@ -26,6 +28,7 @@ impl McpServer {
                 args: args.into_iter().map(Into::into).collect(),
                 env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
             },
+            login: None,
         }
     }
 
@@ -40,7 +43,18 @@ impl McpServer {
                 url: url.into(),
                 headers: headers.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
             },
+            login: None,
         }
+    }
+
+    /// A server over HTTP reached with the login `store` keeps for its URL (`harnessx
+    /// mcp login URL`, [`auth::login`](crate::auth::login)), when there is one: its token
+    /// sent on every request, refreshed before it expires and after a 401. (An
+    /// `Authorization` header given with [`http`](Self::http) wins.) A server that asks
+    /// for a login none is kept for fails to connect with one line saying how to log in.
+    pub fn logged_in(mut self, store: crate::auth::TokenStore) -> Self {
+        self.login = Some(store);
+        self
     }
 
     /// The command line or the URL, for messages.
