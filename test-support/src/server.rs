@@ -24,6 +24,8 @@ pub struct Reply {
     pub body: Vec<u8>,
     /// Send the body in pieces of this many bytes (chunked transfer encoding).
     pub split: Option<usize>,
+    /// Other headers (name, value).
+    pub headers: Vec<(String, String)>,
 }
 
 impl Reply {
@@ -34,12 +36,18 @@ impl Reply {
 
     /// An event stream.
     pub fn sse(body: Vec<u8>, split: Option<usize>) -> Self {
-        Self { status: 200, content_type: "text/event-stream", body, split }
+        Self { status: 200, content_type: "text/event-stream", body, split, headers: Vec::new() }
     }
 
     /// A JSON body.
     pub fn json(status: u16, body: impl Into<Vec<u8>>) -> Self {
-        Self { status, content_type: "application/json", body: body.into(), split: None }
+        Self { status, content_type: "application/json", body: body.into(), split: None, headers: Vec::new() }
+    }
+
+    /// The reply with header `name: value` too.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
     }
 }
 
@@ -233,6 +241,9 @@ async fn serve(
         "HTTP/1.1 {} X\r\ncontent-type: {}\r\nconnection: close\r\n",
         reply.status, reply.content_type
     );
+    for (name, value) in &reply.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
     match reply.split {
         None => {
             head.push_str(&format!("content-length: {}\r\n\r\n", reply.body.len()));

@@ -74,7 +74,13 @@ async fn traced_run(target: TraceTarget, tool_fails: bool) {
 }
 
 fn otlp_receiver() -> Server {
-    let ok = Reply { status: 200, content_type: "application/x-protobuf", body: Vec::new(), split: None };
+    let ok = Reply {
+        status: 200,
+        content_type: "application/x-protobuf",
+        body: Vec::new(),
+        split: None,
+        headers: Vec::new(),
+    };
     Server::start(vec![ok; 8])
 }
 

@@ -96,7 +96,13 @@ fn bad_trace_values_are_one_line_usage_errors() {
 #[test]
 fn trace_otlp_sends_the_spans_to_the_collector_the_variables_name() {
     let dir = workspace();
-    let ok = Reply { status: 200, content_type: "application/x-protobuf", body: Vec::new(), split: None };
+    let ok = Reply {
+        status: 200,
+        content_type: "application/x-protobuf",
+        body: Vec::new(),
+        split: None,
+        headers: Vec::new(),
+    };
     let collector = Server::start(vec![ok; 8]);
     let out = Binary::new(env!("CARGO_BIN_EXE_harnessx"))
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)

@@ -15,6 +15,7 @@ fn serve(n: usize) -> Server {
         content_type: "text/html",
         body: b"<h1>Local</h1><p>only with the opt-in</p>".to_vec(),
         split: None,
+        headers: Vec::new(),
     };
     Server::start(vec![page; n])
 }
@@ -79,7 +80,13 @@ fn web_flags_without_fetch_url_or_with_a_bad_value_are_usage_errors() {
 
 /// A server on 127.0.0.1 answering one request with `body` as HTML.
 fn serve_page(body: Vec<u8>) -> Server {
-    Server::start(vec![Reply { status: 200, content_type: "text/html", body, split: None }])
+    Server::start(vec![Reply {
+        status: 200,
+        content_type: "text/html",
+        body,
+        split: None,
+        headers: Vec::new(),
+    }])
 }
 
 // Regression: 20,000 nested `<div>`s aborted `harnessx` ("thread 'main' has overflowed its

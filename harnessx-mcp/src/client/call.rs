@@ -57,6 +57,13 @@ pub(super) async fn call(link: Arc<Link>, remote: String, args: Value) -> Result
                     link.shown
                 )));
             }
+            if e.is_authorization_required() {
+                // Its token was refused and could not be refreshed (or it never had one).
+                return Err(ToolError::new(format!(
+                    "the MCP server `{shown}` needs a login again (it refused the token, and it could not be refreshed): run `harnessx mcp login {shown}`",
+                    shown = link.shown
+                )));
+            }
             Err(ToolError::new(format!("the MCP server `{}` failed on {remote}: {e}", link.shown)))
         }
     }

@@ -3,6 +3,7 @@
 //! installed on demand by `harnessx-test-support` (a missing `npm` or `python3` skips a
 //! test locally and fails it under `CI`).
 
+mod auth;
 mod list_changed;
 mod serve_hooks;
 mod serve_rmcp;
