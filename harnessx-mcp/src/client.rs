@@ -24,6 +24,7 @@ mod link;
 mod options;
 mod output;
 mod refresh;
+mod resources;
 
 use std::sync::Arc;
 
@@ -141,7 +142,15 @@ pub async fn register_mcp(
         applied: Mutex::new(0),
     });
     let chosen = link.choose(tools);
-    let names: Vec<&str> = chosen.values().map(|(name, _)| name.as_str()).collect();
+    let offered = match &link.options.resources {
+        Some(prefix) => resources::definitions(&link, prefix),
+        None => Vec::new(),
+    };
+    let names: Vec<&str> = chosen
+        .values()
+        .map(|(name, _)| name.as_str())
+        .chain(offered.iter().map(|d| d.name.as_str()))
+        .collect();
     registry.ensure_free(&names).map_err(|e| match e {
         harnessx_core::RegistryError::DuplicateTool { name } => {
             McpError::Clash { server: shown.clone(), name }
@@ -150,6 +159,9 @@ pub async fn register_mcp(
     })?;
     for (name, tool) in chosen.values() {
         registry.register_tool(definition(tool, name, &link))?;
+    }
+    for offered in offered {
+        registry.register_tool(offered)?;
     }
     *link.registered() = chosen;
     tokio::spawn(refresh::refresh_task(Arc::downgrade(&link), changed));

@@ -584,6 +584,7 @@ mod tests {
         ("permissions.deny", "[permissions]\ndeny = [\"read_file\"]\n", 2),
         ("mcp_servers", "[mcp_servers.x]\ncommand = \"a\"\n", 1),
         ("mcp_trust", "mcp_trust = true\n", 1),
+        ("mcp_resources", "mcp_resources = true\n", 1),
         ("hooks", "[[hooks.pre_tool_use]]\nmatcher = \"*\"\ncommand = \"true\"\n", 1),
     ];
 

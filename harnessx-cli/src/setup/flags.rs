@@ -194,6 +194,11 @@ settings! {
         /// call more careful (`destructiveHint`) apply, as MCP says of untrusted servers.
         #[arg(long = "mcp-trust")]
         pub(crate) mcp_trust: bool => key "mcp_trust",
+        /// Offer each server's resources to the model as two tools, `list_resources` and
+        /// `read_resource` (a configuration file's server NAME: `NAME_list_resources`, ...;
+        /// with several servers on the command line: `mcp1_list_resources`, ...).
+        #[arg(long = "mcp-resources")]
+        pub(crate) mcp_resources: bool => key "mcp_resources",
         /// Servers from a configuration file's `[mcp_servers]` (or `[mcpServers]`) table, by
         /// name; no flag (`--mcp` and `--mcp-http` replace them).
         #[arg(skip)]
@@ -243,5 +248,57 @@ impl McpArgs {
     /// How each server's tools are registered: trusted with `--mcp-trust`.
     pub(crate) fn options(&self) -> McpOptions {
         McpOptions { trust_hints: self.mcp_trust, ..McpOptions::default() }
+    }
+
+    /// The servers ([`servers`](Self::servers)) each with how its tools are registered:
+    /// with `--mcp-resources`, its resource tools named after it (a configured server's
+    /// name; `mcpN_` for the N-th of several servers, none for the only one).
+    pub(crate) fn servers_with_options(&self) -> Result<Vec<(McpServer, McpOptions)>, CliError> {
+        let servers = self.servers()?;
+        let count = servers.len();
+        Ok(servers
+            .into_iter()
+            .enumerate()
+            .map(|(i, server)| {
+                let mut options = self.options();
+                if self.mcp_resources {
+                    let prefix = match self.configured.get(i) {
+                        Some((name, _)) => format!("{name}_"),
+                        None if count == 1 => String::new(),
+                        None => format!("mcp{}_", i + 1),
+                    };
+                    options.resources = Some(prefix);
+                }
+                (server, options)
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_servers_resource_tools_are_named_after_it() {
+        let prefixes = |args: &McpArgs| -> Vec<Option<String>> {
+            args.servers_with_options().unwrap().into_iter().map(|(_, o)| o.resources).collect()
+        };
+        let one = McpArgs { mcp: vec!["a".into()], mcp_resources: true, ..McpArgs::default() };
+        assert_eq!(prefixes(&one), [Some(String::new())]);
+        let configured = vec![(
+            "docs".to_owned(),
+            McpServer::stdio("d", Vec::<String>::new(), Vec::<(String, String)>::new()),
+        )];
+        let several = McpArgs {
+            mcp: vec!["a".into()],
+            mcp_http: vec!["http://127.0.0.1:9/mcp".into()],
+            configured,
+            mcp_resources: true,
+            ..McpArgs::default()
+        };
+        assert_eq!(prefixes(&several), [Some("docs_".into()), Some("mcp2_".into()), Some("mcp3_".into())]);
+        let off = McpArgs { mcp: vec!["a".into()], ..McpArgs::default() };
+        assert_eq!(prefixes(&off), [None]);
     }
 }

@@ -260,8 +260,8 @@ pub(crate) async fn connect_mcp(
     registry: &ToolRegistry,
 ) -> Result<Vec<McpConnection>, CliError> {
     let mut connections = Vec::new();
-    for server in mcp.servers()? {
-        match register_mcp(registry, server, mcp.options()).await {
+    for (server, options) in mcp.servers_with_options()? {
+        match register_mcp(registry, server, options).await {
             Ok(connection) => connections.push(connection),
             Err(e) => {
                 for connection in connections {
@@ -527,8 +527,8 @@ pub(crate) async fn build_agent(
     approvals: Approvals,
 ) -> Result<Agent, CliError> {
     let (mut builder, rules) = agent_builder(args, stream, approvals)?;
-    for server in args.mcp.servers()? {
-        builder = builder.mcp_with(server, args.mcp.options());
+    for (server, options) in args.mcp.servers_with_options()? {
+        builder = builder.mcp_with(server, options);
     }
     let agent = builder.connect().await.map_err(|e| match e {
         AgentError::Mcp(e) => mcp_error(e),

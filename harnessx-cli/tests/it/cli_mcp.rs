@@ -292,3 +292,33 @@ fn a_durable_run_re_runs_an_mcp_call_cut_off_by_a_crash_only_for_a_trusted_serve
         }
     }
 }
+
+#[test]
+fn mcp_resources_offers_a_servers_resources_as_tools() {
+    let Some(script) = server_script("server-everything") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("node '{}' stdio", script.display());
+    let out = harnessx(dir.path(), &["tools", "list", "--mcp", &server, "--mcp-resources", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let specs: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let names: Vec<&str> = specs.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"list_resources") && names.contains(&"read_resource"), "{names:?}");
+    let uri = "demo://resource/static/document/features.md";
+    let out = harnessx(
+        dir.path(),
+        &[
+            "tools",
+            "call",
+            "read_resource",
+            &format!(r#"{{"uri": "{uri}"}}"#),
+            "--mcp",
+            &server,
+            "--mcp-resources",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).starts_with(&format!("[resource {uri}]")), "{}", stdout(&out));
+    let out = harnessx(dir.path(), &["tools", "list", "--mcp-resources"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stdout(&out).contains("list_resources"), "no server, no resource tools: {}", stdout(&out));
+}

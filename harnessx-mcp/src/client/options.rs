@@ -23,4 +23,8 @@ pub struct McpOptions {
     /// `idempotentHint: true` (the `idempotent` replay policy: re-run after a crash,
     /// retried). See [`register_mcp`](crate::register_mcp).
     pub trust_hints: bool,
+    /// Offer the server's resources to the model as two tools, `{PREFIX}list_resources`
+    /// and `{PREFIX}read_resource` (`Some("")`: without a prefix); `None` (the default):
+    /// not offered. Blobs come back as media parts.
+    pub resources: Option<String>,
 }

@@ -64,24 +64,31 @@ fn convert(block: &ContentBlock) -> (String, Option<Part>) {
             media_type: audio.mime_type.clone(),
             data: data.into(),
         }),
-        ContentBlock::Resource(embedded) => match &embedded.resource {
-            ResourceContents::TextResourceContents { uri, text, .. } => {
-                (format!("[resource {uri}]\n{text}"), None)
-            }
-            ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
-                let media_type = mime_type.as_deref().unwrap_or("application/octet-stream");
-                medium(&format!("resource {uri}"), media_type, blob, |data| Part::File {
-                    media_type: media_type.to_owned(),
-                    name: file_name(uri),
-                    data: data.into(),
-                })
-            }
-            _ => ("[a resource of a kind this client does not know]".to_owned(), None),
-        },
+        ContentBlock::Resource(embedded) => resource(&embedded.resource),
         ContentBlock::ResourceLink(link) => (format!("[resource link: {}]", link.uri), None),
         // Unreachable with the rmcp built today; kept for kinds a newer rmcp adds.
         #[allow(unreachable_patterns)]
         _ => ("[content of a kind this client does not know]".to_owned(), None),
+    }
+}
+
+/// A resource's line and part: text as `[resource URI]` and its text, a blob as a
+/// [`File`](Part::File) part (named by its URI's last segment) with a line naming it.
+pub(super) fn resource(contents: &ResourceContents) -> (String, Option<Part>) {
+    match contents {
+        ResourceContents::TextResourceContents { uri, text, .. } => {
+            (format!("[resource {uri}]\n{text}"), None)
+        }
+        ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
+            let media_type = mime_type.as_deref().unwrap_or("application/octet-stream");
+            medium(&format!("resource {uri}"), media_type, blob, |data| Part::File {
+                media_type: media_type.to_owned(),
+                name: file_name(uri),
+                data: data.into(),
+            })
+        }
+        #[allow(unreachable_patterns)]
+        _ => ("[a resource of a kind this client does not know]".to_owned(), None),
     }
 }
 

@@ -369,3 +369,54 @@ mod deep_server {
         assert!(registry.tool_names().is_empty());
     }
 }
+
+/// With `resources`, the server's resources are two tools: the list (one per line, the
+/// URI first), and a resource read by its URI (text as text, a blob as a file part); a
+/// URI the server does not have is an error result naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_resources_are_offered_as_two_tools() {
+    let Some(server) = tokio::task::spawn_blocking(everything).await.unwrap() else { return };
+    let registry = ToolRegistry::new();
+    let options = McpOptions {
+        include: Some(vec!["echo".into()]),
+        resources: Some("ev_".into()),
+        ..McpOptions::default()
+    };
+    let connection = register_mcp(&registry, server, options).await.unwrap();
+    let list = registry.get_tool("ev_list_resources").unwrap();
+    assert_eq!((list.annotations.read_only, list.replay_policy), (Some(true), ReplayPolicy::Safe));
+    let listed = registry.execute(&call("ev_list_resources", "{}"), None).await;
+    assert!(!listed.is_error, "{}", listed.content);
+    let first = listed.content.lines().next().unwrap();
+    assert!(first.starts_with("demo://resource/static/document/"), "{}", listed.content);
+    assert!(
+        listed.content.contains("features.md (text/markdown): Static document file"),
+        "{}",
+        listed.content
+    );
+
+    let uri = "demo://resource/static/document/features.md";
+    let read = registry.execute(&call("ev_read_resource", &format!(r#"{{"uri": "{uri}"}}"#)), None).await;
+    assert!(!read.is_error, "{}", read.content);
+    assert!(read.content.starts_with(&format!("[resource {uri}]\n")), "{}", read.content);
+    assert!(read.parts.is_empty());
+
+    let blob = "demo://resource/dynamic/blob/7";
+    let read = registry.execute(&call("ev_read_resource", &format!(r#"{{"uri": "{blob}"}}"#)), None).await;
+    assert!(!read.is_error, "{}", read.content);
+    assert!(read.content.starts_with(&format!("[resource {blob}: text/plain, ")), "{}", read.content);
+    assert_eq!(read.parts.len(), 1);
+    assert_eq!(read.parts[0].media_type(), Some("text/plain"));
+
+    let missing =
+        registry.execute(&call("ev_read_resource", r#"{"uri": "demo://nothing/here"}"#), None).await;
+    assert!(missing.is_error);
+    assert!(
+        missing.content.contains("could not read the resource demo://nothing/here"),
+        "{}",
+        missing.content
+    );
+    let bad = registry.execute(&call("ev_read_resource", "{}"), None).await;
+    assert!(bad.is_error && bad.content.contains("uri"), "{}", bad.content);
+    connection.close().await;
+}
