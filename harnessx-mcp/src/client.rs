@@ -23,6 +23,7 @@ mod endpoint;
 mod link;
 mod options;
 mod output;
+mod prompts;
 mod refresh;
 mod resources;
 
@@ -34,6 +35,7 @@ use tokio::sync::Mutex;
 
 pub use endpoint::McpServer;
 pub use options::McpOptions;
+pub use prompts::{McpPrompt, McpPromptMessage, McpRole};
 
 use crate::McpError;
 use changes::Changes;
@@ -64,6 +66,21 @@ impl McpConnection {
     /// from the server updates them), in the server's order.
     pub fn tool_names(&self) -> Vec<String> {
         self.link.registered().values().map(|(name, _)| name.clone()).collect()
+    }
+
+    /// The prompts the server offers (MCP's `prompts/list`, every page).
+    pub async fn prompts(&self) -> Result<Vec<McpPrompt>, McpError> {
+        prompts::list(&self.link).await
+    }
+
+    /// The prompt `name` filled in with `arguments` (MCP's `prompts/get`): its messages,
+    /// as text and media parts.
+    pub async fn prompt(
+        &self,
+        name: &str,
+        arguments: &[(String, String)],
+    ) -> Result<Vec<McpPromptMessage>, McpError> {
+        prompts::get(&self.link, name, arguments).await
     }
 
     /// The server's command line or URL.

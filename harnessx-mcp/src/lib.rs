@@ -5,6 +5,9 @@ mod client;
 mod error;
 mod server;
 
-pub use client::{MCP_TIMEOUT_SECONDS, McpConnection, McpOptions, McpServer, register_mcp};
+pub use client::{
+    MCP_TIMEOUT_SECONDS, McpConnection, McpOptions, McpPrompt, McpPromptMessage, McpRole, McpServer,
+    register_mcp,
+};
 pub use error::McpError;
 pub use server::{McpServing, McpTransport, serve_mcp};

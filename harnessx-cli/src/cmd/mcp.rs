@@ -39,6 +39,18 @@ pub(crate) enum McpCommand {
     Logout(LogoutArgs),
     /// The MCP servers logged in to, and when their tokens expire.
     Status(StatusArgs),
+    /// The prompts of MCP servers, `SERVER/NAME ARGUMENTS  description` (what
+    /// `run --mcp-prompt` takes).
+    Prompts(PromptsArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PromptsArgs {
+    #[command(flatten)]
+    mcp: crate::setup::flags::McpArgs,
+    /// One JSON line per server: {"server", "prompts": [{"name", "description", "arguments"}]}.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -109,6 +121,12 @@ pub(crate) async fn run(command: McpCommand) -> Result<ExitCode, CliError> {
         McpCommand::Login(args) => login(args).await,
         McpCommand::Logout(args) => logout(&args),
         McpCommand::Status(args) => status(&args),
+        McpCommand::Prompts(args) => {
+            for line in crate::setup::mcp_prompt::list(&args.mcp, args.json).await? {
+                outln!("{line}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

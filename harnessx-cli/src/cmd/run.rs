@@ -24,8 +24,17 @@ use crate::text::{new_run_id, one_line};
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// What to ask the agent.
-    prompt: String,
+    /// What to ask the agent (or --mcp-prompt).
+    #[arg(required_unless_present = "mcp_prompt")]
+    prompt: Option<String>,
+    /// Take the run's prompt from an MCP server's prompts (`SERVER/NAME`; the name alone
+    /// with one server): a configuration file's server by its NAME, the N-th server of
+    /// the command line `mcpN`. `harnessx mcp prompts` lists them.
+    #[arg(long, value_name = "[SERVER/]NAME", conflicts_with = "prompt")]
+    mcp_prompt: Option<String>,
+    /// An argument of --mcp-prompt, NAME=VALUE (repeatable).
+    #[arg(long = "arg", value_name = "NAME=VALUE", requires = "mcp_prompt")]
+    prompt_args: Vec<String>,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
     #[command(flatten)]
@@ -64,7 +73,11 @@ pub(crate) struct RunArgs {
 pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     // Read and checked before anything starts: a bad file is a usage error.
     let output = args.output.output()?;
-    let prompt = Prompt::new(args.prompt.clone()).with_parts(args.attach.parts()?);
+    let prompt = match &args.mcp_prompt {
+        Some(spec) => setup::mcp_prompt::prompt(&args.agent.mcp, spec, &args.prompt_args).await?,
+        None => Prompt::new(args.prompt.clone().unwrap_or_default()),
+    };
+    let prompt = prompt.with_parts(args.attach.parts()?);
     if let Some(ingress) = &args.restate {
         // The workers build the agent; the flags only say what it must be.
         let expect = setup::expectation(&args.agent)?;

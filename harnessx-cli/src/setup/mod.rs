@@ -6,6 +6,7 @@
 pub(crate) mod agent_flags;
 pub(crate) mod attach;
 pub(crate) mod flags;
+pub(crate) mod mcp_prompt;
 pub(crate) mod output;
 pub(crate) mod rules;
 pub(crate) mod settings;

@@ -322,3 +322,67 @@ fn mcp_resources_offers_a_servers_resources_as_tools() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!stdout(&out).contains("list_resources"), "no server, no resource tools: {}", stdout(&out));
 }
+
+#[test]
+fn an_mcp_prompt_is_listed_and_becomes_the_runs_prompt() {
+    use harnessx_test_support::server::{Reply, Server};
+    let Some(script) = server_script("server-everything") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("node '{}' stdio", script.display());
+
+    let out = harnessx(dir.path(), &["mcp", "prompts", "--mcp", &server]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let listed = stdout(&out);
+    assert!(
+        listed.lines().any(|l| l
+            == "mcp1/args-prompt city [state]  A prompt with two arguments, one required and one optional"),
+        "{listed}"
+    );
+    let out = harnessx(dir.path(), &["mcp", "prompts", "--mcp", &server, "--json"]);
+    let shown: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(shown["server"], "mcp1");
+    let args_prompt =
+        shown["prompts"].as_array().unwrap().iter().find(|p| p["name"] == "args-prompt").unwrap();
+    assert_eq!(
+        args_prompt["arguments"][0],
+        serde_json::json!({"name": "city", "description": "Name of the city", "required": true})
+    );
+
+    // The prompt, filled in, is what the model is asked.
+    let model = Server::respond(|_| {
+        Reply::json(
+            200,
+            serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "Sunny."}, "finish_reason": "stop"}]})
+                .to_string(),
+        )
+    });
+    let base = format!("{}/v1", model.url);
+    let run = |extra: &[&str]| {
+        let mut args =
+            vec!["run", "--mcp", &server, "--tools", "", "--model", "openai:m", "--base-url", &base];
+        args.extend_from_slice(extra);
+        harnessx(dir.path(), &args)
+    };
+    let out = run(&["--mcp-prompt", "args-prompt", "--arg", "city=Paris"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Sunny.");
+    let asked = &model.requests()[0].body["messages"];
+    let user = asked.as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap();
+    assert_eq!(user["content"], "What's weather in Paris?", "{asked}");
+
+    // The command line's mistakes, each one line before anything is asked.
+    for (extra, said) in [
+        (vec!["--mcp-prompt", "args-prompt"], "the prompt mcp1/args-prompt needs --arg city=VALUE"),
+        (vec!["--mcp-prompt", "nope"], "the MCP server mcp1 has no prompt \"nope\"; it has "),
+        (vec!["--mcp-prompt", "other/args-prompt"], "no MCP server named \"other\"; the servers are mcp1"),
+        (vec!["--mcp-prompt", "args-prompt", "--arg", "city"], "--arg \"city\": give it as NAME=VALUE"),
+    ] {
+        let out = run(&extra);
+        assert_eq!(code(&out), 2, "{extra:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(said), "{extra:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+    }
+    assert_eq!(model.requests().len(), 1);
+    let out = harnessx(dir.path(), &["run", "hi", "--mcp-prompt", "args-prompt", "--mcp", &server]);
+    assert_eq!(code(&out), 2, "a prompt and --mcp-prompt: {}", stderr(&out));
+}

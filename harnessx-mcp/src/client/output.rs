@@ -53,7 +53,7 @@ pub(super) fn output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
 }
 
 /// A block's line in the text, and its part when it is a medium that decoded.
-fn convert(block: &ContentBlock) -> (String, Option<Part>) {
+pub(super) fn convert(block: &ContentBlock) -> (String, Option<Part>) {
     match block {
         ContentBlock::Text(text) => (text.text.clone(), None),
         ContentBlock::Image(image) => medium("image", &image.mime_type, &image.data, |data| Part::Image {
