@@ -39,5 +39,7 @@ pub use run::recovery::{Recovery, Unknown};
 pub use run::state::{NeedsInput, NeedsInputKind, RunOutcome, RunResult, RunState, RunStatus};
 pub use run::steps::{Answer, Executed, Recorded, Steps};
 pub use run::{Events, RunStream, call_ids_for_turn, history_safe};
+#[cfg(feature = "mcp")]
+pub use skills::SkillPrompts;
 pub use skills::{SKILL_TOOL_NAME, Skill, SkillError, SkillSource};
 pub use specialist::SubAgent;

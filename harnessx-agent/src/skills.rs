@@ -507,6 +507,57 @@ impl Skills {
     }
 }
 
+/// Skills as MCP prompts (`harnessx mcp serve --skills DIR`, through
+/// [`serve_mcp_with_prompts`](harnessx_mcp::serve_mcp_with_prompts)): each skill is a
+/// prompt of its name and description, with no arguments, whose one user message is its
+/// instructions as the `Skill` tool gives them (the body of its `SKILL.md`, its files
+/// listed).
+#[cfg(feature = "mcp")]
+#[derive(Debug, Clone)]
+pub struct SkillPrompts {
+    skills: Skills,
+}
+
+#[cfg(feature = "mcp")]
+impl SkillPrompts {
+    /// Loads `sources` (front matter only; each body is read when asked for), as an
+    /// agent does: two skills with one name fail.
+    pub fn load(sources: impl IntoIterator<Item = SkillSource>) -> Result<Self, SkillError> {
+        Ok(Self { skills: Skills::load(sources.into_iter().collect())? })
+    }
+}
+
+#[cfg(feature = "mcp")]
+impl harnessx_mcp::PromptSource for SkillPrompts {
+    fn prompts(&self) -> Vec<harnessx_mcp::McpPrompt> {
+        self.skills
+            .list()
+            .map(|s| harnessx_mcp::McpPrompt {
+                name: s.name.clone(),
+                description: Some(s.description.clone()),
+                arguments: Vec::new(),
+            })
+            .collect()
+    }
+
+    fn prompt(
+        &self,
+        name: &str,
+        _arguments: &[(String, String)],
+    ) -> Result<Vec<harnessx_mcp::McpPromptMessage>, String> {
+        let skill = self.skills.by_name.get(name).ok_or_else(|| {
+            let names: Vec<&str> = self.skills.by_name.keys().map(String::as_str).collect();
+            format!("no prompt named {name:?}; the prompts are the skills {}", names.join(", "))
+        })?;
+        let text = skill.open().map_err(|e| e.to_string())?;
+        Ok(vec![harnessx_mcp::McpPromptMessage {
+            role: harnessx_mcp::McpRole::User,
+            text,
+            parts: Vec::new(),
+        }])
+    }
+}
+
 /// The input schema of `Skill`.
 fn skill_schema() -> Value {
     json!({

@@ -10,4 +10,4 @@ pub use client::{
     register_mcp,
 };
 pub use error::McpError;
-pub use server::{McpServing, McpTransport, serve_mcp};
+pub use server::{McpServing, McpTransport, PromptSource, serve_mcp, serve_mcp_with_prompts};

@@ -157,7 +157,32 @@ pub async fn serve_mcp(
     permissions: PermissionManager,
     transport: McpTransport,
 ) -> Result<McpServing, McpError> {
-    let shared = Shared::new(registry, permissions);
+    serve_mcp_with_prompts(registry, permissions, transport, None).await
+}
+
+/// Prompts a server offers beside its tools ([`serve_mcp_with_prompts`]): the agent's
+/// skills, say (`harnessx mcp serve --skills DIR`).
+pub trait PromptSource: Send + Sync {
+    /// The prompts offered.
+    fn prompts(&self) -> Vec<crate::McpPrompt>;
+
+    /// Prompt `name` filled in with `arguments`; `Err`: one line for the client (an
+    /// unknown prompt, a missing argument, a file that cannot be read).
+    fn prompt(
+        &self,
+        name: &str,
+        arguments: &[(String, String)],
+    ) -> Result<Vec<crate::McpPromptMessage>, String>;
+}
+
+/// [`serve_mcp`], offering `prompts` too (MCP's `prompts/list` and `prompts/get`).
+pub async fn serve_mcp_with_prompts(
+    registry: ToolRegistry,
+    permissions: PermissionManager,
+    transport: McpTransport,
+    prompts: Option<std::sync::Arc<dyn PromptSource>>,
+) -> Result<McpServing, McpError> {
+    let shared = Shared::new(registry, permissions, prompts);
     let stop = CancellationToken::new();
     let (addr, task) = match transport.kind {
         TransportKind::Stdio => (

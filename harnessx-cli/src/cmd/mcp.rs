@@ -8,7 +8,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use harnessx::mcp::{McpTransport, serve_mcp};
+use harnessx::mcp::McpTransport;
 use serde_json::json;
 
 use crate::error::CliError;
@@ -105,6 +105,10 @@ pub(crate) struct ServeArgs {
     /// listening.
     #[arg(long)]
     json: bool,
+    /// Offer the skills in this folder as MCP prompts (each skill's name, description
+    /// and instructions). Repeatable.
+    #[arg(long = "skills", value_name = "DIR")]
+    skills: Vec<std::path::PathBuf>,
 }
 
 /// `HOST:PORT`, resolved to the first address it names.
@@ -275,7 +279,16 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
     };
     // Before the first answer: a client may stop the server as soon as it has one.
     let shutdown = Shutdown::listen();
-    let server = serve_mcp(registry, manager, transport).await.map_err(CliError::failed)?;
+    let prompts: Option<std::sync::Arc<dyn harnessx::mcp::PromptSource>> = if args.skills.is_empty() {
+        None
+    } else {
+        let sources = args.skills.iter().map(harnessx::agent::SkillSource::dir);
+        let skills = harnessx::agent::SkillPrompts::load(sources).map_err(CliError::usage)?;
+        Some(std::sync::Arc::new(skills))
+    };
+    let server = harnessx::mcp::serve_mcp_with_prompts(registry, manager, transport, prompts)
+        .await
+        .map_err(CliError::failed)?;
     if let (Some(url), Some(addr)) = (server.url(), server.local_addr()) {
         errln!("harnessx: serving MCP at {url}");
         if !addr.ip().is_loopback() {

@@ -386,3 +386,66 @@ fn an_mcp_prompt_is_listed_and_becomes_the_runs_prompt() {
     let out = harnessx(dir.path(), &["run", "hi", "--mcp-prompt", "args-prompt", "--mcp", &server]);
     assert_eq!(code(&out), 2, "a prompt and --mcp-prompt: {}", stderr(&out));
 }
+
+/// `mcp serve --skills DIR` offers the skills as prompts: another harnessx lists them and
+/// runs one (the skill's instructions are what the model is asked).
+#[test]
+fn mcp_serve_offers_skills_as_prompts() {
+    use harnessx_test_support::server::{Reply, Server};
+    let dir = tempfile::tempdir().unwrap();
+    let skills = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../harnessx-agent/tests/fixtures/skills");
+    let served = format!(
+        "'{}' mcp serve --tools read_file --base-path '{}' --skills '{}'",
+        env!("CARGO_BIN_EXE_harnessx"),
+        dir.path().display(),
+        skills.display()
+    );
+    let out = harnessx(dir.path(), &["mcp", "prompts", "--mcp", &served]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let listed = stdout(&out);
+    let pdf =
+        listed.lines().find(|l| l.starts_with("mcp1/pdf-forms  ")).unwrap_or_else(|| panic!("{listed}"));
+    assert!(pdf.contains("Fill in PDF forms and extract their fields."), "{pdf}");
+    assert!(listed.lines().any(|l| l.starts_with("mcp1/release-notes  ")), "{listed}");
+
+    let model = Server::respond(|_| {
+        Reply::json(
+            200,
+            serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "Noted."}, "finish_reason": "stop"}]})
+                .to_string(),
+        )
+    });
+    let base = format!("{}/v1", model.url);
+    let out = harnessx(
+        dir.path(),
+        &[
+            "run",
+            "--mcp-prompt",
+            "pdf-forms",
+            "--mcp",
+            &served,
+            "--tools",
+            "",
+            "--model",
+            "openai:m",
+            "--base-url",
+            &base,
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let asked = &model.requests()[0].body["messages"];
+    let user = asked.as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap();
+    let text = user["content"].as_str().unwrap();
+    let body = std::fs::read_to_string(skills.join("pdf-forms/SKILL.md")).unwrap();
+    let first = body.split("---").nth(2).unwrap().trim().lines().next().unwrap();
+    assert!(text.starts_with(first), "the skill's instructions: {text}");
+    assert!(text.contains("This skill expects to use only these tools: read_file, bash."), "{text}");
+
+    let out = harnessx(dir.path(), &["run", "--mcp-prompt", "nope", "--mcp", &served, "--tools", ""]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("has no prompt \"nope\"; it has commit-messages, pdf-forms, release-notes"),
+        "{}",
+        stderr(&out)
+    );
+}

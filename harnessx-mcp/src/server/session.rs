@@ -10,8 +10,10 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use harnessx_core::{Blob, Part, PermissionManager, RunContext, ToolCall, ToolRegistry, ToolResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
-    ErrorCode, Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations as McpAnnotations,
+    ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InitializeResult,
+    JsonObject, ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ResourceContents, Role, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations as McpAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -23,13 +25,19 @@ use super::approval;
 pub(super) struct Shared {
     pub(super) registry: ToolRegistry,
     pub(super) permissions: PermissionManager,
+    /// The prompts offered beside the tools, if any.
+    prompts: Option<Arc<dyn crate::server::PromptSource>>,
     /// Numbers the calls, so each has its own call id (approval requests and logs name it).
     calls: AtomicU64,
 }
 
 impl Shared {
-    pub(super) fn new(registry: ToolRegistry, permissions: PermissionManager) -> Arc<Self> {
-        Arc::new(Self { registry, permissions, calls: AtomicU64::new(0) })
+    pub(super) fn new(
+        registry: ToolRegistry,
+        permissions: PermissionManager,
+        prompts: Option<Arc<dyn crate::server::PromptSource>>,
+    ) -> Arc<Self> {
+        Arc::new(Self { registry, permissions, prompts, calls: AtomicU64::new(0) })
     }
 }
 
@@ -149,7 +157,11 @@ fn tools(registry: &ToolRegistry) -> Vec<Tool> {
 
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = match self.shared.prompts {
+            Some(_) => ServerCapabilities::builder().enable_tools().enable_prompts().build(),
+            None => ServerCapabilities::builder().enable_tools().build(),
+        };
+        InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("harnessx", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Tools served by harnessx. A failed call is a result with isError set and one line saying what \
@@ -163,6 +175,61 @@ impl ServerHandler for Session {
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(tools(&self.shared.registry)))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let offered = self.shared.prompts.as_ref().map(|p| p.prompts()).unwrap_or_default();
+        let prompts = offered
+            .into_iter()
+            .map(|p| {
+                let arguments: Vec<PromptArgument> = p
+                    .arguments
+                    .into_iter()
+                    .map(|(name, description, required)| {
+                        let mut argument = PromptArgument::new(name).with_required(required);
+                        if let Some(description) = description {
+                            argument = argument.with_description(description);
+                        }
+                        argument
+                    })
+                    .collect();
+                Prompt::new(p.name, p.description, (!arguments.is_empty()).then_some(arguments))
+            })
+            .collect();
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let Some(prompts) = &self.shared.prompts else {
+            return Err(ErrorData::invalid_params(format!("no prompt named {:?}", request.name), None));
+        };
+        let arguments: Vec<(String, String)> = request
+            .arguments
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+            .collect();
+        let messages = prompts
+            .prompt(&request.name, &arguments)
+            .map_err(|e| ErrorData::invalid_params(e, None))?
+            .into_iter()
+            .map(|m| {
+                let role = match m.role {
+                    crate::McpRole::User => Role::User,
+                    crate::McpRole::Assistant => Role::Assistant,
+                };
+                PromptMessage::new_text(role, m.text)
+            })
+            .collect();
+        Ok(GetPromptResult::new(messages).into())
     }
 
     // `get_tool` is left to its default (`None`): rmcp would otherwise validate the
