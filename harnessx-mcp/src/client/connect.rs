@@ -16,9 +16,16 @@ use super::changes::{Changes, Watched};
 use super::endpoint::{Kind, McpServer};
 use crate::McpError;
 
-/// The client side of a connection: says who we are.
+/// The client side of a connection: says who we are, and passes the server's log
+/// messages on to `tracing`.
 #[derive(Clone)]
-pub(super) struct Client;
+pub(super) struct Client {
+    /// The server's command line or URL, for its log lines.
+    server: Arc<str>,
+}
+
+/// The most characters of a server's log message kept (a server may send anything).
+const LOG_MAX_CHARS: usize = 4096;
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
@@ -26,6 +33,39 @@ impl ClientHandler for Client {
             ClientCapabilities::default(),
             Implementation::new("harnessx", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    /// A server's `notifications/message`: a `tracing` event (target
+    /// `harnessx_mcp::server_log`) at its level (`debug`; `info` and `notice`; `warning`;
+    /// `error` and above), with the server, the logger and the message (its text, or its
+    /// JSON), cut at 4,096 characters. (MCP deprecates server logging (SEP-2577); servers
+    /// still send it, so it is read while rmcp reads it.)
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        use rmcp::model::LoggingLevel;
+        let text = match &params.data {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let message: String = text.chars().take(LOG_MAX_CHARS).collect();
+        let server = &*self.server;
+        let logger = params.logger.as_deref().unwrap_or_default();
+        match params.level {
+            LoggingLevel::Debug => {
+                tracing::debug!(target: "harnessx_mcp::server_log", server, logger, "{message}");
+            }
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(target: "harnessx_mcp::server_log", server, logger, "{message}");
+            }
+            LoggingLevel::Warning => {
+                tracing::warn!(target: "harnessx_mcp::server_log", server, logger, "{message}");
+            }
+            _ => tracing::error!(target: "harnessx_mcp::server_log", server, logger, "{message}"),
+        }
     }
 }
 
@@ -53,7 +93,7 @@ pub(super) async fn connect(
     server: &McpServer,
     changed: &Arc<Changes>,
 ) -> Result<(Service, Option<u32>), McpError> {
-    let client = Client;
+    let client = Client { server: Arc::from(server.display()) };
     let shown = server.display();
     let handshake = |e: rmcp::service::ClientInitializeError| {
         if e.is_authorization_required() {

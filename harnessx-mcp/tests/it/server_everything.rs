@@ -420,3 +420,57 @@ async fn its_resources_are_offered_as_two_tools() {
     assert!(bad.is_error && bad.content.contains("uri"), "{}", bad.content);
     connection.close().await;
 }
+
+/// A server's log messages (`notifications/message`) become `tracing` events with the
+/// server's name: server-everything sends one at once when its simulated logging starts.
+#[test]
+fn its_log_messages_go_to_tracing() {
+    use std::sync::{Arc, Mutex};
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    /// Keeps the messages of `harnessx_mcp::server_log` events.
+    struct Logs(Arc<Mutex<Vec<String>>>);
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Logs {
+        fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+            if event.metadata().target() != "harnessx_mcp::server_log" {
+                return;
+            }
+            struct Fields(String);
+            impl tracing::field::Visit for Fields {
+                fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                    self.0.push_str(&format!("{}={value:?} ", field.name()));
+                }
+                fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                    self.0.push_str(&format!("{}={value} ", field.name()));
+                }
+            }
+            let mut fields = Fields(String::new());
+            event.record(&mut fields);
+            self.0.lock().unwrap().push(fields.0);
+        }
+    }
+
+    let Some(server) = everything() else { return };
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let subscriber = tracing_subscriber::registry().with(Logs(logs.clone()));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    // On this thread only: the connection's tasks run here too.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let registry = ToolRegistry::new();
+        let options =
+            McpOptions { include: Some(vec!["toggle-simulated-logging".into()]), ..McpOptions::default() };
+        let connection = register_mcp(&registry, server, options).await.unwrap();
+        let started = registry.execute(&call("toggle-simulated-logging", "{}"), None).await;
+        assert!(!started.is_error, "{}", started.content);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        while logs.lock().unwrap().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        connection.close().await;
+    });
+    let logs = logs.lock().unwrap();
+    let first = logs.first().expect("a log message reached tracing");
+    assert!(first.contains("server=node "), "{first}");
+    assert!(first.contains("message="), "{first}");
+}
