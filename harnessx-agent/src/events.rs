@@ -9,7 +9,7 @@ use crate::run::state::RunStatus;
 
 /// One event of [`Agent::run_stream`](crate::Agent::run_stream). Serializes as a
 /// JSON object with a `type` field (`model_request`, `text_delta`, `reasoning_delta`, `tool_call_start`,
-/// `tool_call_end`, `hook`, `model_fallback`, `compaction`, `run_end`, `error`).
+/// `tool_call_end`, `tool_progress`, `hook`, `model_fallback`, `compaction`, `run_end`, `error`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -68,6 +68,18 @@ pub enum AgentEvent {
         /// `model_request`. Not written when empty.
         #[serde(serialize_with = "described", skip_serializing_if = "Parts::is_empty")]
         parts: Parts,
+    },
+    /// A running tool call reported how far it got (an MCP server's
+    /// `notifications/progress`, or a handler's own through `ToolContext::progress`).
+    ToolProgress {
+        /// The call id.
+        call_id: String,
+        /// How far it got (increases with each report).
+        progress: f64,
+        /// Of how much (`null` when unknown).
+        total: Option<f64>,
+        /// What it is doing (`null` when it does not say).
+        message: Option<String>,
     },
     /// A hook decided something: about a call, `allow`, `ask`, `deny`, `rewrite` or
     /// `answer` before it ran, `replace` after; about the run (`call_id` `null`),

@@ -142,7 +142,8 @@ pub async fn register_mcp(
 ) -> Result<McpConnection, McpError> {
     let shown = server.display();
     let changed = Arc::new(Changes::default());
-    let (service, pid) = connect::connect(&server, &changed).await?;
+    let progress = Arc::new(connect::Progress::default());
+    let (service, pid) = connect::connect(&server, &changed, &progress).await?;
     let tools = connect::list_tools(&service).await.map_err(|reason| McpError::Protocol {
         server: shown.clone(),
         what: "could not list its tools",
@@ -157,6 +158,7 @@ pub async fn register_mcp(
         changed: changed.clone(),
         registry: registry.downgrade(),
         applied: Mutex::new(0),
+        progress,
     });
     let chosen = link.choose(tools);
     let offered = match &link.options.resources {

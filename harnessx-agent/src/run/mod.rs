@@ -295,6 +295,12 @@ pub(crate) fn agent_event(event: &ToolEvent<'_>) -> Option<AgentEvent> {
             content: result.content.clone(),
             parts: result.parts.clone(),
         },
+        ToolEvent::Progress { call_id, progress, total, message } => AgentEvent::ToolProgress {
+            call_id: call_id.to_owned(),
+            progress,
+            total,
+            message: message.map(str::to_owned),
+        },
         ToolEvent::Hook { call_id, hook, decision } => AgentEvent::Hook {
             hook: hook.to_owned(),
             call_id: Some(call_id.to_owned()),

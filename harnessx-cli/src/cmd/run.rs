@@ -313,6 +313,11 @@ impl Shown {
             AgentEvent::Hook { hook, decision, .. } => {
                 self.progress.line(format!("⚑ hook {}: {decision}", one_line(&hook, 60)));
             }
+            AgentEvent::ToolProgress { progress, total, message, .. } => {
+                let of = total.map(|t| format!("/{t}")).unwrap_or_default();
+                let said = message.map(|m| format!(": {}", one_line(&m, 100))).unwrap_or_default();
+                self.progress.line(format!("  … {progress}{of}{said}"));
+            }
             AgentEvent::ModelFallback { from, to, reason } => {
                 self.progress.line(format!("⇢ {from} is down ({reason}); asking {to}"));
             }

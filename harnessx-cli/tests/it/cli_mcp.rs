@@ -449,3 +449,58 @@ fn mcp_serve_offers_skills_as_prompts() {
         stderr(&out)
     );
 }
+
+/// A server's progress notifications about a call become `tool_progress` events.
+#[test]
+fn a_servers_progress_is_streamed_as_tool_progress_events() {
+    use harnessx_test_support::server::{Reply, Server};
+    let Some(script) = server_script("server-everything") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("node '{}' stdio", script.display());
+    let model = Server::respond(|request| {
+        let answered =
+            request.body["messages"].as_array().is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        let message = if answered {
+            serde_json::json!({"role": "assistant", "content": "Done."})
+        } else {
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": "p1", "type": "function",
+                "function": {"name": "trigger-long-running-operation", "arguments": "{\"duration\": 0.3, \"steps\": 3}"}}]})
+        };
+        Reply::json(
+            200,
+            serde_json::json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+                .to_string(),
+        )
+    });
+    let base = format!("{}/v1", model.url);
+    let out = harnessx(
+        dir.path(),
+        &[
+            "run",
+            "Go.",
+            "--mcp",
+            &server,
+            "--tools",
+            "",
+            "--model",
+            "openai:m",
+            "--base-url",
+            &base,
+            "--yes",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let progress: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_progress").collect();
+    assert_eq!(progress.len(), 3, "{events:?}");
+    for (i, event) in progress.iter().enumerate() {
+        assert_eq!(event["call_id"], "p1");
+        assert_eq!(event["progress"], serde_json::json!(i as f64 + 1.0));
+        assert_eq!(event["total"], serde_json::json!(3.0));
+    }
+    let start = events.iter().position(|e| e["type"] == "tool_call_start").unwrap();
+    let end = events.iter().position(|e| e["type"] == "tool_call_end").unwrap();
+    let first = events.iter().position(|e| e["type"] == "tool_progress").unwrap();
+    assert!(start < first && first < end, "progress between the call's start and end: {events:?}");
+}

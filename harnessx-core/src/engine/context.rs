@@ -91,6 +91,11 @@ impl RunContext {
         self
     }
 
+    /// The sink of the engine's events, if any (a handler's progress goes there).
+    pub(crate) fn event_sink(&self) -> Option<&Arc<dyn ToolEventSink>> {
+        self.events.as_ref()
+    }
+
     /// The permission manager, if any.
     pub fn permissions(&self) -> Option<&PermissionManager> {
         self.permissions.as_ref()

@@ -23,6 +23,18 @@ pub enum ToolEvent<'a> {
         /// Its result.
         result: &'a ToolResult,
     },
+    /// A running call reported how far it got (an MCP server's `notifications/progress`,
+    /// or a handler's own through [`ToolContext::progress`](crate::ToolContext::progress)).
+    Progress {
+        /// The call id.
+        call_id: &'a str,
+        /// How far it got (increases with each report).
+        progress: f64,
+        /// Of how much, when known.
+        total: Option<f64>,
+        /// What it is doing, when it says.
+        message: Option<&'a str>,
+    },
     /// A hook decided something about a call ([`crate::hooks`]): `decision` is `allow`,
     /// `ask`, `deny`, `rewrite` or `answer` before the call, `replace` after it.
     Hook {

@@ -22,17 +22,55 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 pub type HandlerResult = Result<ToolOutput, ToolError>;
 
 /// Per-call information handed to a handler.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     call_id: Arc<str>,
     tool_name: Arc<str>,
     idempotency_key: Option<Arc<str>>,
+    /// Where the call's progress is reported (the run's event sink), if anywhere.
+    events: Option<Arc<dyn crate::engine::events::ToolEventSink>>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field("tool_name", &self.tool_name)
+            .field("idempotency_key", &self.idempotency_key)
+            .field("reports_progress", &self.events.is_some())
+            .finish()
+    }
 }
 
 impl ToolContext {
     /// A context for the call `call_id` of the tool `tool_name`.
     pub fn new(call_id: impl Into<Arc<str>>, tool_name: impl Into<Arc<str>>) -> Self {
-        Self { call_id: call_id.into(), tool_name: tool_name.into(), idempotency_key: None }
+        Self { call_id: call_id.into(), tool_name: tool_name.into(), idempotency_key: None, events: None }
+    }
+
+    /// The same context, reporting the call's progress to `sink`.
+    pub fn with_events(mut self, sink: Arc<dyn crate::engine::events::ToolEventSink>) -> Self {
+        self.events = Some(sink);
+        self
+    }
+
+    /// Whether anyone follows the call's progress ([`progress`](Self::progress) reports
+    /// nothing otherwise): a handler can skip working it out.
+    pub fn reports_progress(&self) -> bool {
+        self.events.is_some()
+    }
+
+    /// Reports how far the call got: `progress` (increasing with each report) of `total`
+    /// when known, and what it is doing. A run streams it as a `tool_progress` event.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(sink) = &self.events {
+            sink.on_event(&crate::engine::events::ToolEvent::Progress {
+                call_id: &self.call_id,
+                progress,
+                total,
+                message,
+            });
+        }
     }
 
     /// The same context with an idempotency key.
@@ -63,17 +101,35 @@ impl ToolContext {
 /// The call a handler runs for, borrowed: what [`ToolContext`] holds, without making one.
 /// Given to [`AsyncToolHandler::call_json`], so that a handler that does not take the
 /// context costs no allocation for it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct CallInfo<'a> {
     call_id: &'a str,
     tool_name: &'a Arc<str>,
     idempotency_key: Option<&'a Arc<str>>,
+    events: Option<&'a Arc<dyn crate::engine::events::ToolEventSink>>,
+}
+
+impl fmt::Debug for CallInfo<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallInfo")
+            .field("call_id", &self.call_id)
+            .field("tool_name", &self.tool_name)
+            .field("idempotency_key", &self.idempotency_key)
+            .field("reports_progress", &self.events.is_some())
+            .finish()
+    }
 }
 
 impl<'a> CallInfo<'a> {
     /// The call `call_id` of the tool `tool_name`, with its idempotency key if it has one.
     pub fn new(call_id: &'a str, tool_name: &'a Arc<str>, idempotency_key: Option<&'a Arc<str>>) -> Self {
-        Self { call_id, tool_name, idempotency_key }
+        Self { call_id, tool_name, idempotency_key, events: None }
+    }
+
+    /// The same call, its progress reported to `events` (the run's event sink).
+    pub fn with_events(mut self, events: Option<&'a Arc<dyn crate::engine::events::ToolEventSink>>) -> Self {
+        self.events = events;
+        self
     }
 
     /// The call's context, for a handler that takes one.
@@ -82,6 +138,7 @@ impl<'a> CallInfo<'a> {
             call_id: Arc::from(self.call_id),
             tool_name: self.tool_name.clone(),
             idempotency_key: self.idempotency_key.cloned(),
+            events: self.events.cloned(),
         }
     }
 

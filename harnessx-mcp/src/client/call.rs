@@ -3,8 +3,12 @@
 
 use std::sync::Arc;
 
-use harnessx_core::{ToolError, ToolOutput};
-use rmcp::model::CallToolRequestParams;
+use harnessx_core::{ToolContext, ToolError, ToolOutput};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientRequest,
+    ServerResult,
+};
+use rmcp::service::PeerRequestOptions;
 use rmcp::service::ServiceError;
 use serde_json::Value;
 use tracing::Instrument;
@@ -13,13 +17,62 @@ use tracing::field::Empty;
 use super::link::Link;
 use super::output::output;
 
+/// `tools/call` for a call whose progress someone follows: sent as rmcp's `call_tool`
+/// sends it (its request cancelled at the server if the call is dropped, by a timeout
+/// say), its progress notifications, by the token rmcp gave the request, reported on
+/// `ctx` as they come. (A server that answers with MCP's `input_required` gets an error:
+/// this client fulfils no input requests.)
+async fn followed(
+    service: &super::connect::Service,
+    link: &Link,
+    params: CallToolRequestParams,
+    ctx: ToolContext,
+) -> Result<CallToolResult, ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = service.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
+    let _followed = link.progress.follow(&handle.progress_token, ctx);
+    let mut abandoned = Abandoned { peer: Some(handle.peer.clone()), id: handle.id.clone() };
+    let answered = handle.await_response().await;
+    abandoned.peer = None;
+    match answered? {
+        ServerResult::CallToolResult(result) => Ok(result),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Cancels a request at the server when the call waiting for it is dropped first.
+struct Abandoned {
+    peer: Option<rmcp::Peer<rmcp::RoleClient>>,
+    id: rmcp::model::RequestId,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if let Some(peer) = self.peer.take() {
+            let cancelled =
+                CancelledNotificationParam::new(Some(self.id.clone()), Some("the call ended".into()));
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = peer.notify_cancelled(cancelled).await;
+                });
+            }
+        }
+    }
+}
+
 /// Calls the server's tool `remote` with `args`, as the handler of its definition.
-pub(super) async fn call(link: Arc<Link>, remote: String, args: Value) -> Result<ToolOutput, ToolError> {
+pub(super) async fn call(
+    link: Arc<Link>,
+    remote: String,
+    args: Value,
+    ctx: ToolContext,
+) -> Result<ToolOutput, ToolError> {
     let service = link.service().await.map_err(ToolError::new)?;
     let mut params = CallToolRequestParams::new(remote.clone());
     if let Value::Object(map) = args {
         params = params.with_arguments(map);
     }
+
     // The request, a child of the call's `execute_tool` span (OpenTelemetry's MCP
     // conventions: `tools/call {tool}`, a client span).
     let span = tracing::info_span!(
@@ -33,7 +86,11 @@ pub(super) async fn call(link: Arc<Link>, remote: String, args: Value) -> Result
         "otel.status_code" = Empty,
         "otel.status_description" = Empty,
     );
-    let called = service.call_tool(params).instrument(span.clone()).await;
+    let called = if ctx.reports_progress() {
+        followed(&service, &link, params, ctx).instrument(span.clone()).await
+    } else {
+        service.call_tool(params).instrument(span.clone()).await
+    };
     let failed = match &called {
         Ok(result) if result.is_error == Some(true) => Some("tool_error"),
         Ok(_) => None,

@@ -16,12 +16,60 @@ use super::changes::{Changes, Watched};
 use super::endpoint::{Kind, McpServer};
 use crate::McpError;
 
-/// The client side of a connection: says who we are, and passes the server's log
-/// messages on to `tracing`.
+/// The client side of a connection: says who we are, passes the server's log messages
+/// on to `tracing` and its progress notifications to the calls they are about.
 #[derive(Clone)]
 pub(super) struct Client {
     /// The server's command line or URL, for its log lines.
     server: Arc<str>,
+    progress: Arc<Progress>,
+}
+
+/// The calls of one server whose progress someone follows, by the progress token their
+/// request carried.
+#[derive(Default)]
+pub(super) struct Progress {
+    routes: std::sync::Mutex<std::collections::HashMap<String, harnessx_core::ToolContext>>,
+}
+
+/// A progress token as a key.
+fn token_key(token: &rmcp::model::ProgressToken) -> String {
+    match &token.0 {
+        rmcp::model::NumberOrString::String(s) => s.to_string(),
+        rmcp::model::NumberOrString::Number(n) => n.to_string(),
+    }
+}
+
+impl Progress {
+    /// Sends the progress reported with `token` (the one rmcp gave the call's request) to
+    /// `ctx`, until the guard drops (the call ended, timed out or was cancelled).
+    pub(super) fn follow(
+        self: &Arc<Self>,
+        token: &rmcp::model::ProgressToken,
+        ctx: harnessx_core::ToolContext,
+    ) -> Followed {
+        let token = token_key(token);
+        self.routes().insert(token.clone(), ctx);
+        Followed { progress: self.clone(), token }
+    }
+
+    fn routes(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, harnessx_core::ToolContext>> {
+        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A followed call's token; dropping it stops following.
+pub(super) struct Followed {
+    progress: Arc<Progress>,
+    token: String,
+}
+
+impl Drop for Followed {
+    fn drop(&mut self) {
+        self.progress.routes().remove(&self.token);
+    }
 }
 
 /// The most characters of a server's log message kept (a server may send anything).
@@ -33,6 +81,20 @@ impl ClientHandler for Client {
             ClientCapabilities::default(),
             Implementation::new("harnessx", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    /// A server's `notifications/progress` about a call whose progress someone follows:
+    /// reported on the call's context (a `tool_progress` event); any other is ignored.
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let ctx = self.progress.routes().get(&token_key(&params.progress_token)).cloned();
+        if let Some(ctx) = ctx {
+            let message: Option<String> = params.message.map(|m| m.chars().take(LOG_MAX_CHARS).collect());
+            ctx.progress(params.progress, params.total, message.as_deref());
+        }
     }
 
     /// A server's `notifications/message`: a `tracing` event (target
@@ -92,8 +154,9 @@ pub(super) async fn list_tools(service: &Service) -> Result<Vec<Tool>, String> {
 pub(super) async fn connect(
     server: &McpServer,
     changed: &Arc<Changes>,
+    progress: &Arc<Progress>,
 ) -> Result<(Service, Option<u32>), McpError> {
-    let client = Client { server: Arc::from(server.display()) };
+    let client = Client { server: Arc::from(server.display()), progress: progress.clone() };
     let shown = server.display();
     let handshake = |e: rmcp::service::ClientInitializeError| {
         if e.is_authorization_required() {

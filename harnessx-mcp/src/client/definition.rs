@@ -18,7 +18,8 @@ pub(super) fn definition(tool: &Tool, name: &str, link: &Arc<Link>) -> ToolDefin
     let permission = link.options.permission;
     let annotations = annotations(tool, link.options.trust_hints);
     let link = link.clone();
-    let handler = ToolHandler::from_async(move |args: Value, _ctx| call(link.clone(), remote.clone(), args));
+    let handler =
+        ToolHandler::from_async(move |args: Value, ctx| call(link.clone(), remote.clone(), args, ctx));
     let mut definition = ToolDefinition::new(name, description, schema(tool), handler)
         .with_timeout_seconds(MCP_TIMEOUT_SECONDS)
         .with_concurrent(annotations.read_only == Some(true))

@@ -32,6 +32,8 @@ pub(super) struct Link {
     pub(super) registry: WeakToolRegistry,
     /// The announcements applied so far (held while applying).
     pub(super) applied: Mutex<u64>,
+    /// The calls whose progress someone follows.
+    pub(super) progress: Arc<super::connect::Progress>,
 }
 
 impl Drop for Link {
@@ -80,7 +82,7 @@ impl Link {
                 wait.as_secs_f64()
             ));
         }
-        match connect(&self.server, &self.changed).await {
+        match connect(&self.server, &self.changed, &self.progress).await {
             Ok((service, pid)) => {
                 let service = Arc::new(service);
                 state.service = Some(service.clone());

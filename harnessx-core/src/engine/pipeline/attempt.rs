@@ -5,6 +5,7 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use crate::engine::blocking::run_blocking;
 use crate::engine::cap::{ResultDir, cap_parts};
 use crate::engine::clock::Start;
 use crate::engine::context::RunContext;
+use crate::engine::events::ToolEventSink;
 use crate::engine::span::{self, ErrorType};
 use crate::error::ToolError;
 use crate::schema::canonical_json;
@@ -89,7 +91,7 @@ pub(super) async fn run_deduplicated(
     let mut first_here = false;
     let shared = slot.get_or_init(|| {
         first_here = true;
-        invoke(ready, call, run, hooks, ctx.result_dir())
+        invoke(ready, call, run, hooks, ctx.result_dir(), ctx.event_sink())
     });
     let invoked = shared.await.clone();
     if !first_here {
@@ -116,6 +118,7 @@ pub(super) async fn invoke(
     run: &Run,
     hooks: &RunHooks,
     result_dir: Option<&ResultDir>,
+    events: Option<&Arc<dyn ToolEventSink>>,
 ) -> Invoked {
     let _turn = match &ready.serial {
         Some(queue) => Some(queue.acquire().await),
@@ -138,7 +141,7 @@ pub(super) async fn invoke(
                 Some(value) => Arguments::Value(Value::clone(value)),
             };
             let call_id = &*call.id;
-            let info = CallInfo::new(call_id, name, run.key.as_ref());
+            let info = CallInfo::new(call_id, name, run.key.as_ref()).with_events(events);
             let def = ready.tool.definition();
             let outcome = run_once(&def.handler, name, args, info, timeout_of(ready)).await;
             if last || !retry_wanted(ready, &outcome, hooks) {

@@ -334,7 +334,7 @@ fn run_indexed<'a>(
             // Boxed: the common path (no dedupe) keeps a small future.
             Box::pin(run_deduplicated(&mut ready, call, &run, hooks, ctx)).await
         } else {
-            (invoke(&mut ready, call, &run, hooks, ctx.result_dir()).await, true)
+            (invoke(&mut ready, call, &run, hooks, ctx.result_dir(), ctx.event_sink()).await, true)
         };
         if let (Some(arguments), Some(tool_hooks)) = (seen, tool_hooks(ctx, hooks)) {
             let replaced =
@@ -398,7 +398,7 @@ mod future_sizes {
             unreachable!()
         };
         let run = Run { index: 0, authorized: false, key: None };
-        let size = std::mem::size_of_val(&invoke(&mut ready, &call, &run, &NO_HOOKS, None));
+        let size = std::mem::size_of_val(&invoke(&mut ready, &call, &run, &NO_HOOKS, None, None));
         assert!(size <= 320, "invoke's future is {size} bytes");
         let mut out = None;
         let size = std::mem::size_of_val(&run_indexed(run, ready, &call, &ctx, &NO_HOOKS, &mut out));
