@@ -19,6 +19,7 @@ mod call;
 mod changes;
 mod connect;
 mod definition;
+mod elicit;
 mod endpoint;
 mod link;
 mod options;
@@ -33,6 +34,7 @@ use harnessx_core::ToolRegistry;
 use indexmap::IndexMap;
 use tokio::sync::Mutex;
 
+pub use elicit::{ElicitAnswer, Elicitation, Elicitor};
 pub use endpoint::McpServer;
 pub use options::McpOptions;
 pub use prompts::{McpPrompt, McpPromptMessage, McpRole};
@@ -143,7 +145,7 @@ pub async fn register_mcp(
     let shown = server.display();
     let changed = Arc::new(Changes::default());
     let progress = Arc::new(connect::Progress::default());
-    let (service, pid) = connect::connect(&server, &changed, &progress).await?;
+    let (service, pid) = connect::connect(&server, &changed, &progress, options.elicit.as_ref()).await?;
     let tools = connect::list_tools(&service).await.map_err(|reason| McpError::Protocol {
         server: shown.clone(),
         what: "could not list its tools",

@@ -6,8 +6,8 @@ mod error;
 mod server;
 
 pub use client::{
-    MCP_TIMEOUT_SECONDS, McpConnection, McpOptions, McpPrompt, McpPromptMessage, McpRole, McpServer,
-    register_mcp,
+    ElicitAnswer, Elicitation, Elicitor, MCP_TIMEOUT_SECONDS, McpConnection, McpOptions, McpPrompt,
+    McpPromptMessage, McpRole, McpServer, register_mcp,
 };
 pub use error::McpError;
 pub use server::{McpServing, McpTransport, PromptSource, serve_mcp, serve_mcp_with_prompts};

@@ -393,6 +393,7 @@ mod tests {
             "--mcp-http",
             "http://127.0.0.1:1/mcp",
             "--mcp-trust",
+            "--mcp-resources",
         ]
     }
 

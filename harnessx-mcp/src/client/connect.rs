@@ -23,6 +23,8 @@ pub(super) struct Client {
     /// The server's command line or URL, for its log lines.
     server: Arc<str>,
     progress: Arc<Progress>,
+    /// Who answers its questions, if anyone.
+    elicit: Option<super::elicit::Elicitor>,
 }
 
 /// The calls of one server whose progress someone follows, by the progress token their
@@ -77,10 +79,21 @@ const LOG_MAX_CHARS: usize = 4096;
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
+        // Elicitation is always offered: with nobody to ask, a question is declined at
+        // once, as MCP allows.
         ClientConfig::new(
-            ClientCapabilities::default(),
+            ClientCapabilities::builder().enable_elicitation().enable_elicitation_schema_validation().build(),
             Implementation::new("harnessx", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    /// A server's question mid-call: to whoever answers them (see `elicit`).
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        super::elicit::answer(self.elicit.as_ref(), &self.server, request).await
     }
 
     /// A server's `notifications/progress` about a call whose progress someone follows:
@@ -155,8 +168,10 @@ pub(super) async fn connect(
     server: &McpServer,
     changed: &Arc<Changes>,
     progress: &Arc<Progress>,
+    elicit: Option<&super::elicit::Elicitor>,
 ) -> Result<(Service, Option<u32>), McpError> {
-    let client = Client { server: Arc::from(server.display()), progress: progress.clone() };
+    let client =
+        Client { server: Arc::from(server.display()), progress: progress.clone(), elicit: elicit.cloned() };
     let shown = server.display();
     let handshake = |e: rmcp::service::ClientInitializeError| {
         if e.is_authorization_required() {

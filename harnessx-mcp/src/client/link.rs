@@ -82,7 +82,7 @@ impl Link {
                 wait.as_secs_f64()
             ));
         }
-        match connect(&self.server, &self.changed, &self.progress).await {
+        match connect(&self.server, &self.changed, &self.progress, self.options.elicit.as_ref()).await {
             Ok((service, pid)) => {
                 let service = Arc::new(service);
                 state.service = Some(service.clone());

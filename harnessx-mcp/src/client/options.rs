@@ -27,4 +27,7 @@ pub struct McpOptions {
     /// and `{PREFIX}read_resource` (`Some("")`: without a prefix); `None` (the default):
     /// not offered. Blobs come back as media parts.
     pub resources: Option<String>,
+    /// Who answers the server's questions mid-call (MCP elicitation): a person at a
+    /// terminal, a page. `None`: every question is declined at once (never a wait).
+    pub elicit: Option<super::elicit::Elicitor>,
 }

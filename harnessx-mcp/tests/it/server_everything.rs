@@ -474,3 +474,67 @@ fn its_log_messages_go_to_tracing() {
     assert!(first.contains("server=node "), "{first}");
     assert!(first.contains("message="), "{first}");
 }
+
+/// A server's question mid-call goes to the `elicit` callback: an answer is checked
+/// against the requested schema and sent; a decline and a cancel are sent as such; with
+/// no callback the question is declined at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_questions_mid_call_go_to_the_elicit_callback() {
+    use harnessx_mcp::{ElicitAnswer, Elicitor};
+    use serde_json::json;
+    let Some(script) = tokio::task::spawn_blocking(everything).await.unwrap() else { return };
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let answers = std::sync::Arc::new(std::sync::Mutex::new(vec![
+        ElicitAnswer::Accept(json!({"name": "Ada", "check": true, "integer": 7})),
+        ElicitAnswer::Decline,
+        ElicitAnswer::Cancel,
+        ElicitAnswer::Accept(json!({"name": "Ada", "integer": 500})),
+    ]));
+    let (seen, next) = (asked.clone(), answers.clone());
+    let elicit = Elicitor::new(move |question| {
+        seen.lock().unwrap().push(question);
+        let answer = next.lock().unwrap().remove(0);
+        async move { answer }
+    });
+    let registry = ToolRegistry::new();
+    let options = McpOptions {
+        include: Some(vec!["trigger-elicitation-request".into()]),
+        elicit: Some(elicit),
+        ..McpOptions::default()
+    };
+    let connection = register_mcp(&registry, script.clone(), options).await.unwrap();
+    let question = call("trigger-elicitation-request", "{}");
+    let ask = || registry.execute(&question, None);
+    let accepted = ask().await;
+    assert!(!accepted.is_error, "{}", accepted.content);
+    assert!(
+        accepted.content.contains("- Name: Ada") && accepted.content.contains("- Favorite Integer: 7"),
+        "{}",
+        accepted.content
+    );
+    {
+        let asked = asked.lock().unwrap();
+        assert_eq!(asked[0].message, "Please provide inputs for the following fields:");
+        assert_eq!(asked[0].schema["required"], json!(["name"]));
+    }
+    let declined = ask().await;
+    assert!(declined.content.contains("User declined"), "{}", declined.content);
+    let cancelled = ask().await;
+    assert!(cancelled.content.contains("User cancelled"), "{}", cancelled.content);
+    // An answer the schema refuses is not sent: the server's call fails, naming the field.
+    let refused = ask().await;
+    assert!(refused.is_error, "{}", refused.content);
+    assert!(refused.content.contains("integer"), "{}", refused.content);
+    connection.close().await;
+
+    // Nobody to ask: declined at once.
+    let registry = ToolRegistry::new();
+    let options =
+        McpOptions { include: Some(vec!["trigger-elicitation-request".into()]), ..McpOptions::default() };
+    let connection = register_mcp(&registry, script, options).await.unwrap();
+    let started = std::time::Instant::now();
+    let declined = registry.execute(&call("trigger-elicitation-request", "{}"), None).await;
+    assert!(declined.content.contains("User declined"), "{}", declined.content);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    connection.close().await;
+}
