@@ -61,8 +61,8 @@ pub(crate) async fn ask_user(question: String, choices: Vec<String>) -> Option<S
         return None;
     }
     let choices = if choices.is_empty() { String::new() } else { format!(" ({})", choices.join(" / ")) };
-    eprintln!("? {question}{choices}");
-    eprint!("> ");
+    errln!("? {question}{choices}");
+    crate::output::emit(std::io::stderr(), format_args!("> "));
     let cancelled = std::sync::Arc::new(AtomicBool::new(false));
     let reading = cancelled.clone();
     let line = tokio::task::spawn_blocking(move || next_line(&reading)).await.ok().flatten();

@@ -219,6 +219,11 @@ function show(event) {
     case "hook":
       say("hook " + event.hook + ": " + event.decision + (event.call_id ? " (" + event.call_id + ")" : ""));
       break;
+    case "tool_progress": {
+      const of = event.total === null || event.total === undefined ? "" : "/" + event.total;
+      say("… " + event.progress + of + (event.message ? ": " + event.message : ""));
+      break;
+    }
     case "compaction":
       say("history compacted: about " + event.tokens_before + " → " + event.tokens_after + " tokens");
       break;
