@@ -9,9 +9,10 @@
 //!   earlier attempt died mid-call: a `manual` tool is then not run again.
 //!
 //! `wire` holds what goes over the wire between them and their callers, `workflow` the
-//! run, `tool` the call.
+//! run, `feed` the run's `--json` events in its state, `tool` the call.
 
 pub(crate) mod blobs;
+mod feed;
 mod tool;
 mod wire;
 mod workflow;

@@ -21,6 +21,7 @@ use harnessx_core::Parts;
 use harnessx_core::content::store::BlobStore;
 
 use super::blobs::internalize;
+use super::feed::Feed;
 use super::tool::HarnessxToolClient;
 use super::wire::{Answer, Approval, Executed, Invocation, LimitStop, RunInput, WorkerConfig};
 use super::{Shared, terminal};
@@ -29,13 +30,6 @@ use super::{Shared, terminal};
 const NEEDS_INPUT: &str = "needs_input";
 /// The state key holding the run's events (`Vec<String>`), for `harnessx run --restate`.
 const EVENTS: &str = "events";
-/// The state key holding the ends of the chunks of the run's `--json` events
-/// (`Vec<u64>`: how many events the log held after each chunk); chunk `k` is the state
-/// key `feed/{k}` (`Vec<String>`, each a JSON object). Written a chunk at a time, so a
-/// long run writes each event once.
-const FEED: &str = "feed";
-/// The most events the `feed` handler answers at once.
-const FEED_PAGE: usize = 1000;
 /// The state key holding the limit the run stopped at ([`LimitStop`]), while it waits
 /// for a higher one.
 const LIMIT: &str = "limit";
@@ -96,7 +90,7 @@ impl HarnessxRun {
             events: Vec::new(),
             dirty: false,
             limit_stops: 0,
-            feed: Feed { events: feed, pending: Vec::new(), ends: Vec::new() },
+            feed: Feed::new(feed),
         };
         let start = harnessx_agent::Start { history: Vec::new(), prompt, parts, limits, output, price };
         // The loop's events, each attempt the same (every step it shows is journaled, and
@@ -169,44 +163,18 @@ struct RestateSteps<'ctx> {
     feed: Feed,
 }
 
-/// The run's `--json` events ([`AgentEvent`](harnessx_agent::AgentEvent)s, and the
-/// `needs_input` of a pause), written to the run's state in chunks as the run goes: on
-/// every attempt the same events in the same chunks, so a replay writes nothing new.
-struct Feed {
-    events: tokio::sync::mpsc::UnboundedReceiver<harnessx_agent::AgentEvent>,
-    /// Events received and not yet written, as JSON.
-    pending: Vec<String>,
-    /// The chunks written: how many events the log held after each.
-    ends: Vec<u64>,
-}
-
 impl RestateSteps<'_> {
     fn flush_events(&mut self) {
         if std::mem::take(&mut self.dirty) {
             self.ctx.set(EVENTS, Json(self.events.clone()));
         }
-        let feed = &mut self.feed;
-        while let Ok(event) = feed.events.try_recv() {
-            match serde_json::to_string(&event) {
-                Ok(text) => feed.pending.push(text),
-                Err(e) => tracing::warn!(error = %e, "an event of the run could not be written as JSON"),
-            }
-        }
-        if feed.pending.is_empty() {
-            return;
-        }
-        let written = feed.ends.last().copied().unwrap_or(0);
-        let chunk = std::mem::take(&mut feed.pending);
-        let end = written + chunk.len() as u64;
-        self.ctx.set(&format!("{FEED}/{}", feed.ends.len()), Json(chunk));
-        feed.ends.push(end);
-        self.ctx.set(FEED, Json(feed.ends.clone()));
+        self.feed.flush(&self.ctx);
     }
 
     /// Adds `event` (a JSON object) to the run's events after those the loop sent so far.
     fn say(&mut self, event: serde_json::Value) {
         self.flush_events();
-        self.feed.pending.push(event.to_string());
+        self.feed.push(&event);
         self.flush_events();
     }
 }
@@ -618,31 +586,14 @@ impl HarnessxRun {
     }
 
     /// The run's `--json` events from number `from` on (0 is the first), as JSON texts: at
-    /// most [`FEED_PAGE`] at once; none past the end.
+    /// most [`FEED_PAGE`](super::feed::FEED_PAGE) at once; none past the end.
     #[handler]
     async fn feed(
         &self,
         ctx: SharedWorkflowContext<'_>,
         from: Json<u64>,
     ) -> Result<Json<Vec<String>>, HandlerError> {
-        let from = from.into_inner();
-        let ends: Vec<u64> = ctx.get::<Json<Vec<u64>>>(FEED).await?.map(Json::into_inner).unwrap_or_default();
-        let mut found = Vec::new();
-        let first = ends.partition_point(|&end| end <= from);
-        for k in first..ends.len() {
-            let start = k.checked_sub(1).and_then(|before| ends.get(before)).copied().unwrap_or(0);
-            let chunk: Vec<String> = ctx
-                .get::<Json<Vec<String>>>(&format!("{FEED}/{k}"))
-                .await?
-                .map(Json::into_inner)
-                .unwrap_or_default();
-            let skip = usize::try_from(from.saturating_sub(start)).unwrap_or(usize::MAX);
-            found.extend(chunk.into_iter().skip(skip).take(FEED_PAGE - found.len()));
-            if found.len() >= FEED_PAGE {
-                break;
-            }
-        }
-        Ok(Json(found))
+        Ok(Json(super::feed::read(&ctx, from.into_inner()).await?))
     }
 
     /// What the run did so far, one line per step.
