@@ -44,6 +44,13 @@ impl Reply {
         Self { status, content_type: "application/json", body: body.into(), split: None, headers: Vec::new() }
     }
 
+    /// An OpenAI-style chat completion of one choice, `message`, finished with `stop`.
+    pub fn chat(message: Value) -> Self {
+        let body =
+            serde_json::json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]});
+        Self::json(200, body.to_string())
+    }
+
     /// The reply with header `name: value` too.
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_owned(), value.to_owned()));

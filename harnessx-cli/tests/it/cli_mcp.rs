@@ -349,13 +349,8 @@ fn an_mcp_prompt_is_listed_and_becomes_the_runs_prompt() {
     );
 
     // The prompt, filled in, is what the model is asked.
-    let model = Server::respond(|_| {
-        Reply::json(
-            200,
-            serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "Sunny."}, "finish_reason": "stop"}]})
-                .to_string(),
-        )
-    });
+    let model =
+        Server::respond(|_| Reply::chat(serde_json::json!({"role": "assistant", "content": "Sunny."})));
     let base = format!("{}/v1", model.url);
     let run = |extra: &[&str]| {
         let mut args =
@@ -408,13 +403,8 @@ fn mcp_serve_offers_skills_as_prompts() {
     assert!(pdf.contains("Fill in PDF forms and extract their fields."), "{pdf}");
     assert!(listed.lines().any(|l| l.starts_with("mcp1/release-notes  ")), "{listed}");
 
-    let model = Server::respond(|_| {
-        Reply::json(
-            200,
-            serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "Noted."}, "finish_reason": "stop"}]})
-                .to_string(),
-        )
-    });
+    let model =
+        Server::respond(|_| Reply::chat(serde_json::json!({"role": "assistant", "content": "Noted."})));
     let base = format!("{}/v1", model.url);
     let out = harnessx(
         dir.path(),
@@ -466,11 +456,7 @@ fn a_servers_progress_is_streamed_as_tool_progress_events() {
             serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": "p1", "type": "function",
                 "function": {"name": "trigger-long-running-operation", "arguments": "{\"duration\": 0.3, \"steps\": 3}"}}]})
         };
-        Reply::json(
-            200,
-            serde_json::json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
-                .to_string(),
-        )
+        Reply::chat(message)
     });
     let base = format!("{}/v1", model.url);
     let out = harnessx(

@@ -297,10 +297,7 @@ fn a_server_killed_mid_run_goes_on_with_it_and_a_reconnecting_client_misses_noth
                 }
                 _ => json!({"role": "assistant", "content": "It is tangerine."}),
             };
-            Reply::json(
-                200,
-                json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).to_string(),
-            )
+            Reply::chat(message)
         })
     });
     let base = format!("{}/v1", model.url);
@@ -605,10 +602,7 @@ fn asking_model() -> harnessx_test_support::server::Server {
                 json!({"role": "assistant", "content": format!("Told: {}", tool["content"].as_str().unwrap_or_default())})
             }
         };
-        Reply::json(
-            200,
-            json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).to_string(),
-        )
+        Reply::chat(message)
     })
 }
 
@@ -688,10 +682,7 @@ fn a_slow_or_vanished_event_client_never_stalls_a_run() {
         } else {
             json!({"role": "assistant", "content": null, "tool_calls": calls.clone()})
         };
-        Reply::json(
-            200,
-            json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).to_string(),
-        )
+        Reply::chat(message)
     });
     let base = format!("{}/v1", model.url);
     let flags = ["--model", "openai:m", "--base-url", &base, "--tools", "read_file"];
