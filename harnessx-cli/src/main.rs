@@ -14,6 +14,7 @@ mod output;
 mod backend;
 mod cmd;
 mod config;
+mod elicit;
 mod error;
 mod hooks;
 mod report;

@@ -228,6 +228,11 @@ fn print_text(state: &RunState, next: &Next) {
                     NeedsInputKind::Question => {
                         errln!("  harnessx answer {run} {call} 'YOUR REPLY' {place}")
                     }
+                    NeedsInputKind::Elicitation => {
+                        errln!("  harnessx answer {run} {call} '{{\"FIELD\": ..}}'|decline|cancel {place}")
+                    }
+                    // The login command is in its reason; then `resume`.
+                    NeedsInputKind::Auth => {}
                 }
             }
             if let Next::Journal { .. } = next {
@@ -278,11 +283,8 @@ pub(crate) fn awaited(n: &NeedsInput) -> String {
     format!("{} of call {}: {} {}", kind_name(n.kind), n.call_id, n.tool, one_line(&n.arguments, 200))
 }
 
-/// The kind as `--json` spells it: `approval`, `outcome` or `question`.
+/// The kind as `--json` spells it: `approval`, `outcome`, `question`, `auth` or
+/// `elicitation`.
 pub(crate) fn kind_name(kind: NeedsInputKind) -> &'static str {
-    match kind {
-        NeedsInputKind::Approval => "approval",
-        NeedsInputKind::Outcome => "outcome",
-        NeedsInputKind::Question => "question",
-    }
+    kind.as_str()
 }

@@ -21,6 +21,11 @@ fn terminal() -> MutexGuard<'static, ()> {
     TERMINAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Holds the terminal for a question (progress lines wait meanwhile).
+pub(crate) fn hold() -> MutexGuard<'static, ()> {
+    terminal()
+}
+
 /// Progress lines for stderr that never land inside a question: while one is being asked
 /// they are held back (the run goes on), and printed once the terminal is free again.
 #[derive(Debug, Default)]

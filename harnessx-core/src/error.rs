@@ -98,6 +98,54 @@ pub enum ToolError {
     Transient(TransientToolError),
     /// A failure that is not: bad input the schema could not express, a refused operation.
     Failed(String),
+    /// The call cannot go on until a person acts: logs in to a server, answers a
+    /// server's question (see [`Pause`]). A handler returns it only when its context
+    /// [can pause](crate::ToolContext::can_pause); elsewhere the text goes to the model
+    /// as any failure's does.
+    Paused(Box<Pause>),
+}
+
+/// What a call waits for when it [pauses](ToolError::Paused): a durable run stops with a
+/// `needs_input` of this kind, journals no result for the call, and runs it again on
+/// resume (whatever its replay policy: it did not get past the point it stopped at),
+/// with the person's answer in [`ToolContext::answer`](crate::ToolContext::answer).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Pause {
+    /// What the person does.
+    pub kind: PauseKind,
+    /// One line for the person (and the model, where the run cannot pause), naming the
+    /// server and the command to run.
+    pub reason: String,
+    /// For a question, the JSON schema of the answer; `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
+}
+
+/// What a [`Pause`] waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PauseKind {
+    /// A login: the server refused the credentials and they could not be refreshed. A
+    /// `resume` after the login runs the call again.
+    Auth,
+    /// A server's question mid-call (MCP's elicitation): the answer, an object fitting
+    /// [`Pause::schema`], is given with `answer`; the call runs again with it.
+    Elicitation,
+}
+
+impl Pause {
+    /// A pause of `kind`, told in `reason`.
+    pub fn new(kind: PauseKind, reason: impl Into<String>) -> Self {
+        Self { kind, reason: reason.into(), schema: None }
+    }
+
+    /// The same pause, its answer described by `schema`.
+    pub fn with_schema(mut self, schema: serde_json::Value) -> Self {
+        self.schema = Some(schema);
+        self
+    }
 }
 
 impl ToolError {
@@ -111,6 +159,11 @@ impl ToolError {
         Self::Transient(TransientToolError::new(message))
     }
 
+    /// A call that waits for a person (see [`Pause`]).
+    pub fn paused(pause: Pause) -> Self {
+        Self::Paused(Box::new(pause))
+    }
+
     /// Whether the engine may retry the call.
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::Transient(_))
@@ -121,6 +174,7 @@ impl ToolError {
         match self {
             Self::Transient(t) => t.message(),
             Self::Failed(m) => m,
+            Self::Paused(p) => &p.reason,
         }
     }
 }

@@ -35,7 +35,7 @@ pub use engine::pipeline::{
     RunHooks, Schedule, Slot, StartHook,
 };
 pub use engine::serial::SerialQueue;
-pub use error::{ParsePolicyError, RegistryError, ToolError, TransientToolError};
+pub use error::{ParsePolicyError, Pause, PauseKind, RegistryError, ToolError, TransientToolError};
 pub use memory::{Memory, MemoryError, MemoryHit, MemoryId, MemoryStore, MemoryUpdate, NewMemory, Saved};
 pub use permission::{
     ApprovalDecision, ApprovalHandler, ApprovalRequest, ApprovalStore, ApprovalStoreError, AuthRequest,

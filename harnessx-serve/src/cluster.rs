@@ -98,7 +98,8 @@ impl Cluster {
         }
         let what = match kind {
             NeedsInputKind::Approval => "an approval",
-            NeedsInputKind::Outcome | NeedsInputKind::Question => "an answer",
+            NeedsInputKind::Auth => "a login",
+            _ => "an answer",
         };
         let waiting = match state.needs_input.as_slice() {
             [] => format!(" (it is {})", status_word(state.status)),

@@ -54,6 +54,7 @@ impl From<DurableError> for ApiError {
             | DurableError::Mismatch { .. }
             | DurableError::Completed(_)
             | DurableError::Conversation(_) => Self::conflict(error.to_string()),
+            DurableError::BadAnswer(_) => Self::bad_request(error.to_string()),
             _ => Self::internal(error.to_string()),
         }
     }

@@ -72,31 +72,122 @@ pub(super) async fn run_batch<S: Steps>(
         }
     }
     let mut results: Vec<ToolResult> = Vec::with_capacity(executed.len());
-    let mut unknown: Vec<NeedsInput> = Vec::new();
-    for (call, Executed { result, unknown: why, usage }) in calls.iter().zip(executed) {
+    let mut needs = gather(calls, executed, turn, budget, &mut results);
+    // Answers given so far to the questions of calls that paused for them (a backend
+    // that waits in place runs them again here).
+    let mut answered: Vec<(String, Vec<String>)> = Vec::new();
+    while !needs.is_empty() {
+        if !steps.pause(turn, &needs).await? {
+            return Ok(Err(needs));
+        }
+        let mut again = Vec::new();
+        for need in &needs {
+            let answer = steps.wait(need).await?;
+            let i = calls.iter().position(|c| c.id == need.call_id).unwrap_or_default();
+            match (need.kind, answer) {
+                (NeedsInputKind::Auth, _) => again.push(calls[i].clone()),
+                (NeedsInputKind::Elicitation, answer) => {
+                    let text = match answer {
+                        Answer::Outcome(text) => text,
+                        Answer::Decision(_) => "decline".to_owned(),
+                    };
+                    // Checked where it was given; a backend that could not check sends a
+                    // decline rather than a wrong answer.
+                    let text =
+                        need.checked_answer(&text).unwrap_or_else(|_| r#"{"action":"decline"}"#.to_owned());
+                    match answered.iter_mut().find(|(id, _)| *id == need.call_id) {
+                        Some((_, texts)) => texts.push(text),
+                        None => answered.push((need.call_id.clone(), vec![text])),
+                    }
+                    again.push(calls[i].clone());
+                }
+                (_, Answer::Outcome(text)) => {
+                    results[i] = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
+                }
+                (_, Answer::Decision(_)) => {
+                    let text = need.reason.clone();
+                    results[i] = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
+                }
+            }
+        }
+        steps.resumed().await?;
+        needs = Vec::new();
+        if !again.is_empty() {
+            let mut batch = agent.tools().plan_batch(&again);
+            let run_id = steps.run_id().map(str::to_owned);
+            for mut planned in batch.iter_mut() {
+                let call = planned.call().clone();
+                if let Some(run_id) = &run_id {
+                    planned.set_idempotency_key(recovery::idempotency_key(run_id, &call.id));
+                }
+                if let Some((_, texts)) = answered.iter().find(|(id, _)| *id == call.id) {
+                    planned.set_answer(answers_value(texts));
+                }
+                // It runs as it was approved: with the arguments a person gave.
+                let tool = planned.tool().unwrap_or(&call.name).to_owned();
+                let decided = match steps.recorded_decision(&call.id, &call.arguments) {
+                    Some(decision @ ApprovalDecision::ApproveEdited { .. }) => {
+                        permissions.apply(&tool, decision)
+                    }
+                    _ => Authorization::Allow,
+                };
+                planned.decide(decided, Some(permissions));
+            }
+            let executed = steps.execute(agent, turn, batch, ctx).await?;
+            let mut rerun = Vec::with_capacity(again.len());
+            needs = gather(&again, executed, turn, budget, &mut rerun);
+            for result in rerun {
+                if let Some(i) = calls.iter().position(|c| c.id == result.call_id) {
+                    results[i] = result;
+                }
+            }
+        }
+    }
+    Ok(Ok(results))
+}
+
+/// The results of executed `calls` into `results`, a specialist's usage counted; returns
+/// what they wait for: a person's word on a `manual` call whose outcome is unknown, a
+/// login or an answer a call paused for.
+fn gather(
+    calls: &[ToolCall],
+    executed: Vec<Executed>,
+    turn: u32,
+    budget: &mut Budget,
+    results: &mut Vec<ToolResult>,
+) -> Vec<NeedsInput> {
+    let mut needs = Vec::new();
+    for (call, Executed { result, unknown: why, paused, usage }) in calls.iter().zip(executed) {
         if let Some(why) = why {
-            unknown.push(recovery::ask(why, &call.id, &result.name, &call.arguments));
+            needs.push(recovery::ask(why, &call.id, &result.name, &call.arguments));
+        }
+        if let Some(pause) = paused {
+            let kind = match pause.kind {
+                harnessx_core::PauseKind::Elicitation => NeedsInputKind::Elicitation,
+                _ => NeedsInputKind::Auth,
+            };
+            needs.push(NeedsInput {
+                kind,
+                call_id: call.id.clone(),
+                tool: result.name.clone(),
+                arguments: call.arguments.clone(),
+                reason: pause.reason,
+                schema: pause.schema,
+            });
         }
         if !usage.is_empty() {
             budget.specialist(turn, &usage);
         }
         results.push(result);
     }
-    if !unknown.is_empty() {
-        if !steps.pause(turn, &unknown).await? {
-            return Ok(Err(unknown));
-        }
-        for need in &unknown {
-            let text = match steps.wait(need).await? {
-                Answer::Outcome(text) => text,
-                Answer::Decision(_) => need.reason.clone(),
-            };
-            let i = calls.iter().position(|c| c.id == need.call_id).unwrap_or_default();
-            results[i] = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
-        }
-        steps.resumed().await?;
-    }
-    Ok(Ok(results))
+    needs
+}
+
+/// The answers a call paused for, as its handler sees them
+/// ([`ToolContext::answer`](harnessx_core::ToolContext::answer)): a JSON array of MCP
+/// elicitation results, in the order they were given.
+fn answers_value(texts: &[String]) -> serde_json::Value {
+    serde_json::Value::Array(texts.iter().filter_map(|t| serde_json::from_str(t).ok()).collect())
 }
 
 /// Settles what the backend already knows of each call, applies the recovery rules to
@@ -152,6 +243,17 @@ async fn plan<S: Steps>(
                 steps.record(turn, &result);
                 planned.settle(result);
                 continue;
+            }
+            Recorded::Awaits(need) => {
+                needs.push(need.clone());
+                continue;
+            }
+            Recorded::Again(answers) => {
+                // It runs again from the start, planned as a new call: the answers go to
+                // the handler, which hands each to the question it stands for.
+                if !answers.is_empty() {
+                    planned.set_answer(answers_value(answers));
+                }
             }
             Recorded::Started | Recorded::Nothing => {}
         }
@@ -260,6 +362,7 @@ async fn plan<S: Steps>(
                     tool: question.tool,
                     arguments: raw,
                     reason: question.question,
+                    schema: None,
                 });
                 continue;
             }
@@ -290,6 +393,7 @@ fn question(call: &ToolCall, tool: &str) -> NeedsInput {
         call_id: call.id.clone(),
         tool: tool.to_owned(),
         arguments: call.arguments.clone(),
+        schema: None,
         reason: asked.map_or_else(|| call.arguments.clone(), str::to_owned),
     }
 }
@@ -423,6 +527,8 @@ async fn answer<S: Steps>(
             };
             settled(steps, turn, &planned, permit, edits);
         }
+        // Raised only by a call that ran (gathered after execution), never before.
+        NeedsInputKind::Auth | NeedsInputKind::Elicitation => {}
         NeedsInputKind::Outcome | NeedsInputKind::Question => {
             let text = match (steps.wait(need).await?, need.kind) {
                 (Answer::Outcome(text), NeedsInputKind::Question) => replied(&text),

@@ -47,6 +47,7 @@ pub fn ask(why: Unknown, call_id: &str, tool: &str, arguments: &str) -> NeedsInp
         tool: tool.to_owned(),
         arguments: arguments.to_owned(),
         reason: reason(why, tool),
+        schema: None,
     }
 }
 

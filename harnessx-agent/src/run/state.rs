@@ -76,6 +76,14 @@ pub enum NeedsInputKind {
     /// [question tool](crate::AgentBuilder::question_tool), `ask_user`): `reason` is the
     /// question, `arguments` the call's (its `choices` too); `answer` gives the reply.
     Question,
+    /// A tool's server refused its credentials and they could not be refreshed (an MCP
+    /// server behind OAuth): `reason` names the server and the login command. After the
+    /// login, `resume` runs the call again.
+    Auth,
+    /// A tool's server asked a question mid-call (MCP's elicitation): `reason` is the
+    /// question, `schema` the answer's. `answer` gives a JSON object fitting it, or
+    /// `decline` or `cancel`; the call then runs again and the server gets the answer.
+    Elicitation,
 }
 
 impl NeedsInputKind {
@@ -83,13 +91,26 @@ impl NeedsInputKind {
     pub fn noun(self) -> &'static str {
         match self {
             Self::Approval => "approval",
-            Self::Outcome | Self::Question => "answer",
+            Self::Outcome | Self::Question | Self::Elicitation => "answer",
+            Self::Auth => "login",
         }
     }
 
-    /// Whether `answer` gives it (an outcome, a question's reply); `approve` gives the rest.
+    /// Whether `answer` gives it (an outcome, a question's reply, a server's question);
+    /// `approve` gives an approval; a login and `resume` settle [`Auth`](Self::Auth).
     pub fn takes_answer(self) -> bool {
-        matches!(self, Self::Outcome | Self::Question)
+        matches!(self, Self::Outcome | Self::Question | Self::Elicitation)
+    }
+
+    /// The word `--json` events and the API use for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approval => "approval",
+            Self::Outcome => "outcome",
+            Self::Question => "question",
+            Self::Auth => "auth",
+            Self::Elicitation => "elicitation",
+        }
     }
 }
 
@@ -106,6 +127,43 @@ pub struct NeedsInput {
     pub arguments: String,
     /// Why input is needed, in a sentence.
     pub reason: String,
+    /// For [`Elicitation`](NeedsInputKind::Elicitation), the answer's JSON schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
+}
+
+impl NeedsInput {
+    /// What a person's `text` answers to this need, for the call that runs again: for an
+    /// [`Elicitation`](NeedsInputKind::Elicitation), `decline`, `cancel`, or a JSON
+    /// object checked against [`schema`](Self::schema), as MCP's result
+    /// (`{"action":"accept","content":{..}}`, `{"action":"decline"}`,
+    /// `{"action":"cancel"}`) in compact JSON; the text as it is otherwise. The error is
+    /// one line naming the field.
+    pub fn checked_answer(&self, text: &str) -> Result<String, String> {
+        if self.kind != NeedsInputKind::Elicitation {
+            return Ok(text.to_owned());
+        }
+        let action = |a: &str| serde_json::json!({ "action": a }).to_string();
+        match text.trim() {
+            "decline" => return Ok(action("decline")),
+            "cancel" => return Ok(action("cancel")),
+            _ => {}
+        }
+        let content: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            format!("the answer is not JSON ({e}): give an object fitting the server's schema, `decline` or `cancel`")
+        })?;
+        if !content.is_object() {
+            return Err("the answer is not a JSON object: give an object fitting the server's schema, `decline` or `cancel`".to_owned());
+        }
+        if let Some(schema) = &self.schema {
+            let checked = harnessx_core::schema::ValueSchema::compile(schema)
+                .map_err(|e| format!("the server's schema cannot be checked: {e}"))?;
+            if let Some(error) = checked.check("the answer", &content) {
+                return Err(error);
+            }
+        }
+        Ok(serde_json::json!({ "action": "accept", "content": content }).to_string())
+    }
 }
 
 /// Where a run stands, and what it produced: what [`Agent::run`](crate::Agent::run),

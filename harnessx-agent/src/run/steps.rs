@@ -31,6 +31,13 @@ pub enum Recorded<'a> {
     Answer(&'a str),
     /// It started and has no result: its outcome is unknown.
     Started,
+    /// It paused for a person before it could finish (a login, a server's question), and
+    /// what it waited for is settled: it runs again, whatever its replay policy, given
+    /// the person's answers to its questions so far (JSON texts, in order; see
+    /// [`NeedsInput::checked_answer`]).
+    Again(&'a [String]),
+    /// It paused for a server's question nobody has answered yet: the run waits again.
+    Awaits(&'a NeedsInput),
 }
 
 /// One call's result from [`Steps::execute`] (and what a Restate worker's
@@ -41,6 +48,12 @@ pub struct Executed {
     pub result: ToolResult,
     /// Set when the outcome is unknown and the recovery rules ask a person.
     pub unknown: Option<Unknown>,
+    /// Set when the handler paused for a person (see
+    /// [`ToolError::Paused`](harnessx_core::ToolError::Paused)): the result is not
+    /// recorded, and the call runs again once the person acted. Absent on the wire
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Box<harnessx_core::Pause>>,
     /// What a specialist the call ran used, by model (empty for other tools); added to
     /// the run's usage. See [`UsageSink`](crate::budget::UsageSink). Absent on the wire
     /// for other tools.
@@ -51,7 +64,7 @@ pub struct Executed {
 impl Executed {
     /// A call's result, with nothing unknown and no specialist usage.
     pub fn new(result: ToolResult) -> Self {
-        Self { result, unknown: None, usage: UsageByModel::new() }
+        Self { result, unknown: None, paused: None, usage: UsageByModel::new() }
     }
 }
 
@@ -255,6 +268,10 @@ pub trait Steps: Send {
             crate::NeedsInputKind::Outcome => Answer::Outcome(need.reason.clone()),
             // Nobody to ask: the model proceeds on its own reading.
             crate::NeedsInputKind::Question => Answer::Outcome(String::new()),
+            // Nobody to log in or answer: the call runs again (and fails as it did), the
+            // server's question declined.
+            crate::NeedsInputKind::Auth => Answer::Outcome(String::new()),
+            crate::NeedsInputKind::Elicitation => Answer::Outcome("decline".to_owned()),
         }))
     }
 
@@ -343,7 +360,7 @@ impl Steps for Direct {
             .into_iter()
             .map(|o| {
                 let usage = sink.take(&o.result.call_id);
-                Executed { result: o.result, unknown: None, usage }
+                Executed { result: o.result, unknown: None, paused: o.paused, usage }
             })
             .collect())
     }

@@ -65,7 +65,11 @@ impl Backend {
 
     /// Records what happened to a call whose outcome was unknown.
     pub(crate) async fn answer(&self, run_id: &str, call_id: &str, text: &str) -> Result<(), CliError> {
-        self.runs.answer(run_id, call_id, text).await.map(drop).map_err(CliError::failed)
+        self.runs.answer(run_id, call_id, text).await.map(drop).map_err(|e| match e {
+            // An answer that does not fit the server's schema: bad input, exit 2.
+            harnessx::durable::DurableError::BadAnswer(line) => CliError::usage(line),
+            e => CliError::failed(e),
+        })
     }
 
     /// How the printed commands that continue a run name this place.

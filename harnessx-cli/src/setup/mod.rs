@@ -528,7 +528,13 @@ pub(crate) async fn build_agent(
     approvals: Approvals,
 ) -> Result<Agent, CliError> {
     let (mut builder, rules) = agent_builder(args, stream, approvals)?;
-    for (server, options) in args.mcp.servers_with_options()? {
+    // A server's questions mid-call go to the person at this terminal; with nobody here
+    // (a worker, `serve`, a pipe), a durable run pauses for them, a plain one declines.
+    let ask_here = approvals != Approvals::Nobody && terminal::interactive();
+    for (server, mut options) in args.mcp.servers_with_options()? {
+        if ask_here {
+            options.elicit = Some(crate::elicit::on_terminal());
+        }
         builder = builder.mcp_with(server, options);
     }
     let agent = builder.connect().await.map_err(|e| match e {

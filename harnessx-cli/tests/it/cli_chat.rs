@@ -19,7 +19,7 @@ const PATIENCE: Duration = Duration::from_secs(60);
 
 /// `harnessx` on a pseudo-terminal: what it printed so far (stdout and stderr
 /// together, as a terminal shows them), and a keyboard.
-struct Terminal {
+pub(crate) struct Terminal {
     child: Child,
     keyboard: std::fs::File,
     screen: Arc<Mutex<Vec<u8>>>,
@@ -30,7 +30,7 @@ struct Terminal {
 impl Terminal {
     /// Starts `harnessx ARGS` in `dir` on a new pty; `None` (after `skip_or_fail`) where
     /// no pty or no `setsid` can be had.
-    fn start(dir: &Path, path_prefix: Option<&Path>, args: &[&str]) -> Option<Self> {
+    pub(crate) fn start(dir: &Path, path_prefix: Option<&Path>, args: &[&str]) -> Option<Self> {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         if Command::new("setsid").arg("--version").output().is_err() {
             skip_or_fail("no setsid (util-linux) to give the command a controlling terminal");
@@ -83,13 +83,13 @@ impl Terminal {
         Some(Self { child, keyboard, screen, seen: 0 })
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
     }
 
     /// Waits until `text` appears after what earlier expectations consumed; returns
     /// everything up to and including it.
-    fn expect(&mut self, text: &str) -> String {
+    pub(crate) fn expect(&mut self, text: &str) -> String {
         let started = Instant::now();
         loop {
             let screen = self.screen();
@@ -111,7 +111,7 @@ impl Terminal {
         got
     }
 
-    fn type_line(&mut self, line: &str) {
+    pub(crate) fn type_line(&mut self, line: &str) {
         self.keyboard.write_all(format!("{line}\r").as_bytes()).unwrap();
     }
 
@@ -120,7 +120,7 @@ impl Terminal {
     }
 
     /// Waits for the command to exit; its status.
-    fn wait(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait(&mut self) -> std::process::ExitStatus {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {

@@ -14,6 +14,7 @@ mod cli_hook_config;
 mod cli_hooks;
 mod cli_mcp;
 mod cli_mcp_auth;
+mod cli_mcp_elicit;
 mod cli_mcp_serve;
 mod cli_output;
 mod cli_providers;

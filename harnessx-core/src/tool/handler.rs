@@ -29,6 +29,10 @@ pub struct ToolContext {
     idempotency_key: Option<Arc<str>>,
     /// Where the call's progress is reported (the run's event sink), if anywhere.
     events: Option<Arc<dyn crate::engine::events::ToolEventSink>>,
+    /// The person's answer to the question this call paused on.
+    answer: Option<Arc<Value>>,
+    /// Whether the call may pause for a person.
+    pausable: bool,
 }
 
 impl fmt::Debug for ToolContext {
@@ -38,6 +42,7 @@ impl fmt::Debug for ToolContext {
             .field("tool_name", &self.tool_name)
             .field("idempotency_key", &self.idempotency_key)
             .field("reports_progress", &self.events.is_some())
+            .field("answer", &self.answer)
             .finish()
     }
 }
@@ -45,7 +50,42 @@ impl fmt::Debug for ToolContext {
 impl ToolContext {
     /// A context for the call `call_id` of the tool `tool_name`.
     pub fn new(call_id: impl Into<Arc<str>>, tool_name: impl Into<Arc<str>>) -> Self {
-        Self { call_id: call_id.into(), tool_name: tool_name.into(), idempotency_key: None, events: None }
+        Self {
+            call_id: call_id.into(),
+            tool_name: tool_name.into(),
+            idempotency_key: None,
+            events: None,
+            answer: None,
+            pausable: false,
+        }
+    }
+
+    /// The same context, in a run that can stop and wait for a person (see
+    /// [`can_pause`](Self::can_pause)).
+    pub fn pausable(mut self) -> Self {
+        self.pausable = true;
+        self
+    }
+
+    /// The same context, with the person's answer to the question the call paused on.
+    pub fn with_answer(mut self, answer: Value) -> Self {
+        self.answer = Some(Arc::new(answer));
+        self
+    }
+
+    /// The person's answer to the question this call [paused](crate::ToolError::Paused)
+    /// on, when a resumed durable run runs it again; `None` otherwise.
+    pub fn answer(&self) -> Option<&Value> {
+        self.answer.as_deref()
+    }
+
+    /// Whether the call may [pause](crate::ToolError::Paused) for a person: it runs in a
+    /// durable run that journals its steps (its [`RunContext`](crate::RunContext) has a
+    /// run id), which can stop, wait, and run it again. A direct run cannot, nor a call
+    /// on a Restate worker: a handler fails the call instead, with a line saying what
+    /// the person has to do.
+    pub fn can_pause(&self) -> bool {
+        self.pausable
     }
 
     /// The same context, reporting the call's progress to `sink`.
@@ -107,6 +147,8 @@ pub struct CallInfo<'a> {
     tool_name: &'a Arc<str>,
     idempotency_key: Option<&'a Arc<str>>,
     events: Option<&'a Arc<dyn crate::engine::events::ToolEventSink>>,
+    answer: Option<&'a Arc<Value>>,
+    pausable: bool,
 }
 
 impl fmt::Debug for CallInfo<'_> {
@@ -123,7 +165,16 @@ impl fmt::Debug for CallInfo<'_> {
 impl<'a> CallInfo<'a> {
     /// The call `call_id` of the tool `tool_name`, with its idempotency key if it has one.
     pub fn new(call_id: &'a str, tool_name: &'a Arc<str>, idempotency_key: Option<&'a Arc<str>>) -> Self {
-        Self { call_id, tool_name, idempotency_key, events: None }
+        Self { call_id, tool_name, idempotency_key, events: None, answer: None, pausable: false }
+    }
+
+    /// The same call, in a run that can pause for a person when `pausable` (see
+    /// [`ToolContext::can_pause`]), with the person's `answer` to the question it paused
+    /// on before.
+    pub fn with_pause(mut self, pausable: bool, answer: Option<&'a Arc<Value>>) -> Self {
+        self.pausable = pausable;
+        self.answer = answer;
+        self
     }
 
     /// The same call, its progress reported to `events` (the run's event sink).
@@ -139,6 +190,8 @@ impl<'a> CallInfo<'a> {
             tool_name: self.tool_name.clone(),
             idempotency_key: self.idempotency_key.cloned(),
             events: self.events.cloned(),
+            answer: self.answer.cloned(),
+            pausable: self.pausable,
         }
     }
 

@@ -58,6 +58,10 @@ pub enum DurableError {
     /// earlier turns is broken.
     #[error("{0}")]
     Conversation(String),
+    /// An answer that does not fit what the run waits for (a server's question: not
+    /// JSON, or not its schema): one line naming the field; nothing was recorded.
+    #[error("{0}")]
+    BadAnswer(String),
 }
 
 /// The `error.type` of a durable run that failed outside the agent.
@@ -69,6 +73,7 @@ pub(super) fn durable_error_type(error: &DurableError) -> &'static str {
         DurableError::Completed(_) => "completed",
         DurableError::Cluster(_) | DurableError::NoClusterRun { .. } => "cluster",
         DurableError::Conversation(_) => "conversation",
+        DurableError::BadAnswer(_) => "bad_answer",
         DurableError::Agent(e) => spans::agent_error_type(e),
     }
 }
@@ -84,7 +89,8 @@ pub(crate) fn not_awaited(
 ) -> DurableError {
     let what = match kind {
         NeedsInputKind::Approval => "an approval",
-        NeedsInputKind::Outcome | NeedsInputKind::Question => "an answer",
+        NeedsInputKind::Outcome | NeedsInputKind::Question | NeedsInputKind::Elicitation => "an answer",
+        NeedsInputKind::Auth => "a login",
     };
     let waiting = if waiting.is_empty() {
         format!(" (it is {})", status.as_str())
@@ -107,6 +113,7 @@ mod tests {
             tool: "write_file".into(),
             arguments: "{}".into(),
             reason: "asks".into(),
+            schema: None,
         }
     }
 

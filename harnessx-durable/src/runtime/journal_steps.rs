@@ -8,7 +8,8 @@ use harnessx_agent::budget::{Limit, RunLimits, UsageByModel, UsageSink};
 use harnessx_agent::model::{ModelError, ModelRequest, ModelResponse, Usage};
 use harnessx_agent::run::recovery;
 use harnessx_agent::{
-    Agent, AgentError, Events, Executed, NeedsInput, Recorded, Recovery, Steps, Unknown, spans,
+    Agent, AgentError, Events, Executed, NeedsInput, NeedsInputKind, Recorded, Recovery, Steps, Unknown,
+    spans,
 };
 use harnessx_core::hooks::{Blocked, ModelTurn, PromptOutcome, ResponseOutcome, RunUsage, UserPrompt};
 use harnessx_core::{
@@ -168,6 +169,14 @@ impl Steps for JournalSteps {
     fn recorded(&self, call_id: &str) -> Recorded<'_> {
         if let Some(result) = self.replay.results.get(call_id) {
             Recorded::Result(result)
+        } else if let Some(need) = self.replay.again.get(call_id) {
+            let answers = self.replay.elicited.get(call_id).map_or(&[][..], Vec::as_slice);
+            match need.kind {
+                NeedsInputKind::Elicitation if !self.replay.answered.contains(call_id) => {
+                    Recorded::Awaits(need)
+                }
+                _ => Recorded::Again(answers),
+            }
         } else if let Some(text) = self.replay.answers.get(call_id) {
             Recorded::Answer(text)
         } else if self.replay.started.contains(call_id) {
@@ -383,7 +392,8 @@ impl Steps for JournalSteps {
                     }
                 })
                 .on_end(move |i, outcome| {
-                    if settled.contains(&i) {
+                    // A call that paused for a person runs again on resume: no result.
+                    if settled.contains(&i) || outcome.paused.is_some() {
                         return;
                     }
                     if outcome.timed_out
@@ -419,6 +429,7 @@ impl Steps for JournalSteps {
                 Executed {
                     result: o.result,
                     unknown: unknown.contains(&i).then_some(Unknown::TimedOut),
+                    paused: o.paused,
                     usage,
                 }
             })
@@ -590,6 +601,7 @@ mod tests {
             tool: "t".into(),
             arguments: "{}".into(),
             reason: "asks".into(),
+            schema: None,
         };
         let error = steps.pause(1, &[need]).await.unwrap_err();
         assert_eq!(
@@ -608,6 +620,7 @@ mod tests {
             tool: "t".into(),
             arguments: "{}".into(),
             reason: "unknown".into(),
+            schema: None,
         };
         assert!(!steps.pause(1, std::slice::from_ref(&need)).await.unwrap(), "a journal's run stops");
         let (status, entries) = committed(&journal);

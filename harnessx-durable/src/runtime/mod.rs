@@ -438,13 +438,15 @@ impl AgentRuntime {
     /// Answers whether a `manual` call whose outcome was unknown took effect (the text
     /// becomes the call's result for the model), or replies to a question the run put to
     /// a person. Then `resume` the run.
+    ///
+    /// For a server's question ([`NeedsInputKind::Elicitation`]), `text` is a JSON object
+    /// fitting its schema, `decline` or `cancel`
+    /// ([`NeedsInput::checked_answer`]); the call runs again on `resume` and the server
+    /// gets the answer. A wrong one is [`DurableError::BadAnswer`], nothing recorded.
     pub fn answer(&self, run_id: &str, call_id: &str, text: &str) -> Result<(), DurableError> {
-        self.awaited(run_id, call_id, NeedsInputKind::Outcome)?;
-        self.journal.append(
-            run_id,
-            &[Entry::Answer { call_id: call_id.to_owned(), text: text.to_owned() }],
-            None,
-        )?;
+        let need = self.awaited(run_id, call_id, NeedsInputKind::Outcome)?;
+        let text = need.checked_answer(text).map_err(DurableError::BadAnswer)?;
+        self.journal.append(run_id, &[Entry::Answer { call_id: call_id.to_owned(), text }], None)?;
         Ok(())
     }
 

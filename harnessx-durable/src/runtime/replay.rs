@@ -4,10 +4,10 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use harnessx_agent::NeedsInput;
 use harnessx_agent::budget::{Limit, ModelPrice, RunLimits, UsageByModel};
 use harnessx_agent::model::{ModelError, Usage};
 use harnessx_agent::output::OutputSpec;
+use harnessx_agent::{NeedsInput, NeedsInputKind};
 use harnessx_core::hooks::{Blocked, PromptOutcome, ResponseOutcome};
 use harnessx_core::{ApprovalDecision, ToolResult};
 
@@ -35,6 +35,14 @@ pub(super) struct Replay {
     /// The hook that ended the run, and why.
     pub(super) blocked: Option<Blocked>,
     pub(super) paused: Vec<NeedsInput>,
+    /// Calls that paused for a person mid-run (a login, a server's question) and have
+    /// not started again since: each runs again on resume once its need is met.
+    pub(super) again: HashMap<String, NeedsInput>,
+    /// The answers given to the server's questions of each such call, in order (MCP
+    /// elicitation results, compact JSON).
+    pub(super) elicited: HashMap<String, Vec<String>>,
+    /// The calls in `again` whose last question has its answer.
+    pub(super) answered: HashSet<String>,
     /// The run whose conversation this one continues.
     pub(super) continues: Option<String>,
     /// What specialists used, by call id.
@@ -67,6 +75,8 @@ impl Replay {
                 }
                 Entry::CallStart { call_id, .. } => {
                     s.started.insert(call_id.clone());
+                    s.again.remove(call_id);
+                    s.answered.remove(call_id);
                 }
                 Entry::CallResult { result, usage, .. } => {
                     s.results.insert(result.call_id.clone(), result.clone());
@@ -88,10 +98,23 @@ impl Replay {
                     s.blocked = Some(Blocked { hook: hook.clone(), message: message.clone() });
                 }
                 Entry::Answer { call_id, text } => {
-                    s.answers.insert(call_id.clone(), text.clone());
+                    if s.again.get(call_id).is_some_and(|n| n.kind == NeedsInputKind::Elicitation) {
+                        s.elicited.entry(call_id.clone()).or_default().push(text.clone());
+                        s.answered.insert(call_id.clone());
+                    } else {
+                        s.answers.insert(call_id.clone(), text.clone());
+                    }
                 }
                 Entry::Paused { needs_input } => {
                     s.paused = serde_json::from_value(needs_input.clone()).unwrap_or_default();
+                    for need in &s.paused {
+                        if matches!(need.kind, NeedsInputKind::Auth | NeedsInputKind::Elicitation) {
+                            // It stopped short: not started, as far as a resume goes.
+                            s.started.remove(&need.call_id);
+                            s.answered.remove(&need.call_id);
+                            s.again.insert(need.call_id.clone(), need.clone());
+                        }
+                    }
                 }
                 Entry::Continues { run_id } => s.continues = Some(run_id.clone()),
                 Entry::ContextOverflow { turn, message, limit, requested } => {

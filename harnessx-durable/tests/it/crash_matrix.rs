@@ -241,6 +241,7 @@ fn scenario(
                         NeedsInputKind::Outcome | NeedsInputKind::Question => {
                             parent.answer(RUN, &need.call_id, &format!("{} done", need.tool)).unwrap()
                         }
+                        kind => panic!("the crash matrix's tools ask for no {kind:?}: {report:?}"),
                     }
                 }
             }

@@ -86,11 +86,21 @@ pub(super) async fn call(
         "otel.status_code" = Empty,
         "otel.status_description" = Empty,
     );
+    let can_pause = ctx.can_pause();
+    let in_flight = link.progress.begin(ctx.clone());
     let called = if ctx.reports_progress() {
         followed(&service, &link, params, ctx).instrument(span.clone()).await
     } else {
         service.call_tool(params).instrument(span.clone()).await
     };
+    // It paused on the server's question: whatever the server made of the cancel, the
+    // run waits for the answer and runs the call again.
+    let paused = in_flight.asked.take_pause();
+    drop(in_flight);
+    if let Some(pause) = paused {
+        drop(span);
+        return Err(ToolError::paused(pause));
+    }
     let failed = match &called {
         Ok(result) if result.is_error == Some(true) => Some("tool_error"),
         Ok(_) => None,
@@ -116,10 +126,18 @@ pub(super) async fn call(
             }
             if e.is_authorization_required() {
                 // Its token was refused and could not be refreshed (or it never had one).
-                return Err(ToolError::new(format!(
+                let reason = format!(
                     "the MCP server `{shown}` needs a login again (it refused the token, and it could not be refreshed): run `harnessx mcp login {shown}`",
                     shown = link.shown
-                )));
+                );
+                // A durable run waits for the login and runs the call again on resume.
+                if can_pause {
+                    return Err(ToolError::paused(harnessx_core::Pause::new(
+                        harnessx_core::PauseKind::Auth,
+                        reason,
+                    )));
+                }
+                return Err(ToolError::new(reason));
             }
             Err(ToolError::new(format!("the MCP server `{}` failed on {remote}: {e}", link.shown)))
         }

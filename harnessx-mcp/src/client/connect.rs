@@ -29,9 +29,12 @@ pub(super) struct Client {
 
 /// The calls of one server whose progress someone follows, by the progress token their
 /// request carried.
+/// Also the server's calls in flight, to which its questions are tied.
 #[derive(Default)]
 pub(super) struct Progress {
     routes: std::sync::Mutex<std::collections::HashMap<String, harnessx_core::ToolContext>>,
+    calls: std::sync::Mutex<Vec<(u64, Arc<super::elicit::Asked>)>>,
+    next: std::sync::atomic::AtomicU64,
 }
 
 /// A progress token as a key.
@@ -55,6 +58,27 @@ impl Progress {
         Followed { progress: self.clone(), token }
     }
 
+    /// Notes a call in flight on the server, until the guard drops.
+    pub(super) fn begin(self: &Arc<Self>, ctx: harnessx_core::ToolContext) -> InFlight {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let asked = Arc::new(super::elicit::Asked::new(ctx));
+        self.in_flight().push((id, asked.clone()));
+        InFlight { progress: self.clone(), id, asked }
+    }
+
+    /// The call a server's question is about: its only call in flight (with several,
+    /// nothing on the wire says which asked).
+    fn only_call(&self) -> Option<Arc<super::elicit::Asked>> {
+        match self.in_flight().as_slice() {
+            [(_, asked)] => Some(asked.clone()),
+            _ => None,
+        }
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Arc<super::elicit::Asked>)>> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn routes(
         &self,
     ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, harnessx_core::ToolContext>> {
@@ -66,6 +90,19 @@ impl Progress {
 pub(super) struct Followed {
     progress: Arc<Progress>,
     token: String,
+}
+
+/// A call in flight; dropping it ends it.
+pub(super) struct InFlight {
+    progress: Arc<Progress>,
+    id: u64,
+    pub(super) asked: Arc<super::elicit::Asked>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.progress.in_flight().retain(|(id, _)| *id != self.id);
+    }
 }
 
 impl Drop for Followed {
@@ -93,7 +130,8 @@ impl ClientHandler for Client {
         request: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        super::elicit::answer(self.elicit.as_ref(), &self.server, request).await
+        let call = self.progress.only_call();
+        super::elicit::answer(self.elicit.as_ref(), &self.server, request, call.as_deref()).await
     }
 
     /// A server's `notifications/progress` about a call whose progress someone follows:

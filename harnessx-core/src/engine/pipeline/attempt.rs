@@ -34,6 +34,8 @@ pub(crate) struct Invoked {
     pub(super) answer: Answer,
     pub(super) timed_out: bool,
     pub(super) error: Option<ErrorType>,
+    /// The handler paused for a person (boxed: rare).
+    pub(super) paused: Option<Box<crate::error::Pause>>,
 }
 
 /// A call's answer as its handler gave it (or the engine, for a timeout or a panic): its
@@ -50,7 +52,7 @@ pub(super) struct Answer {
 impl Invoked {
     /// What a hook answered in place of the handler.
     pub(super) fn answered(output: ToolOutput) -> Self {
-        Self { answer: Answer::success(output), timed_out: false, error: None }
+        Self { answer: Answer::success(output), timed_out: false, error: None, paused: None }
     }
 }
 
@@ -141,7 +143,9 @@ pub(super) async fn invoke(
                 Some(value) => Arguments::Value(Value::clone(value)),
             };
             let call_id = &*call.id;
-            let info = CallInfo::new(call_id, name, run.key.as_ref()).with_events(events);
+            let info = CallInfo::new(call_id, name, run.key.as_ref())
+                .with_events(events)
+                .with_pause(run.pausable, run.answer.as_ref());
             let def = ready.tool.definition();
             let outcome = run_once(&def.handler, name, args, info, timeout_of(ready)).await;
             if last || !retry_wanted(ready, &outcome, hooks) {
@@ -214,13 +218,18 @@ fn conclude(ready: &ReadyCall, outcome: Outcome, attempt: u32) -> Invoked {
         Outcome::Done(Err(e)) if e.is_transient() && attempt > 1 => {
             (Answer::error(format!("{} (failed {attempt} attempts)", e.message())), failed)
         }
+        Outcome::Done(Err(ToolError::Paused(pause))) => {
+            let answer = Answer::error(pause.reason.as_str());
+            return Invoked { answer, timed_out: false, error: failed, paused: Some(pause) };
+        }
         Outcome::Done(Err(e)) => (Answer::error(e.message()), failed),
         Outcome::TimedOut => {
             let mut text = timeout_message(name, timeout_seconds(ready));
             if attempt > 1 {
                 text.push_str(&format!(" (timed out {attempt} attempts)"));
             }
-            return Invoked { answer: Answer::error(text), timed_out: true, error: Some(ErrorType::Timeout) };
+            let error = Some(ErrorType::Timeout);
+            return Invoked { answer: Answer::error(text), timed_out: true, error, paused: None };
         }
         Outcome::Panicked => (
             Answer::error(format!(
@@ -229,7 +238,7 @@ fn conclude(ready: &ReadyCall, outcome: Outcome, attempt: u32) -> Invoked {
             Some(ErrorType::Panic),
         ),
     };
-    Invoked { answer, timed_out: false, error }
+    Invoked { answer, timed_out: false, error, paused: None }
 }
 
 /// The structured content of `out` when it nests more than [`MAX_JSON_DEPTH`] levels: a

@@ -70,7 +70,7 @@ pub(crate) fn execute_one<'a>(
             Prepared::Ready(ready) => ready,
         };
         ctx.emit(ToolEvent::CallStart { index: 0, call, tool: Some(ready.tool.name()) });
-        let run = Run { index: 0, authorized: false, key: None };
+        let run = Run { index: 0, authorized: false, key: None, answer: None, pausable: false };
         let span = span::tool_span(call, Some(ready.tool.name()), false);
         let mut out = None;
         run_indexed(run, ready, call, ctx, hooks, &mut out).instrument(span).await;
@@ -101,6 +101,9 @@ pub struct CallOutcome {
     /// Whether its handler ran (`false` for refusals, settled calls and calls answered by
     /// an identical earlier one).
     pub ran: bool,
+    /// Set when the handler [paused](crate::ToolError::Paused) for a person: the result
+    /// then carries the pause's reason as an error, which a durable run does not record.
+    pub paused: Option<Box<crate::error::Pause>>,
 }
 
 /// Called with a call's index when its handler is about to run for the first time
@@ -188,7 +191,7 @@ fn settled(
     // The result names the tool the call resolved to, or the name as written.
     let span = span::tool_span(call, Some(&result.name), replayed);
     span::record_result(&span, &result, error);
-    let outcome = CallOutcome { result, timed_out: false, ran: false };
+    let outcome = CallOutcome { result, timed_out: false, ran: false, paused: None };
     match replayed {
         // Its end hook still sees it (the batch's outcome is whole); no event says it ran.
         true => end_hook(index, &outcome, hooks),
@@ -217,7 +220,7 @@ async fn run_items(
     let mut serial: Vec<Option<(Run, ReadyCall, &mut Option<CallOutcome>)>> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     for ((index, item), out) in items.into_iter().enumerate().zip(&mut outcomes) {
-        let PlanItem { prepared, authorized, idempotency_key, replayed, .. } = item;
+        let PlanItem { prepared, authorized, idempotency_key, answer, replayed, .. } = item;
         // Each call's span is a child of the caller's span (current here and in
         // `serial_run`), and its future runs inside it (`instrument`), so concurrent
         // calls nest right. A serial call's span starts when its turn comes.
@@ -226,7 +229,8 @@ async fn run_items(
                 *out = Some(settled(index, &calls[index], result, error, replayed, ctx, hooks));
             }
             Prepared::Ready(ready) => {
-                let run = Run { index, authorized, key: idempotency_key };
+                let pausable = ctx.run_id().is_some();
+                let run = Run { index, authorized, key: idempotency_key, answer, pausable };
                 if ready.serial.is_none() {
                     let span = span::tool_span(&calls[index], Some(ready.tool.name()), false);
                     concurrent.push(run_indexed(run, ready, &calls[index], ctx, hooks, out).instrument(span));
@@ -260,6 +264,9 @@ pub(super) struct Run {
     pub(super) index: usize,
     authorized: bool,
     pub(super) key: Option<Arc<str>>,
+    pub(super) answer: Option<Arc<serde_json::Value>>,
+    /// Whether its handler may pause for a person (a journaled durable run's call).
+    pub(super) pausable: bool,
 }
 
 fn finish(index: usize, outcome: &CallOutcome, ctx: &RunContext, hooks: &RunHooks) {
@@ -316,7 +323,7 @@ fn run_indexed<'a>(
                 },
             };
             if let Some(Refusal { result, .. }) = refused {
-                let outcome = CallOutcome { result, timed_out: false, ran: false };
+                let outcome = CallOutcome { result, timed_out: false, ran: false, paused: None };
                 return ended(index, out.insert(outcome), Some(ErrorType::PermissionDenied), ctx, hooks);
             }
         }
@@ -327,7 +334,7 @@ fn run_indexed<'a>(
         // The arguments the post hooks see (the last attempt takes the call's own).
         // (Boxed: only a context with hooks pays for them.)
         let seen: Option<Box<serde_json::Value>> = tool_hooks(ctx, hooks).map(|_| ready.value_to_keep(call));
-        let (Invoked { mut answer, timed_out, error }, ran) = if let Some(output) = answered {
+        let (Invoked { mut answer, timed_out, error, paused }, ran) = if let Some(output) = answered {
             // A hook answered it: it does not run.
             (Invoked::answered(*output), false)
         } else if ready.policy.dedupe_calls {
@@ -348,7 +355,7 @@ fn run_indexed<'a>(
         }
         // (Made in its place: a result is too big to be handed on for free.)
         let result = answer.into_result(&call.id, ready.tool.name());
-        ended(index, out.insert(CallOutcome { result, timed_out, ran }), error, ctx, hooks)
+        ended(index, out.insert(CallOutcome { result, timed_out, ran, paused }), error, ctx, hooks)
     }
 }
 
@@ -397,7 +404,7 @@ mod future_sizes {
         let Prepared::Ready(mut ready) = prepare(registry.read().target("t"), &call, true) else {
             unreachable!()
         };
-        let run = Run { index: 0, authorized: false, key: None };
+        let run = Run { index: 0, authorized: false, key: None, answer: None, pausable: false };
         let size = std::mem::size_of_val(&invoke(&mut ready, &call, &run, &NO_HOOKS, None, None));
         assert!(size <= 320, "invoke's future is {size} bytes");
         let mut out = None;

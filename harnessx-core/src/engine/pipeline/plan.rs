@@ -33,6 +33,8 @@ pub(super) struct PlanItem {
     pub(super) prepared: Prepared,
     pub(super) authorized: bool,
     pub(super) idempotency_key: Option<Arc<str>>,
+    /// The person's answer to the question the call paused on (see [`PlannedCall::set_answer`]).
+    pub(super) answer: Option<Arc<Value>>,
     /// Settled with a result replayed from a journal (marked on its span).
     pub(super) replayed: bool,
     /// What the pre hooks said that the authorizer's answer is read with (an ALLOW past
@@ -50,6 +52,7 @@ pub(super) fn plan_items(targets: Vec<CallTarget>, calls: &[ToolCall], from_text
             prepared: prepare(t, c, from_text),
             authorized: false,
             idempotency_key: None,
+            answer: None,
             replayed: false,
             hooked: None,
         })
@@ -298,6 +301,13 @@ impl PlannedCall<'_> {
     /// [`ToolContext::idempotency_key`](crate::tool::handler::ToolContext::idempotency_key).
     pub fn set_idempotency_key(&mut self, key: impl Into<Arc<str>>) {
         self.item.idempotency_key = Some(key.into());
+    }
+
+    /// Sets the answer the handler sees as
+    /// [`ToolContext::answer`](crate::tool::handler::ToolContext::answer): a person's
+    /// answer to the question the call [paused](crate::ToolError::Paused) on before.
+    pub fn set_answer(&mut self, answer: Value) {
+        self.item.answer = Some(Arc::new(answer));
     }
 
     /// A person approved the call with edited `arguments`: they replace the model's

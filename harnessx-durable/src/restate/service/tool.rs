@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use restate_sdk::prelude::*;
 
-use harnessx_agent::budget::{UsageByModel, UsageSink};
+use harnessx_agent::budget::UsageSink;
 use harnessx_agent::run::recovery;
 use harnessx_agent::{Agent, Recovery, Unknown};
 use harnessx_core::{Authorization, Permit, RunContext, RunHooks, ToolCall, ToolResult};
@@ -87,7 +87,7 @@ async fn run_call(agent: &Agent, call: ToolCall, key: String, changed: Changed, 
             recovery::recover(policy, Unknown::Interrupted, &call.id, &tool, &call.arguments)
     {
         let result = ToolResult::error(&call.id, &tool, "outcome unknown");
-        return Executed { result, unknown: Some(Unknown::Interrupted), usage: UsageByModel::new() };
+        return Executed { unknown: Some(Unknown::Interrupted), ..Executed::new(result) };
     }
     // Stable across attempts and workers: the same for every re-run.
     planned.set_idempotency_key(key);
@@ -135,7 +135,8 @@ async fn run_call(agent: &Agent, call: ToolCall, key: String, changed: Changed, 
         ))
     .then_some(Unknown::TimedOut);
     let usage = spent.take(&call.id);
-    Executed { result: outcome.result, unknown, usage }
+    // (A worker's call cannot pause for a person: its run context has no run id.)
+    Executed { result: outcome.result, unknown, paused: None, usage }
 }
 
 #[cfg(test)]

@@ -242,10 +242,12 @@ mod tests {
         let executed = Executed {
             result: harnessx_core::ToolResult::error("c1", "t", "outcome unknown"),
             unknown: Some(Unknown::Interrupted),
+            paused: None,
             usage: harnessx_agent::budget::UsageByModel::new(),
         };
         let value = serde_json::to_value(&executed).unwrap();
         assert_eq!(value.get("usage"), None, "{value}");
+        assert_eq!(value.get("paused"), None, "{value}");
         let back: Executed = serde_json::from_value(value).unwrap();
         assert_eq!((back.result, back.unknown), (executed.result, executed.unknown));
     }

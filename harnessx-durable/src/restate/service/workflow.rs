@@ -47,6 +47,9 @@ fn promise_key(kind: NeedsInputKind, call_id: &str) -> String {
         NeedsInputKind::Approval => format!("approval/{call_id}"),
         NeedsInputKind::Outcome => format!("outcome/{call_id}"),
         NeedsInputKind::Question => format!("question/{call_id}"),
+        // (Never awaited here: a worker's call does not pause for a person.)
+        NeedsInputKind::Auth => format!("auth/{call_id}"),
+        NeedsInputKind::Elicitation => format!("elicitation/{call_id}"),
     }
 }
 
@@ -445,9 +448,7 @@ impl harnessx_agent::Steps for RestateSteps<'_> {
                 let Json(decision) = self.ctx.promise::<Json<ApprovalDecision>>(&key).await?;
                 harnessx_agent::Answer::Decision(decision)
             }
-            NeedsInputKind::Outcome | NeedsInputKind::Question => {
-                harnessx_agent::Answer::Outcome(self.ctx.promise::<String>(&key).await?)
-            }
+            _ => harnessx_agent::Answer::Outcome(self.ctx.promise::<String>(&key).await?),
         })
     }
 
@@ -623,9 +624,7 @@ async fn unanswered(ctx: &SharedWorkflowContext<'_>) -> Result<Vec<NeedsInput>, 
                 }
                 None => false,
             },
-            NeedsInputKind::Outcome | NeedsInputKind::Question => {
-                ctx.peek_promise::<String>(&key).await?.is_some()
-            }
+            _ => ctx.peek_promise::<String>(&key).await?.is_some(),
         };
         if !resolved {
             open.push(n);
