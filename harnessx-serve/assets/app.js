@@ -231,7 +231,7 @@ function show(event) {
       say(event.from + " is down (" + event.reason + "); asking " + event.to);
       break;
     case "needs_input":
-      for (const item of event.needs_input || []) transcript.append(item.kind === "approval" ? approval(item) : question(item));
+      for (const item of event.needs_input || []) transcript.append(needed(item));
       setStatus("needs_input");
       break;
     case "run_end": {
@@ -351,6 +351,100 @@ function check(value, schema, at) {
     }
   }
   return null;
+}
+
+function needed(item) {
+  switch (item.kind) {
+    case "approval": return approval(item);
+    case "elicitation": return elicitation(item);
+    case "auth": return login(item);
+    default: return question(item);
+  }
+}
+
+async function answerCall(item, box, text) {
+  try {
+    await api("POST", "/v1/runs/" + encodeURIComponent(state.run) + "/answers/" + encodeURIComponent(item.call_id), { text });
+    box.replaceChildren(el("span", "notice", "answered"));
+    refollow();
+  } catch (e) { box.append(el("div", "error", e.message)); }
+}
+
+// A tool's server asks a question mid-call (MCP elicitation): a form of the fields its
+// schema asks for; the answer, a decline or a cancel goes back to the server as the call
+// runs again.
+function elicitation(item) {
+  const box = el("div", "elicitation");
+  box.dataset.callId = item.call_id;
+  box.append(el("div", "asked", item.reason));
+  const schema = item.schema || {};
+  const required = schema.required || [];
+  const fields = [];
+  for (const [name, field] of Object.entries(schema.properties || {})) {
+    const row = el("label", "field");
+    const title = (field.title || name) + (required.includes(name) ? " *" : "");
+    row.append(el("span", "field-name", title));
+    if (field.description) row.append(el("span", "notice", field.description));
+    const choices = Array.isArray(field.enum) ? field.enum : Array.isArray(field.oneOf) ? field.oneOf.map((c) => c.const) : null;
+    let input;
+    if (field.type === "boolean") {
+      input = el("input", "field-input");
+      input.type = "checkbox";
+    } else if (choices) {
+      input = el("select", "field-input");
+      input.append(el("option", "", ""));
+      for (const c of choices) { const o = el("option", "", String(c)); o.value = String(c); input.append(o); }
+    } else {
+      input = el("input", "field-input");
+      input.type = field.type === "integer" || field.type === "number" ? "number" : "text";
+    }
+    input.name = name;
+    row.append(input);
+    box.append(row);
+    fields.push({ name, field, input });
+  }
+  const problem = el("div", "invalid");
+  const collect = () => {
+    const value = {};
+    for (const { name, field, input } of fields) {
+      if (field.type === "boolean") { if (input.checked || required.includes(name)) value[name] = input.checked; continue; }
+      const raw = input.value.trim();
+      if (raw === "") continue;
+      if (field.type === "integer" || field.type === "number") value[name] = Number(raw);
+      else if (field.type === "array") value[name] = raw.split(",").map((s) => s.trim()).filter(Boolean);
+      else value[name] = raw;
+    }
+    return value;
+  };
+  const buttons = el("div", "buttons");
+  buttons.append(
+    button("elicit-send", "Send", () => {
+      const value = collect();
+      const error = check(value, schema, "answer");
+      if (error) { problem.textContent = error; return; }
+      answerCall(item, box, JSON.stringify(value));
+    }),
+    button("elicit-decline", "Decline", () => answerCall(item, box, "decline")),
+    button("elicit-cancel", "Cancel", () => answerCall(item, box, "cancel")),
+  );
+  box.append(problem, buttons);
+  return box;
+}
+
+// A tool's server wants a login (its token was refused): the command to run, then resume.
+function login(item) {
+  const box = el("div", "login");
+  box.dataset.callId = item.call_id;
+  box.append(el("div", "", item.tool + " needs a login"));
+  box.append(el("div", "notice", item.reason));
+  box.append(button("login-resume", "Resume after the login", async () => {
+    try {
+      await api("POST", "/v1/runs/" + encodeURIComponent(state.run) + "/resume", {});
+      box.replaceChildren(el("span", "notice", "resumed"));
+      refollow();
+    } catch (e) { box.append(el("div", "error", e.message)); }
+  }));
+  return box;
 }
 
 // A call waiting for words: an `ask_user` question (its suggested replies as buttons),

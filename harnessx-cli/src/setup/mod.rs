@@ -200,8 +200,12 @@ fn load_tools(
 /// Who approves a call that asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Approvals {
-    /// `--yes`: every call is approved.
-    All,
+    /// `--yes`: every call is approved; `on_terminal`: a person is at this terminal (a
+    /// server's questions mid-call are asked there).
+    All {
+        /// A person is at this terminal.
+        on_terminal: bool,
+    },
     /// The person at this terminal, one question at a time.
     Terminal,
     /// No one: a plain run denies ASK calls, a durable run pauses on them (needs_input)
@@ -213,7 +217,7 @@ impl Approvals {
     /// `--yes` first; else the terminal when `on_terminal`.
     pub(crate) fn of(yes: bool, on_terminal: bool) -> Self {
         match (yes, on_terminal) {
-            (true, _) => Self::All,
+            (true, on_terminal) => Self::All { on_terminal },
             (false, true) => Self::Terminal,
             (false, false) => Self::Nobody,
         }
@@ -240,7 +244,7 @@ pub(crate) fn permissions(
     let manager =
         PermissionManager::new(args.default_permission.map(Into::into).unwrap_or(PermissionLevel::Allow));
     let manager = match approvals {
-        Approvals::All => terminal::approve_all(manager),
+        Approvals::All { .. } => terminal::approve_all(manager),
         Approvals::Terminal => {
             let base = base.map(|b| b.canonicalize().unwrap_or_else(|_| b.to_path_buf()));
             terminal::prompt_on_terminal(
@@ -530,7 +534,10 @@ pub(crate) async fn build_agent(
     let (mut builder, rules) = agent_builder(args, stream, approvals)?;
     // A server's questions mid-call go to the person at this terminal; with nobody here
     // (a worker, `serve`, a pipe), a durable run pauses for them, a plain one declines.
-    let ask_here = approvals != Approvals::Nobody && terminal::interactive();
+    let ask_here = match approvals {
+        Approvals::Terminal | Approvals::All { on_terminal: true } => terminal::interactive(),
+        Approvals::All { on_terminal: false } | Approvals::Nobody => false,
+    };
     for (server, mut options) in args.mcp.servers_with_options()? {
         if ask_here {
             options.elicit = Some(crate::elicit::on_terminal());

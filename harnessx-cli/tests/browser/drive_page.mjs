@@ -2,9 +2,10 @@
 // person would: types a prompt and sends it, waits for the pending approval, edits the
 // call's arguments and approves them, and waits for the tool calls and the answer. Saves
 // a screenshot. Prints one JSON line: what it saw. In the mode `question`, it waits for the
-// model's `ask_user` question instead and replies with its suggested reply `blue`.
+// model's `ask_user` question instead and replies with its suggested reply `blue`; in the
+// mode `elicitation`, it answers an MCP server's question mid-call in its form.
 //
-// node --experimental-websocket drive_page.mjs CHROMIUM URL SCREENSHOT USER_DATA_DIR [question]
+// node --experimental-websocket drive_page.mjs CHROMIUM URL SCREENSHOT USER_DATA_DIR [question|elicitation]
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 
@@ -77,6 +78,27 @@ if (mode === "question") {
   await evaluate(`Array.from(document.querySelectorAll(".question .choice")).find((b) => b.textContent === "blue").click(); true`);
   const answer = await waitFor("the answer", `document.querySelector(".run-end")?.textContent || ""`);
   console.log(JSON.stringify({ asked, choices, answer, errors }));
+  socket.close();
+  browser.kill("SIGKILL");
+  process.exit(0);
+}
+if (mode === "elicitation") {
+  // A tool's server asks mid-call: its form, a refusal of an answer missing a required
+  // field, then the answer sent.
+  await evaluate(`document.getElementById("prompt").value = "Go."; document.getElementById("send").click(); true`);
+  await waitFor("the server's question", `!!document.querySelector(".elicitation .elicit-send")`);
+  const asked = await evaluate(`document.querySelector(".elicitation .asked").textContent`);
+  const fields = await evaluate(`Array.from(document.querySelectorAll(".elicitation .field-input")).map((i) => i.name)`);
+  await evaluate(`document.querySelector(".elicitation .elicit-send").click(); true`);
+  const refused = await waitFor("the schema's refusal", `document.querySelector(".elicitation .invalid")?.textContent || ""`);
+  await evaluate(`document.querySelector('.elicitation [name="name"]').value = "Ada <b>bold</b>";
+    document.querySelector('.elicitation [name="integer"]').value = "7";
+    document.querySelector(".elicitation .elicit-send").click(); true`);
+  const answer = await waitFor("the answer", `document.querySelector(".run-end")?.textContent || ""`);
+  const injected = await evaluate(`document.querySelectorAll("#transcript b").length`);
+  const shot = await send("Page.captureScreenshot", { format: "png" }, sessionId);
+  writeFileSync(screenshot, Buffer.from(shot.data, "base64"));
+  console.log(JSON.stringify({ asked, fields, refused, answer, injected, errors }));
   socket.close();
   browser.kill("SIGKILL");
   process.exit(0);

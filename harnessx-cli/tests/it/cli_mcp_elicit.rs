@@ -190,3 +190,67 @@ fn a_servers_question_is_asked_on_the_terminal() {
         }
     }
 }
+
+/// The page of `harnessx serve` in a real browser (headless Chromium): the server's
+/// question as a form of its fields, an answer missing a required field refused on the
+/// page, the answer sent, the call run again and the model given the server's result;
+/// the API refuses an answer the schema does not admit, naming the field.
+#[test]
+fn in_a_real_browser_a_person_answers_a_servers_question() {
+    use harnessx_test_support::system::ensure_debian_package;
+    let Some(script) = everything() else { return };
+    let Some(chromium) = ensure_debian_package("chromium", "chromium") else { return };
+    let Some(node) = ensure_debian_package("nodejs", "node") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = format!("node '{}' stdio", script.display());
+    let model = model();
+    let base = format!("{}/v1", model.url);
+    let flags = flags(&mcp, &base);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = super::cli_serve::Serve::start(dir.path(), &flags).unwrap();
+
+    // Through the API: the run pauses; an answer the schema refuses is a 400 naming the field.
+    let started = server.call("POST", "/v1/runs", Some(json!({"prompt": "Go.", "run_id": "api"})));
+    assert_eq!(started.status, 201, "{}", started.body);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let need = loop {
+        let shown = server.call("GET", "/v1/runs/api", None).json();
+        if shown["status"] == "needs_input" {
+            break shown["needs_input"][0].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "never paused: {shown}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(
+        (&need["kind"], &need["schema"]["required"]),
+        (&json!("elicitation"), &json!(["name"])),
+        "{need}"
+    );
+    let wrong = json!({"text": r#"{"name": "Ada", "integer": "seven"}"#});
+    let refused = server.call("POST", "/v1/runs/api/answers/e1", Some(wrong));
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.json()["error"].as_str().unwrap().contains("integer"), "{}", refused.body);
+
+    let page = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/drive_page.mjs");
+    let out = std::process::Command::new(node)
+        .args(["--experimental-websocket", page])
+        .arg(&chromium)
+        .arg(format!("{}/", server.url))
+        .arg(dir.path().join("elicitation.png"))
+        .arg(dir.path().join("chromium-profile"))
+        .arg("elicitation")
+        .output()
+        .unwrap();
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    });
+    assert!(out.status.success(), "{seen}");
+    assert!(seen["asked"].as_str().unwrap().contains("asks: Please provide inputs"), "{seen}");
+    let fields = seen["fields"].as_array().unwrap();
+    assert!(fields.contains(&json!("name")) && fields.contains(&json!("integer")), "{seen}");
+    assert!(seen["refused"].as_str().unwrap().contains("name is required"), "{seen}");
+    let answer = seen["answer"].as_str().unwrap();
+    assert!(answer.contains("- Name: Ada <b>bold</b>") && answer.contains("- Favorite Integer: 7"), "{seen}");
+    assert_eq!(seen["injected"], 0, "{seen}");
+    assert_eq!(seen["errors"], json!([]), "{seen}");
+}

@@ -14,13 +14,13 @@ use harnessx_test_support::http::{Answer, request, sse_events};
 use serde_json::{Value, json};
 
 /// A `harnessx serve` process, killed when dropped.
-struct Serve {
+pub(crate) struct Serve {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Serve {
-    fn start(dir: &Path, flags: &[&str]) -> Result<Self, String> {
+    pub(crate) fn start(dir: &Path, flags: &[&str]) -> Result<Self, String> {
         Self::start_on(dir, &["--durable", "runs.db"], flags)
     }
 
@@ -53,7 +53,7 @@ impl Serve {
         Ok(Self { child, url: ready["url"].as_str().unwrap().to_owned() })
     }
 
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Answer {
+    pub(crate) fn call(&self, method: &str, path: &str, body: Option<Value>) -> Answer {
         self.call_with(method, path, &[], body)
     }
 
