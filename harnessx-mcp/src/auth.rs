@@ -256,6 +256,14 @@ impl CredentialStore for FileCredentials {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let size = serde_json::to_vec(&credentials).map_or(usize::MAX, |b| b.len());
+        if size > MAX_TOKEN_RESPONSE_BYTES {
+            return Err(AuthError::InternalError(format!(
+                "the authorization server's token response is {} KiB, more than the {} KiB allowed: refused, nothing stored",
+                size / 1024,
+                MAX_TOKEN_RESPONSE_BYTES / 1024
+            )));
+        }
         self.write(&credentials).map_err(store_failure)
     }
 
@@ -278,12 +286,79 @@ pub struct LoginOptions {
     pub scopes: Vec<String>,
     /// How long to wait for the redirect.
     pub timeout: Duration,
+    /// Origins (`https://host:port`) besides the server's own that its 401 may name
+    /// protected-resource metadata at; any other is refused.
+    pub metadata_origins: Vec<String>,
 }
 
 impl Default for LoginOptions {
     fn default() -> Self {
-        Self { client_id: None, scopes: Vec::new(), timeout: LOGIN_TIMEOUT }
+        Self { client_id: None, scopes: Vec::new(), timeout: LOGIN_TIMEOUT, metadata_origins: Vec::new() }
     }
+}
+
+/// The most a token response may hold, as stored: a larger one is refused, not kept.
+pub const MAX_TOKEN_RESPONSE_BYTES: usize = 64 * 1024;
+
+/// The `resource_metadata` URL a `WWW-Authenticate` challenge names, if any.
+fn metadata_url(challenge: &str) -> Option<String> {
+    let at = challenge.find("resource_metadata=")? + "resource_metadata=".len();
+    let rest = &challenge[at..];
+    let value = match rest.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next()?,
+        None => rest.split([',', ' ']).next()?,
+    };
+    Some(value.to_owned())
+}
+
+/// Refuses a challenge naming protected-resource metadata at another origin than the
+/// server's own, unless `allowed` lists it.
+fn check_metadata_origin(url: &str, challenge: Option<&str>, allowed: &[String]) -> Result<(), McpError> {
+    let Some(metadata) = challenge.and_then(metadata_url) else { return Ok(()) };
+    let Ok(named) = reqwest::Url::parse(&metadata).or_else(|_| reqwest::Url::parse(url)?.join(&metadata))
+    else {
+        return Err(refused(
+            url,
+            format!("its 401 names protected-resource metadata at `{metadata}`, which is not a URL"),
+        ));
+    };
+    let named = origin(named.as_str())?;
+    let own = origin(url)?;
+    let listed = |o: &String| origin(o).is_ok_and(|o| o == named);
+    if named == own || allowed.iter().any(listed) {
+        return Ok(());
+    }
+    Err(refused(
+        url,
+        format!(
+            "its 401 names protected-resource metadata at {named}, another origin than the server's ({own}): refused (pass --allow-metadata-origin {named} if that is intended)"
+        ),
+    ))
+}
+
+/// Refuses authorization-server endpoints over plain HTTP outside this machine.
+fn check_endpoints(
+    url: &str,
+    metadata: &rmcp::transport::auth::AuthorizationMetadata,
+) -> Result<(), McpError> {
+    let endpoints = [
+        ("authorization endpoint", Some(&metadata.authorization_endpoint)),
+        ("token endpoint", Some(&metadata.token_endpoint)),
+        ("registration endpoint", metadata.registration_endpoint.as_ref()),
+    ];
+    for (what, endpoint) in endpoints {
+        if let Some(endpoint) = endpoint
+            && check_scheme(endpoint).is_err()
+        {
+            return Err(refused(
+                url,
+                format!(
+                    "its authorization server's {what} `{endpoint}` is not HTTPS (plain HTTP is for this machine only): refused"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn refused(url: &str, reason: impl std::fmt::Display) -> McpError {
@@ -315,10 +390,12 @@ pub async fn login(
     let mut manager = AuthorizationManager::new(url).await.map_err(|e| refused(url, e))?;
     manager.set_credential_store(store.credentials(url)?);
     let challenge = challenge(url).await;
+    check_metadata_origin(url, challenge.as_deref(), &options.metadata_origins)?;
     let resolution = manager
         .resolve_metadata_from_challenge(challenge.as_deref())
         .await
         .map_err(|e| refused(url, format!("could not find its authorization server: {e}")))?;
+    check_endpoints(url, &resolution.metadata)?;
     manager.set_metadata(resolution.metadata);
     let mut request = AuthorizationRequest::new(redirect).with_client_name("harnessx");
     if let Some(id) = &options.client_id {
@@ -472,6 +549,26 @@ mod tests {
         assert!(check_scheme("http://[::1]:3000/mcp").is_ok());
         let error = check_scheme("http://mcp.example.com/mcp").unwrap_err().to_string();
         assert!(error.contains("HTTPS only"), "{error}");
+    }
+
+    #[test]
+    fn a_challenge_naming_metadata_elsewhere_is_refused_unless_allowed() {
+        let url = "https://mcp.example.com/mcp";
+        let own =
+            r#"Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp""#;
+        assert!(check_metadata_origin(url, Some(own), &[]).is_ok());
+        assert!(check_metadata_origin(url, Some("Bearer realm=\"x\""), &[]).is_ok());
+        assert!(check_metadata_origin(url, None, &[]).is_ok());
+        let relative = r#"Bearer resource_metadata="/.well-known/oauth-protected-resource""#;
+        assert!(check_metadata_origin(url, Some(relative), &[]).is_ok());
+        let foreign = r#"Bearer error="invalid_token", resource_metadata="https://evil.example.net/meta""#;
+        let error = check_metadata_origin(url, Some(foreign), &[]).unwrap_err().to_string();
+        assert!(error.contains("https://evil.example.net:443, another origin"), "{error}");
+        assert!(error.contains("--allow-metadata-origin https://evil.example.net:443"), "{error}");
+        let allowed = ["https://evil.example.net".to_owned()];
+        assert!(check_metadata_origin(url, Some(foreign), &allowed).is_ok());
+        let unquoted = "Bearer resource_metadata=http://169.254.169.254/latest, scope=x";
+        assert!(check_metadata_origin(url, Some(unquoted), &[]).is_err());
     }
 
     #[test]

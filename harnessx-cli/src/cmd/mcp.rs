@@ -70,6 +70,10 @@ pub(crate) struct LoginArgs {
     /// How long to wait for the redirect, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     timeout: u64,
+    /// An origin (`https://host`) besides the server's own where its protected-resource
+    /// metadata may be (repeatable); metadata elsewhere is refused.
+    #[arg(long = "allow-metadata-origin", value_name = "ORIGIN")]
+    metadata_origins: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -150,6 +154,7 @@ async fn login(args: LoginArgs) -> Result<ExitCode, CliError> {
         client_id: args.client_id.clone(),
         scopes: args.scopes.clone(),
         timeout: std::time::Duration::from_secs(args.timeout),
+        metadata_origins: args.metadata_origins.clone(),
     };
     let browser = !args.no_browser;
     let login = harnessx::mcp::auth::login(&store, &args.url, &options, |url| {

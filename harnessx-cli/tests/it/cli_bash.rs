@@ -184,7 +184,7 @@ fn a_fork_bomb_under_a_pids_cap_around_harnessx_times_out_and_the_next_call_work
 
 /// A command that prints its `$PPID`, that process's name, and then, for it and every
 /// process above it, whether it could read its `/proc/PID/environ` (and what it read).
-const READ_ANCESTORS: &str = r#"p=$PPID; echo "ppid=$p"; sed -n 's/^Name:\t*/name=/p' /proc/$p/status
+const READ_ANCESTORS: &str = r#"p=$PPID; echo "ppid=$p"; sed -n 's/^Name:\t*/name=/p' /proc/$p/status 2>/dev/null
 while [ "$p" -gt 1 ]; do
   if e=$(tr '\0' '\n' < /proc/$p/environ 2>/dev/null); then echo "read $p"; echo "$e"; else echo "denied $p"; fi
   p=$(sed 's/.*) . \([0-9]*\) .*/\1/' /proc/$p/stat)
