@@ -15,6 +15,8 @@
 //! - [`system`]: Debian packages installed on demand, and which processes are alive;
 //! - [`npm`], [`python`]: npm packages and Python virtual environments installed on
 //!   demand into a cache folder;
+//! - [`oauth`]: an MCP server behind OAuth 2.1 (the TypeScript SDK's, with short-lived
+//!   access tokens, refresh tokens, revocation and misbehaviour on request);
 //! - [`process`]: a test that needs a process of its own inside a crate's one test binary;
 //! - [`skip_or_fail`]: what a test does when this machine cannot run it.
 
@@ -23,6 +25,7 @@ pub mod deep;
 pub mod http;
 pub mod local;
 pub mod npm;
+pub mod oauth;
 pub mod process;
 pub mod python;
 pub mod restate;
