@@ -413,8 +413,7 @@ fn a_revoked_grant_pauses_a_durable_run_until_a_login_and_resume() {
     let end: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
     let output = end["output"].as_str().unwrap();
     assert!(
-        output.contains(&format!("needs a login again"))
-            && output.contains(&format!("harnessx mcp login {url}")),
+        output.contains("needs a login again") && output.contains(&format!("harnessx mcp login {url}")),
         "{end}"
     );
 }
