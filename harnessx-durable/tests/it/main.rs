@@ -20,6 +20,7 @@ mod hook_decisions;
 mod hooks;
 mod journal_stores;
 mod output;
+mod pauses;
 #[cfg(feature = "restate")]
 mod restate_failover;
 #[cfg(feature = "restate")]

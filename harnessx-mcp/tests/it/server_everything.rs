@@ -538,3 +538,36 @@ async fn its_questions_mid_call_go_to_the_elicit_callback() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     connection.close().await;
 }
+
+/// A hostile question: a schema whose JSON nests over 100 levels (50 objects; MCP's form
+/// is an object of primitive fields). The server's request is refused at once with one
+/// line, nobody is asked, and the connection goes on. (A request nested past
+/// serde_json's 128 levels is dropped unread by rmcp's decoder, as any message is: the
+/// server's own timeout ends its wait; the client never parses it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_with_a_schema_100_levels_deep_is_refused() {
+    use harnessx_mcp::{ElicitAnswer, Elicitor};
+    let found = tokio::task::spawn_blocking(|| ensure_npm_package("@modelcontextprotocol/sdk", "1.32.2"));
+    let Some(prefix) = found.await.unwrap() else { return };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/deep_elicitation.mjs");
+    let node_path = prefix.join("node_modules").display().to_string();
+    let server = McpServer::stdio("node", [script.to_owned()], [("NODE_PATH".to_owned(), node_path)]);
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = asked.clone();
+    let elicit = Elicitor::new(move |_| {
+        seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async { ElicitAnswer::Accept(serde_json::json!({})) }
+    });
+    let registry = ToolRegistry::new();
+    let options = McpOptions { elicit: Some(elicit), ..McpOptions::default() };
+    let connection = register_mcp(&registry, server, options).await.unwrap();
+    for _ in 0..2 {
+        let result = registry.execute(&call("ask_deep", "{}"), None).await;
+        assert!(result.is_error, "{}", result.content);
+        assert!(result.content.starts_with("the question failed: "), "{}", result.content);
+        assert!(!result.content.contains("timed out"), "answered at once: {}", result.content);
+        assert!(!result.content.contains('\n'), "{}", result.content);
+    }
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 0, "never put to a person");
+    connection.close().await;
+}
