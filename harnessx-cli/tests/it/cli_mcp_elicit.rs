@@ -2,7 +2,8 @@
 //! server-everything's `trigger-elicitation-request`: asked on the terminal in a plain
 //! run (accept, decline, cancel, typed on a pty), and in a durable run with nobody at a
 //! terminal a pause (`needs_input` of kind `elicitation`, with the server's schema) that
-//! `answer` settles (a wrong answer refused naming the field, exit 2) and `resume`
+//! `answer` settles (accept, decline, cancel; a wrong answer refused naming the field,
+//! exit 2) and `resume`
 //! continues, the call run again and given the answer, nothing journaled repeated.
 
 use std::path::{Path, PathBuf};
@@ -134,6 +135,15 @@ fn a_durable_run_pauses_for_a_servers_question_until_it_is_answered() {
     let out = run(with(&["resume", "d", "--durable", "runs.db", "--json"]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(last_json(&out)["output"].as_str().unwrap().contains("User declined"), "{}", stdout(&out));
+
+    // `cancel` too.
+    let out = run(with(&["run", "Go.", "--durable", "runs.db", "--run-id", "c", "--json"]));
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let out = harnessx(dir.path(), &["answer", "c", "e1", "cancel", "--durable", "runs.db"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = run(with(&["resume", "c", "--durable", "runs.db", "--json"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(last_json(&out)["output"].as_str().unwrap().contains("User cancelled"), "{}", stdout(&out));
 
     // A plain run with nobody to ask declines at once.
     let out = run(with(&["run", "Go.", "--json"]));
