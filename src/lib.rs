@@ -27,6 +27,14 @@ pub use harnessx_mcp as mcp;
 #[cfg(feature = "serve")]
 pub use harnessx_serve as serve;
 
+/// Record and replay model exchanges for your own tests, offline: `RecordingModel`,
+/// `ReplayModel`, `Cassette`, and `FunctionModel` for a scripted model (feature `agent`).
+#[cfg(feature = "agent")]
+pub mod testing {
+    pub use harnessx_agent::model::FunctionModel;
+    pub use harnessx_agent::testing::*;
+}
+
 pub mod guide;
 
 /// Spans and their export (see `docs/observability.md`): the switch for recording

@@ -21,6 +21,7 @@ pub mod spans;
 pub mod specialist;
 #[cfg(feature = "otel")]
 pub mod telemetry;
+pub mod testing;
 
 pub use agent::Agent;
 pub use budget::{Limit, ModelPrice, RunLimits};

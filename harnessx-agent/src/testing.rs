@@ -1,0 +1,384 @@
+//! Record and replay model exchanges, for tests of your own agents that run offline.
+//!
+//! A [`RecordingModel`] wraps any [`Model`] and writes each exchange it completes to a
+//! folder as a cassette: one JSON file holding the model's name, the request (the
+//! harness's own provider-neutral form, so no key or header is ever in it) and the
+//! response. A [`ReplayModel`] answers from such a folder with no network; a request no
+//! cassette matches is an error naming the nearest cassette and where it differs, never
+//! a live call. [`FunctionModel`](crate::model::FunctionModel) scripts a model without
+//! any recording.
+//!
+//! Matching compares the requests after [`normalize`]: the volatile fields are left out
+//! or renumbered (tool call ids, in order of appearance; the durable run's cache key), so
+//! a replayed run whose provider made up other ids matches its recording.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures_util::StreamExt as _;
+use futures_util::future::BoxFuture;
+use futures_util::stream::{self, BoxStream};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::{Model, ModelError, ModelEvent, ModelRequest, ModelResponse, response_to_events};
+
+/// The cassette format's version, written in each file.
+pub const CASSETTE_VERSION: u32 = 1;
+
+/// The most differences a mismatch error lists.
+const MAX_DIFFERENCES: usize = 3;
+
+/// One recorded exchange.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cassette {
+    /// [`CASSETTE_VERSION`].
+    pub version: u32,
+    /// The model that answered ([`Model::name`]).
+    pub model: String,
+    /// The request, [normalized](normalize).
+    pub request: Value,
+    /// The response.
+    pub response: ModelResponse,
+}
+
+impl Cassette {
+    /// The exchange of `request` and `response` with `model`.
+    pub fn new(model: impl Into<String>, request: &ModelRequest, response: ModelResponse) -> Self {
+        Self { version: CASSETTE_VERSION, model: model.into(), request: normalize(request), response }
+    }
+
+    /// Reads a cassette file; the error is one line naming it.
+    pub fn read(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let cassette: Self =
+            serde_json::from_str(&text).map_err(|e| format!("{}: not a cassette: {e}", path.display()))?;
+        if cassette.version != CASSETTE_VERSION {
+            return Err(format!(
+                "{}: cassette version {} (this harness reads {CASSETTE_VERSION})",
+                path.display(),
+                cassette.version
+            ));
+        }
+        Ok(cassette)
+    }
+
+    /// The cassettes of `dir`, by file name (`*.json`); the error is one line naming the
+    /// first file that is not one.
+    pub fn read_dir(dir: &Path) -> Result<Vec<(PathBuf, Self)>, String> {
+        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut paths: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        paths.sort();
+        paths.into_iter().map(|p| Self::read(&p).map(|c| (p, c))).collect()
+    }
+
+    /// Writes the cassette to a new file in `dir` (created if missing): `NNNN.json`, the
+    /// next free number. Never overwrites a file.
+    pub fn write_new(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        std::fs::create_dir_all(dir)?;
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        let mut n = std::fs::read_dir(dir)?.flatten().count() + 1;
+        loop {
+            let path = dir.join(format!("{n:04}.json"));
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    std::io::Write::write_all(&mut file, text.as_bytes())?;
+                    return Ok(path);
+                }
+                // Another recorder took it.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// `request` as cassettes keep and match it: its JSON without the cache key, each tool
+/// call id renumbered `call_1`, `call_2`, ... in order of appearance (a result keeps the
+/// number of its call).
+pub fn normalize(request: &ModelRequest) -> Value {
+    let mut value = serde_json::to_value(request).unwrap_or(Value::Null);
+    if let Some(map) = value.as_object_mut() {
+        map.remove("prompt_cache_key");
+    }
+    let mut ids: HashMap<String, String> = HashMap::new();
+    let mut renumber = |id: &mut Value| {
+        if let Value::String(s) = id {
+            let next = ids.len() + 1;
+            *s = ids.entry(std::mem::take(s)).or_insert_with(|| format!("call_{next}")).clone();
+        }
+    };
+    for message in value.get_mut("messages").and_then(Value::as_array_mut).into_iter().flatten() {
+        for call in message.get_mut("tool_calls").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(id) = call.get_mut("id") {
+                renumber(id);
+            }
+        }
+        if let Some(id) = message.get_mut("call_id") {
+            renumber(id);
+        }
+    }
+    value
+}
+
+/// Where two JSON values differ: `path: recorded X, now Y`, at most `max` of them.
+fn differences(recorded: &Value, now: &Value, path: &str, max: usize, out: &mut Vec<String>) {
+    if out.len() >= max || recorded == now {
+        return;
+    }
+    match (recorded, now) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))).collect();
+            keys.sort();
+            for key in keys {
+                let at = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                let (x, y) = (a.get(key).unwrap_or(&Value::Null), b.get(key).unwrap_or(&Value::Null));
+                differences(x, y, &at, max, out);
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for i in 0..a.len().max(b.len()) {
+                let (x, y) = (a.get(i).unwrap_or(&Value::Null), b.get(i).unwrap_or(&Value::Null));
+                differences(x, y, &format!("{path}[{i}]"), max, out);
+            }
+        }
+        _ => out.push(format!(
+            "{}: recorded {}, now {}",
+            if path.is_empty() { "." } else { path },
+            shown(recorded),
+            shown(now)
+        )),
+    }
+}
+
+/// A value on one short line.
+fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= 120 {
+        return text;
+    }
+    let cut: String = text.chars().take(120).collect();
+    format!("{cut}…")
+}
+
+/// How far apart two requests are: the number of differing leaves (capped).
+fn distance(recorded: &Value, now: &Value) -> usize {
+    let mut out = Vec::new();
+    differences(recorded, now, "", 1000, &mut out);
+    out.len()
+}
+
+/// A model that answers from cassettes, with no network. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct ReplayModel {
+    name: String,
+    cassettes: Vec<(PathBuf, Cassette)>,
+}
+
+impl ReplayModel {
+    /// Answers from the cassettes in `dir`; named after the model of the first one.
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, String> {
+        let dir = dir.as_ref();
+        let cassettes = Cassette::read_dir(dir)?;
+        let name = cassettes.first().map_or_else(|| "replay".to_owned(), |(_, c)| c.model.clone());
+        Ok(Self { name, cassettes })
+    }
+
+    /// Answers from `cassettes`.
+    pub fn new(cassettes: Vec<Cassette>) -> Self {
+        let name = cassettes.first().map_or_else(|| "replay".to_owned(), |c| c.model.clone());
+        Self { name, cassettes: cassettes.into_iter().map(|c| (PathBuf::from("(given)"), c)).collect() }
+    }
+
+    /// The response recorded for `request`, or the error naming the nearest cassette.
+    pub fn answer(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        let now = normalize(request);
+        if let Some((_, c)) = self.cassettes.iter().find(|(_, c)| c.request == now) {
+            return Ok(c.response.clone());
+        }
+        let Some((path, nearest)) = self.cassettes.iter().min_by_key(|(_, c)| distance(&c.request, &now))
+        else {
+            return Err(ModelError::Other("no cassette matches this request: there are no cassettes".into()));
+        };
+        let mut out = Vec::new();
+        differences(&nearest.request, &now, "", MAX_DIFFERENCES, &mut out);
+        Err(ModelError::Other(format!(
+            "no cassette matches this request; the nearest, {}, differs at {}",
+            path.display(),
+            out.join("; ")
+        )))
+    }
+}
+
+impl Model for ReplayModel {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
+        match self.answer(request) {
+            Ok(response) => stream::iter(response_to_events(response).into_iter().map(Ok)).boxed(),
+            Err(e) => stream::once(async move { Err(e) }).boxed(),
+        }
+    }
+
+    fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(std::future::ready(self.answer(request)))
+    }
+}
+
+/// A model that records each exchange of the model it wraps as a cassette in a folder.
+/// See the [module docs](self).
+pub struct RecordingModel<M> {
+    inner: M,
+    dir: PathBuf,
+    written: AtomicUsize,
+}
+
+impl<M: Model> RecordingModel<M> {
+    /// Records `inner`'s exchanges in `dir` (created on the first one).
+    pub fn new(inner: M, dir: impl Into<PathBuf>) -> Self {
+        Self { inner, dir: dir.into(), written: AtomicUsize::new(0) }
+    }
+
+    /// How many cassettes it wrote.
+    pub fn written(&self) -> usize {
+        self.written.load(Ordering::SeqCst)
+    }
+
+    fn keep(&self, request: &ModelRequest, response: &ModelResponse) -> Result<(), ModelError> {
+        let cassette = Cassette::new(self.inner.name(), request, response.clone());
+        cassette
+            .write_new(&self.dir)
+            .map_err(|e| ModelError::Other(format!("recording to {}: {e}", self.dir.display())))?;
+        self.written.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+impl<M: std::fmt::Debug> std::fmt::Debug for RecordingModel<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordingModel").field("inner", &self.inner).field("dir", &self.dir).finish()
+    }
+}
+
+impl<M: Model> Model for RecordingModel<M> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn provider_name(&self) -> String {
+        self.inner.provider_name()
+    }
+
+    fn model_name(&self) -> String {
+        self.inner.model_name()
+    }
+
+    fn retries_itself(&self) -> bool {
+        self.inner.retries_itself()
+    }
+
+    fn stream<'a>(&'a self, request: &'a ModelRequest) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
+        // Passed on as it comes; recorded once its last event holds the whole response.
+        self.inner
+            .stream(request)
+            .then(move |event| async move {
+                if let Ok(ModelEvent::Done(response)) = &event {
+                    self.keep(request, response)?;
+                }
+                event
+            })
+            .boxed()
+    }
+
+    fn complete<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(async move {
+            let response = self.inner.complete(request).await?;
+            self.keep(request, &response)?;
+            Ok(response)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use harnessx_core::ToolCall;
+
+    use super::*;
+    use crate::model::{FunctionModel, Message};
+
+    fn request(prompt: &str, call_id: &str) -> ModelRequest {
+        ModelRequest {
+            messages: vec![
+                Message::user(prompt),
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCall::new(call_id, "read_file", r#"{"path":"a"}"#)],
+                    reasoning: Vec::new(),
+                },
+                Message::Tool {
+                    call_id: call_id.into(),
+                    name: "read_file".into(),
+                    content: "hello".into(),
+                    is_error: false,
+                    parts: Default::default(),
+                },
+            ],
+            prompt_cache_key: Some(format!("run-{call_id}")),
+            ..ModelRequest::default()
+        }
+    }
+
+    #[test]
+    fn ids_and_the_cache_key_do_not_count() {
+        assert_eq!(normalize(&request("hi", "toolu_01")), normalize(&request("hi", "call_xyz")));
+        let value = normalize(&request("hi", "toolu_01"));
+        assert_eq!(value["messages"][1]["tool_calls"][0]["id"], "call_1");
+        assert_eq!(value["messages"][2]["call_id"], "call_1");
+        assert!(value.get("prompt_cache_key").is_none());
+    }
+
+    #[tokio::test]
+    async fn recorded_then_replayed_and_a_changed_request_names_the_difference() {
+        let dir = tempfile::tempdir().unwrap();
+        let live =
+            FunctionModel::new(|req| Ok(ModelResponse::text(format!("{} messages", req.messages.len()))));
+        let recording = RecordingModel::new(live, dir.path().join("tapes"));
+        let first = recording.complete(&request("hi", "a1")).await.unwrap();
+        // Streamed: recorded once the stream is done.
+        let events: Vec<_> = recording.stream(&request("bye", "b1")).collect().await;
+        assert!(events.iter().all(Result::is_ok));
+        assert_eq!(recording.written(), 2);
+
+        let replay = ReplayModel::from_dir(dir.path().join("tapes")).unwrap();
+        assert_eq!(replay.complete(&request("hi", "other-id")).await.unwrap(), first);
+        let streamed: Vec<_> = replay.stream(&request("bye", "x")).collect().await;
+        assert!(matches!(streamed.last(), Some(Ok(ModelEvent::Done(r))) if r.content == "3 messages"));
+
+        let error = replay.complete(&request("hello", "a1")).await.unwrap_err().to_string();
+        assert!(error.starts_with("no cassette matches this request; the nearest, "), "{error}");
+        assert!(
+            error.contains("0001.json, differs at messages[0].content: recorded \"hi\", now \"hello\""),
+            "{error}"
+        );
+        assert!(!error.contains('\n'), "{error}");
+    }
+
+    #[test]
+    fn a_broken_cassette_is_one_line_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("0001.json"), "{not json").unwrap();
+        let error = ReplayModel::from_dir(dir.path()).unwrap_err();
+        assert!(error.contains("0001.json: not a cassette"), "{error}");
+        assert!(!error.contains('\n'), "{error}");
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        std::fs::write(dir.path().join("0001.json"), deep).unwrap();
+        assert!(ReplayModel::from_dir(dir.path()).unwrap_err().contains("not a cassette"));
+    }
+}
