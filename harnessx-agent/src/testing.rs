@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::StreamExt as _;
@@ -234,15 +235,20 @@ impl Model for ReplayModel {
 
 /// A model that records each exchange of the model it wraps as a cassette in a folder.
 /// See the [module docs](self).
-pub struct RecordingModel<M> {
-    inner: M,
+pub struct RecordingModel {
+    inner: Arc<dyn Model>,
     dir: PathBuf,
     written: AtomicUsize,
 }
 
-impl<M: Model> RecordingModel<M> {
+impl RecordingModel {
     /// Records `inner`'s exchanges in `dir` (created on the first one).
-    pub fn new(inner: M, dir: impl Into<PathBuf>) -> Self {
+    pub fn new(inner: impl Model + 'static, dir: impl Into<PathBuf>) -> Self {
+        Self::shared(Arc::new(inner), dir)
+    }
+
+    /// [`new`](Self::new), for a model already shared.
+    pub fn shared(inner: Arc<dyn Model>, dir: impl Into<PathBuf>) -> Self {
         Self { inner, dir: dir.into(), written: AtomicUsize::new(0) }
     }
 
@@ -261,13 +267,13 @@ impl<M: Model> RecordingModel<M> {
     }
 }
 
-impl<M: std::fmt::Debug> std::fmt::Debug for RecordingModel<M> {
+impl std::fmt::Debug for RecordingModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecordingModel").field("inner", &self.inner).field("dir", &self.dir).finish()
+        f.debug_struct("RecordingModel").field("inner", &self.inner.name()).field("dir", &self.dir).finish()
     }
 }
 
-impl<M: Model> Model for RecordingModel<M> {
+impl Model for RecordingModel {
     fn name(&self) -> String {
         self.inner.name()
     }

@@ -557,6 +557,8 @@ mod tests {
         ("fallback_models", "fallback_models = [\"openai:y\"]\n", 1),
         ("tools", "tools = [\"read_file\"]\n", 1),
         ("base_path", "base_path = \"d\"\n", 1),
+        ("record", "record = \"tapes\"\n", 1),
+        ("replay", "replay = \"tapes\"\n", 1),
         ("max_turns", "max_turns = 3\n", 1),
         ("max_result_chars", "max_result_chars = 100\n", 1),
         ("context_window", "context_window = 8192\n", 1),

@@ -106,6 +106,14 @@ settings! {
         /// its base URL (e.g. `openai:llama@http://127.0.0.1:8080/v1`).
         #[arg(long = "fallback-model", value_name = "MODEL[@BASE_URL]")]
         pub(crate) fallback_models: Vec<String> => key "fallback_models",
+        /// Record each model exchange as a cassette file in DIR (the request and the
+        /// response; never a key or a header), for tests that replay them with --replay.
+        #[arg(long, value_name = "DIR")]
+        pub(crate) record: Option<PathBuf> => key "record",
+        /// Answer from the cassettes in DIR (written by --record), with no network: a
+        /// request none matches fails, naming the nearest and where it differs.
+        #[arg(long, value_name = "DIR")]
+        pub(crate) replay: Option<PathBuf> => key "replay",
         /// Built-in tools or bundles, comma-separated (default: filesystem).
         #[arg(long, value_delimiter = ',', value_name = "SPEC")]
         pub(crate) tools: Vec<String> => key "tools"
@@ -331,6 +339,10 @@ mod tests {
             "read_file,write_file",
             "--base-path",
             "some dir",
+            "--record",
+            "tapes",
+            "--replay",
+            "old tapes",
             "--max-turns",
             "7",
             "--max-result-chars",

@@ -455,6 +455,20 @@ fn agent_builder(
         &args.fallback_models,
         only_tool,
     )?;
+    // Recorded as cassettes, or answered from them with no network.
+    let model: Arc<dyn Model> = match (&args.record, &args.replay) {
+        (Some(_), Some(_)) => {
+            return Err(CliError::Usage(
+                "--record and --replay: give one (a replayed exchange is recorded already)".into(),
+            ));
+        }
+        (None, Some(dir)) => Arc::new(
+            harnessx::testing::ReplayModel::from_dir(dir)
+                .map_err(|e| CliError::Usage(format!("--replay {}: {e}", dir.display())))?,
+        ),
+        (Some(dir), None) => Arc::new(harnessx::testing::RecordingModel::shared(model, dir.clone())),
+        (None, None) => model,
+    };
     // The whole text of a capped result goes where the file tools can read it.
     let result_dir = match tools.base_path.dir() {
         Some(dir) if registry.contains("read_file") => {
