@@ -280,11 +280,5 @@ pub(crate) fn recorded(what: Recorded, run_id: &str, call_id: &str, next: &Next)
 
 /// One line: what kind of input, for which call.
 pub(crate) fn awaited(n: &NeedsInput) -> String {
-    format!("{} of call {}: {} {}", kind_name(n.kind), n.call_id, n.tool, one_line(&n.arguments, 200))
-}
-
-/// The kind as `--json` spells it: `approval`, `outcome`, `question`, `auth` or
-/// `elicitation`.
-pub(crate) fn kind_name(kind: NeedsInputKind) -> &'static str {
-    kind.as_str()
+    format!("{} of call {}: {} {}", n.kind.as_str(), n.call_id, n.tool, one_line(&n.arguments, 200))
 }

@@ -261,14 +261,23 @@ function refollow() {
 
 // ---- approvals and questions ----
 
-async function decide(item, box, body) {
+// POSTs `body` to the open run's `path`; `box` then says `done`, or why it failed.
+async function post(box, path, body, done) {
   try {
-    await api("POST", "/v1/runs/" + encodeURIComponent(state.run) + "/approvals/" + encodeURIComponent(item.call_id), body);
-    box.replaceChildren(el("span", "notice", "sent: " + body.decision));
+    await api("POST", "/v1/runs/" + encodeURIComponent(state.run) + path, body);
+    box.replaceChildren(el("span", "notice", done));
     refollow();
   } catch (e) {
     box.append(el("div", "error", e.message));
   }
+}
+
+function decide(item, box, body) {
+  return post(box, "/approvals/" + encodeURIComponent(item.call_id), body, "sent: " + body.decision);
+}
+
+function answerCall(item, box, text) {
+  return post(box, "/answers/" + encodeURIComponent(item.call_id), { text }, "answered");
 }
 
 function button(className, text, onClick) {
@@ -362,14 +371,6 @@ function needed(item) {
   }
 }
 
-async function answerCall(item, box, text) {
-  try {
-    await api("POST", "/v1/runs/" + encodeURIComponent(state.run) + "/answers/" + encodeURIComponent(item.call_id), { text });
-    box.replaceChildren(el("span", "notice", "answered"));
-    refollow();
-  } catch (e) { box.append(el("div", "error", e.message)); }
-}
-
 // A tool's server asks a question mid-call (MCP elicitation): a form of the fields its
 // schema asks for; the answer, a decline or a cancel goes back to the server as the call
 // runs again.
@@ -437,13 +438,7 @@ function login(item) {
   box.dataset.callId = item.call_id;
   box.append(el("div", "", item.tool + " needs a login"));
   box.append(el("div", "notice", item.reason));
-  box.append(button("login-resume", "Resume after the login", async () => {
-    try {
-      await api("POST", "/v1/runs/" + encodeURIComponent(state.run) + "/resume", {});
-      box.replaceChildren(el("span", "notice", "resumed"));
-      refollow();
-    } catch (e) { box.append(el("div", "error", e.message)); }
-  }));
+  box.append(button("login-resume", "Resume after the login", () => post(box, "/resume", {}, "resumed")));
   return box;
 }
 
@@ -452,13 +447,7 @@ function login(item) {
 function question(item) {
   const box = el("div", "question");
   box.dataset.callId = item.call_id;
-  const reply = async (words) => {
-    try {
-      await api("POST", "/v1/runs/" + encodeURIComponent(state.run) + "/answers/" + encodeURIComponent(item.call_id), { text: words });
-      box.replaceChildren(el("span", "notice", "answered"));
-      refollow();
-    } catch (e) { box.append(el("div", "error", e.message)); }
-  };
+  const reply = (words) => answerCall(item, box, words);
   if (item.kind === "question") {
     box.append(el("div", "asked", item.reason));
     let choices = [];

@@ -96,11 +96,7 @@ impl Cluster {
         {
             return Ok(());
         }
-        let what = match kind {
-            NeedsInputKind::Approval => "an approval",
-            NeedsInputKind::Auth => "a login",
-            _ => "an answer",
-        };
+        let what = kind.awaited();
         let waiting = match state.needs_input.as_slice() {
             [] => format!(" (it is {})", status_word(state.status)),
             needs => {

@@ -72,76 +72,25 @@ pub(super) async fn run_batch<S: Steps>(
         }
     }
     let mut results: Vec<ToolResult> = Vec::with_capacity(executed.len());
-    let mut needs = gather(calls, executed, turn, budget, &mut results);
-    // Answers given so far to the questions of calls that paused for them (a backend
-    // that waits in place runs them again here).
-    let mut answered: Vec<(String, Vec<String>)> = Vec::new();
-    while !needs.is_empty() {
+    let needs = gather(calls, executed, turn, budget, &mut results);
+    if !needs.is_empty() {
         if !steps.pause(turn, &needs).await? {
             return Ok(Err(needs));
         }
-        let mut again = Vec::new();
-        for need in &needs {
-            let answer = steps.wait(need).await?;
+        // A backend that waits in place (Restate) gets a person's word on an unknown
+        // outcome here. A call that paused for a login or a server's question keeps its
+        // one-line error: only a run that journals its steps can run it again, and such a
+        // backend stops here instead (a worker's calls never pause: their context has
+        // no run id).
+        for need in needs.iter().filter(|n| n.kind == NeedsInputKind::Outcome) {
+            let text = match steps.wait(need).await? {
+                Answer::Outcome(text) => text,
+                Answer::Decision(_) => need.reason.clone(),
+            };
             let i = calls.iter().position(|c| c.id == need.call_id).unwrap_or_default();
-            match (need.kind, answer) {
-                (NeedsInputKind::Auth, _) => again.push(calls[i].clone()),
-                (NeedsInputKind::Elicitation, answer) => {
-                    let text = match answer {
-                        Answer::Outcome(text) => text,
-                        Answer::Decision(_) => "decline".to_owned(),
-                    };
-                    // Checked where it was given; a backend that could not check sends a
-                    // decline rather than a wrong answer.
-                    let text =
-                        need.checked_answer(&text).unwrap_or_else(|_| r#"{"action":"decline"}"#.to_owned());
-                    match answered.iter_mut().find(|(id, _)| *id == need.call_id) {
-                        Some((_, texts)) => texts.push(text),
-                        None => answered.push((need.call_id.clone(), vec![text])),
-                    }
-                    again.push(calls[i].clone());
-                }
-                (_, Answer::Outcome(text)) => {
-                    results[i] = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
-                }
-                (_, Answer::Decision(_)) => {
-                    let text = need.reason.clone();
-                    results[i] = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
-                }
-            }
+            results[i] = ToolResult::success(&need.call_id, &need.tool, ToolOutput::from(text));
         }
         steps.resumed().await?;
-        needs = Vec::new();
-        if !again.is_empty() {
-            let mut batch = agent.tools().plan_batch(&again);
-            let run_id = steps.run_id().map(str::to_owned);
-            for mut planned in batch.iter_mut() {
-                let call = planned.call().clone();
-                if let Some(run_id) = &run_id {
-                    planned.set_idempotency_key(recovery::idempotency_key(run_id, &call.id));
-                }
-                if let Some((_, texts)) = answered.iter().find(|(id, _)| *id == call.id) {
-                    planned.set_answer(answers_value(texts));
-                }
-                // It runs as it was approved: with the arguments a person gave.
-                let tool = planned.tool().unwrap_or(&call.name).to_owned();
-                let decided = match steps.recorded_decision(&call.id, &call.arguments) {
-                    Some(decision @ ApprovalDecision::ApproveEdited { .. }) => {
-                        permissions.apply(&tool, decision)
-                    }
-                    _ => Authorization::Allow,
-                };
-                planned.decide(decided, Some(permissions));
-            }
-            let executed = steps.execute(agent, turn, batch, ctx).await?;
-            let mut rerun = Vec::with_capacity(again.len());
-            needs = gather(&again, executed, turn, budget, &mut rerun);
-            for result in rerun {
-                if let Some(i) = calls.iter().position(|c| c.id == result.call_id) {
-                    results[i] = result;
-                }
-            }
-        }
     }
     Ok(Ok(results))
 }

@@ -102,6 +102,16 @@ impl NeedsInputKind {
         matches!(self, Self::Outcome | Self::Question | Self::Elicitation)
     }
 
+    /// What is awaited, with its article, as errors say it: `an approval`, `an answer`,
+    /// `a login`.
+    pub fn awaited(self) -> &'static str {
+        match self {
+            Self::Approval => "an approval",
+            Self::Outcome | Self::Question | Self::Elicitation => "an answer",
+            Self::Auth => "a login",
+        }
+    }
+
     /// The word `--json` events and the API use for it.
     pub fn as_str(self) -> &'static str {
         match self {

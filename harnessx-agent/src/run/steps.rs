@@ -268,10 +268,11 @@ pub trait Steps: Send {
             crate::NeedsInputKind::Outcome => Answer::Outcome(need.reason.clone()),
             // Nobody to ask: the model proceeds on its own reading.
             crate::NeedsInputKind::Question => Answer::Outcome(String::new()),
-            // Nobody to log in or answer: the call runs again (and fails as it did), the
-            // server's question declined.
-            crate::NeedsInputKind::Auth => Answer::Outcome(String::new()),
-            crate::NeedsInputKind::Elicitation => Answer::Outcome("decline".to_owned()),
+            // Never awaited: a call that paused for a person runs again only on a backend
+            // that stops instead of waiting.
+            crate::NeedsInputKind::Auth | crate::NeedsInputKind::Elicitation => {
+                Answer::Outcome(String::new())
+            }
         }))
     }
 

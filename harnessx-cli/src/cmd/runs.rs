@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::backend::place::Place;
 use crate::error::CliError;
-use crate::report::{awaited, kind_name};
+use crate::report::awaited;
 use crate::text::one_line;
 
 #[derive(Debug, Subcommand)]
@@ -219,7 +219,7 @@ fn summary(entry: &Entry) -> (&'static str, String) {
             let waiting: Vec<String> =
                 serde_json::from_value::<Vec<harnessx::agent::NeedsInput>>(needs_input.clone())
                     .map(|needs| {
-                        needs.iter().map(|n| format!("{} of {}", kind_name(n.kind), n.call_id)).collect()
+                        needs.iter().map(|n| format!("{} of {}", n.kind.as_str(), n.call_id)).collect()
                     })
                     .unwrap_or_default();
             ("paused", format!("waiting for {}", waiting.join(", ")))

@@ -87,11 +87,7 @@ pub(crate) fn not_awaited(
     waiting: &[NeedsInput],
     status: RunStatus,
 ) -> DurableError {
-    let what = match kind {
-        NeedsInputKind::Approval => "an approval",
-        NeedsInputKind::Outcome | NeedsInputKind::Question | NeedsInputKind::Elicitation => "an answer",
-        NeedsInputKind::Auth => "a login",
-    };
+    let what = kind.awaited();
     let waiting = if waiting.is_empty() {
         format!(" (it is {})", status.as_str())
     } else {

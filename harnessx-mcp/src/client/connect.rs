@@ -27,9 +27,9 @@ pub(super) struct Client {
     elicit: Option<super::elicit::Elicitor>,
 }
 
-/// The calls of one server whose progress someone follows, by the progress token their
-/// request carried.
-/// Also the server's calls in flight, to which its questions are tied.
+/// The calls of one server in flight: those whose progress someone follows, by the
+/// progress token their request carried, and every call, to which the server's questions
+/// are tied.
 #[derive(Default)]
 pub(super) struct Progress {
     routes: std::sync::Mutex<std::collections::HashMap<String, harnessx_core::ToolContext>>,

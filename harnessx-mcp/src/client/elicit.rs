@@ -89,14 +89,21 @@ impl Asked {
                 let content = given.get("content")?.clone();
                 // Checked against this question's schema: a server asking something else
                 // on the second run asks again.
-                let checked = harnessx_core::schema::ValueSchema::compile(schema).ok()?;
-                checked
-                    .is_valid(&content)
+                fits(schema, &content)
+                    .is_ok()
                     .then(|| ElicitResult::new(ElicitationAction::Accept).with_content(content))
             }
             _ => None,
         }
     }
+}
+
+/// `Ok` when `content` fits the requested `schema`; else one line naming the field (or
+/// saying why the schema cannot be used).
+fn fits(schema: &Value, content: &Value) -> Result<(), String> {
+    let checked = harnessx_core::schema::ValueSchema::compile(schema)
+        .map_err(|e| format!("the requested schema: {e}"))?;
+    checked.check("the answer", content).map_or(Ok(()), Err)
 }
 
 /// The most levels an answer's schema may nest: MCP's form asks for an object of
@@ -155,11 +162,7 @@ pub(super) async fn answer(
     let question = Elicitation { server: server.to_owned(), message, schema: schema.clone() };
     match elicitor.ask(question).await {
         ElicitAnswer::Accept(content) => {
-            let checked = harnessx_core::schema::ValueSchema::compile(&schema)
-                .map_err(|e| rmcp::ErrorData::invalid_params(format!("the requested schema: {e}"), None))?;
-            if let Some(error) = checked.check("the answer", &content) {
-                return Err(rmcp::ErrorData::invalid_params(error, None));
-            }
+            fits(&schema, &content).map_err(|e| rmcp::ErrorData::invalid_params(e, None))?;
             Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
         }
         ElicitAnswer::Decline => decline(),
