@@ -19,6 +19,7 @@ mod cli_mcp_serve;
 mod cli_output;
 mod cli_providers;
 mod cli_reasoning;
+mod cli_replay;
 mod cli_restate;
 mod cli_rules;
 mod cli_serve;
