@@ -15,10 +15,7 @@ mod backend;
 mod cmd;
 mod config;
 mod elicit;
-// The case file of `harnessx eval` (its command is being built on this branch).
 mod error;
-#[cfg_attr(not(test), allow(dead_code))]
-mod eval_cases;
 mod hooks;
 mod report;
 mod setup;
@@ -32,10 +29,12 @@ use std::process::ExitCode;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::cmd::{chat, config as config_cmd, durable, mcp, run, runs, serve, tools, worker};
+use crate::cmd::{chat, config as config_cmd, durable, eval, mcp, run, runs, serve, tools, worker};
 use crate::error::CliError;
 
 const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a failed run, a journal error); 2 usage error; 3 a durable run waits for input (`harnessx approve` or `harnessx answer`, then `harnessx resume`); 4 the run stopped at a limit (--max-turns, --max-tool-calls, --max-tokens, --max-cost-usd; a durable run resumes with a higher one); 74 the output cannot be written.";
+
+const EVAL_EXIT_STATUS: &str = "Exit status: 0 every case passed; 1 a case failed; 2 a bad case file (its line and field named) or usage error; 74 the output cannot be written.";
 
 /// Safe, fast and predictable tools for LLM agents.
 #[derive(Debug, Parser)]
@@ -102,6 +101,15 @@ enum Command {
         #[command(subcommand)]
         command: mcp::McpCommand,
     },
+    /// Run the cases of an eval file (TOML), each in a fresh folder, and check what each
+    /// run shows: its answer, the tools it called, its cost; a table (or --json lines) of
+    /// what passed, and with --report an HTML page of the transcripts.
+    ///
+    /// With --record DIR the model's exchanges are kept as cassettes; with --replay DIR
+    /// the cases run from them with no network. The agent flags and configuration files
+    /// apply as for `run`; a case's `tools` and `system` replace --tools and --system.
+    #[command(after_help = EVAL_EXIT_STATUS)]
+    Eval(eval::EvalArgs),
     /// List and inspect the runs in a journal.
     Runs {
         #[command(subcommand)]
@@ -147,6 +155,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Tools { command } => tools::run(command).await,
             Command::Run(args) => run::run(args).await,
+            Command::Eval(args) => eval::eval(args).await,
             Command::Chat(args) => chat::chat(args).await,
             Command::Config { command: config_cmd::ConfigCommand::Show(args) } => {
                 config_cmd::show(&args, &applied.unwrap_or_default())
@@ -186,6 +195,7 @@ fn configure(command: &mut Command, matches: &ArgMatches) -> Result<Option<confi
     let (agent, sub) = match (command, matches.subcommand()) {
         (Command::Run(args), Some((_, sub))) => (&mut args.agent, sub),
         (Command::Chat(args), Some((_, sub))) => (&mut args.agent, sub),
+        (Command::Eval(args), Some((_, sub))) => (&mut args.agent, sub),
         (Command::Resume(args), Some((_, sub))) if !args.place.is_cluster() => (&mut args.agent, sub),
         (Command::Worker(args), Some((_, sub))) => (&mut args.agent, sub),
         (Command::Serve(args), Some((_, sub))) => (&mut args.agent, sub),

@@ -92,7 +92,7 @@ settings! {
     /// The flags that make the agent. `run`, `resume` and `worker` take them alike: a
     /// durable run is resumed by an agent built from the same flags (the journal refuses
     /// other tools or another model), and every worker of a cluster has the same.
-    #[derive(Debug, Args)]
+    #[derive(Debug, Clone, Args)]
     pub(crate) struct AgentArgs in AgentFile {
         /// `test` (no network, the default), `openai:MODEL`, `openai-responses:MODEL` (OpenAI's
         /// Responses API), `anthropic:MODEL` or `gemini:MODEL`.

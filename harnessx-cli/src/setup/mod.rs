@@ -312,7 +312,6 @@ impl ModelFlag {
                         "--base-url needs an openai:, openai-responses:, anthropic: or gemini: model".into(),
                     ));
                 }
-                errln!("{TEST_MODEL_NOTICE}");
                 Ok(Self::Test)
             }
             "openai" if !name.is_empty() => {
@@ -387,14 +386,20 @@ fn free_name(base: Option<&Path>) -> String {
         .unwrap_or_else(|| format!("harnessx-test-model-{}", std::process::id()))
 }
 
+/// `MODEL` and `BASE_URL` of `MODEL[@BASE_URL]`, split at the last `@` followed by
+/// `http://` or `https://`.
+fn split_base_url(value: &str) -> (&str, Option<&str>) {
+    let at = ["@http://", "@https://"].iter().filter_map(|p| value.rfind(p)).max();
+    match at {
+        Some(at) => (&value[..at], Some(&value[at + 1..])),
+        None => (value, None),
+    }
+}
+
 /// A `--fallback-model` value: `MODEL` or `MODEL@BASE_URL` (split at the last `@`
 /// followed by `http://` or `https://`, so a model name may hold an `@`).
 fn fallback_spec(value: &str) -> Result<(&str, Option<&str>), CliError> {
-    let at = ["@http://", "@https://"].iter().filter_map(|p| value.rfind(p)).max();
-    let (spec, url) = match at {
-        Some(at) => (&value[..at], Some(&value[at + 1..])),
-        None => (value, None),
-    };
+    let (spec, url) = split_base_url(value);
     if spec.trim().is_empty() || spec == "test" || spec.starts_with("test:") {
         return Err(CliError::Usage(format!(
             "--fallback-model {value}: give a provider's model, openai:MODEL, anthropic:MODEL or gemini:MODEL, optionally @BASE_URL"
@@ -428,8 +433,12 @@ fn agent_builder(
     args: &AgentArgs,
     stream: bool,
     approvals: Approvals,
+    replayed: Option<Arc<dyn Model>>,
 ) -> Result<(AgentBuilder, LoadedRules), CliError> {
     let model = ModelFlag::parse(&args.model, args.base_url.as_deref())?;
+    if matches!(model, ModelFlag::Test) && args.replay.is_none() {
+        test_model_notice();
+    }
     for spec in &args.fallback_models {
         let (spec, url) = fallback_spec(spec)?;
         ModelFlag::parse(spec, url)?;
@@ -462,10 +471,10 @@ fn agent_builder(
                 "--record and --replay: give one (a replayed exchange is recorded already)".into(),
             ));
         }
-        (None, Some(dir)) => Arc::new(
-            harnessx::testing::ReplayModel::from_dir(dir)
-                .map_err(|e| CliError::Usage(format!("--replay {}: {e}", dir.display())))?,
-        ),
+        (None, Some(_)) => match replayed {
+            Some(replayed) => replayed,
+            None => replay_model(args)?.expect("--replay is given"),
+        },
         (Some(dir), None) => Arc::new(harnessx::testing::RecordingModel::shared(model, dir.clone())),
         (None, None) => model,
     };
@@ -536,6 +545,48 @@ fn agent_builder(
     Ok((builder, rules))
 }
 
+/// Says once per process that the test model answers (not when it is only replayed).
+fn test_model_notice() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| errln!("{TEST_MODEL_NOTICE}"));
+}
+
+/// The cassettes of `--replay DIR`, read once, as the model that answers from them
+/// (`None` without the flag): `eval` shares them between the agents of its cases.
+pub(crate) fn replay_model(args: &AgentArgs) -> Result<Option<Arc<dyn Model>>, CliError> {
+    let Some(dir) = &args.replay else { return Ok(None) };
+    let model = harnessx::testing::ReplayModel::from_dir(dir)
+        .map_err(|e| CliError::Usage(format!("--replay {}: {e}", dir.display())))?;
+    Ok(Some(Arc::new(model)))
+}
+
+/// The model that grades `eval`'s answers: `spec` (`MODEL[@BASE_URL]`, as
+/// `--fallback-model`; default: `--model` with `--base-url`), recorded with `--record`,
+/// or `replayed` (the cassettes of `--replay`, which hold its exchanges too).
+pub(crate) fn judge_model(
+    args: &AgentArgs,
+    spec: Option<&str>,
+    replayed: Option<Arc<dyn Model>>,
+) -> Result<Arc<dyn Model>, CliError> {
+    if let Some(replayed) = replayed {
+        return Ok(replayed);
+    }
+    let (spec, url) = match spec {
+        Some(value) => split_base_url(value),
+        None => (args.model.as_str(), args.base_url.as_deref()),
+    };
+    let model = ModelFlag::parse(spec, url)
+        .map_err(|e| match e {
+            CliError::Usage(m) => CliError::Usage(format!("--judge-model: {m}")),
+            e => e,
+        })?
+        .build(None, None);
+    Ok(match &args.record {
+        Some(dir) => Arc::new(harnessx::testing::RecordingModel::shared(model, dir.clone())),
+        None => model,
+    })
+}
+
 /// The agent the flags describe, its MCP servers (`--mcp`, `--mcp-http`) connected:
 /// close it with `Agent::close` to stop them. `stream`: model responses are streamed;
 /// `approvals`: who approves what asks (never the terminal for a worker, whose runs wait
@@ -545,7 +596,18 @@ pub(crate) async fn build_agent(
     stream: bool,
     approvals: Approvals,
 ) -> Result<Agent, CliError> {
-    let (mut builder, rules) = agent_builder(args, stream, approvals)?;
+    build_agent_with(args, stream, approvals, None).await
+}
+
+/// [`build_agent`], answered by `replayed` (from [`replay_model`]) under `--replay`
+/// instead of reading the cassettes again.
+pub(crate) async fn build_agent_with(
+    args: &AgentArgs,
+    stream: bool,
+    approvals: Approvals,
+    replayed: Option<Arc<dyn Model>>,
+) -> Result<Agent, CliError> {
+    let (mut builder, rules) = agent_builder(args, stream, approvals, replayed)?;
     // A server's questions mid-call go to the person at this terminal; with nobody here
     // (a worker, `serve`, a pipe), a durable run pauses for them, a plain one declines.
     let ask_here = match approvals {
@@ -603,7 +665,17 @@ pub(crate) fn expectation(args: &AgentArgs) -> Result<Option<WorkerConfig>, CliE
     if args.given().iter().all(|g| g.name == "--price") {
         return Ok(None);
     }
-    let (builder, rules) = agent_builder(args, false, Approvals::Nobody)?;
+    checked(args, None)
+}
+
+/// The configuration of the agent the flags describe, checked as [`expectation`] checks
+/// it (tools, rules, tool choice; MCP servers' flags only read), starting nothing:
+/// `eval` checks each case's agent before any case runs.
+pub(crate) fn checked(
+    args: &AgentArgs,
+    replayed: Option<Arc<dyn Model>>,
+) -> Result<Option<WorkerConfig>, CliError> {
+    let (builder, rules) = agent_builder(args, false, Approvals::Nobody, replayed)?;
     // Checked, not started.
     let servers = args.mcp.servers()?;
     let agent = builder.build().map_err(CliError::usage)?;

@@ -3,9 +3,11 @@
 // call's arguments and approves them, and waits for the tool calls and the answer. Saves
 // a screenshot. Prints one JSON line: what it saw. In the mode `question`, it waits for the
 // model's `ask_user` question instead and replies with its suggested reply `blue`; in the
-// mode `elicitation`, it answers an MCP server's question mid-call in its form.
+// mode `elicitation`, it answers an MCP server's question mid-call in its form. In the
+// mode `report`, URL is `harnessx eval --report`'s page (a file:// URL): it reads what the
+// page shows (the table, the charts' bars and their drawn sizes, any injected element).
 //
-// node --experimental-websocket drive_page.mjs CHROMIUM URL SCREENSHOT USER_DATA_DIR [question|elicitation]
+// node --experimental-websocket drive_page.mjs CHROMIUM URL SCREENSHOT USER_DATA_DIR [question|elicitation|report]
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 
@@ -69,6 +71,32 @@ const waitFor = async (what, expression, ms = 30_000) => {
   }
 };
 
+if (mode === "report") {
+  await waitFor("the report", `document.readyState === "complete" && !!document.getElementById("cases")`);
+  const seen = await evaluate(`(() => {
+    const bars = (id) => Array.from(document.querySelectorAll("#" + id + " rect.bar")).map((r) => {
+      const box = r.getBoundingClientRect();
+      return { width: Math.round(box.width), height: Math.round(box.height) };
+    });
+    const chart = document.querySelector("#tokens-chart svg")?.getBoundingClientRect();
+    return {
+      title: document.title,
+      summary: document.getElementById("summary")?.textContent || "",
+      rows: Array.from(document.querySelectorAll("#cases tbody tr")).map((tr) => Array.from(tr.cells).map((c) => c.textContent)),
+      tokenBars: bars("tokens-chart"),
+      costBars: bars("cost-chart"),
+      chart: chart ? { width: Math.round(chart.width), height: Math.round(chart.height), visible: chart.width > 0 && chart.height > 0 } : null,
+      injected: document.querySelectorAll("img, script, iframe, b").length,
+      transcripts: document.querySelectorAll("#transcripts details").length,
+    };
+  })()`);
+  const shot = await send("Page.captureScreenshot", { format: "png", captureBeyondViewport: true }, sessionId);
+  writeFileSync(screenshot, Buffer.from(shot.data, "base64"));
+  console.log(JSON.stringify({ ...seen, errors }));
+  socket.close();
+  browser.kill("SIGKILL");
+  process.exit(0);
+}
 await waitFor("the page", `document.readyState === "complete" && !!document.getElementById("send")`);
 if (mode === "question") {
   await evaluate(`document.getElementById("prompt").value = "Paint it."; document.getElementById("send").click(); true`);

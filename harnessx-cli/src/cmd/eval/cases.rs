@@ -32,6 +32,31 @@ pub(crate) struct Expect {
     /// A JSON Schema file (relative to the case file) the answer must fit, as
     /// `--output-schema`.
     pub(crate) output_schema: Option<PathBuf>,
+    /// A rubric a model (`--judge-model`) grades the answer against, from 0 to 1.
+    pub(crate) judge: Option<String>,
+    /// The least grade that passes (default [`JUDGE_THRESHOLD`]).
+    pub(crate) judge_threshold: Option<f64>,
+}
+
+/// The least grade of `expect.judge` that passes, unless `expect.judge_threshold` says.
+pub(crate) const JUDGE_THRESHOLD: f64 = 0.7;
+
+impl Expect {
+    /// These expectations, each one not given taken from `defaults`.
+    fn or(self, defaults: &Expect) -> Expect {
+        let list =
+            |mine: Vec<String>, theirs: &Vec<String>| if mine.is_empty() { theirs.clone() } else { mine };
+        Expect {
+            output_contains: list(self.output_contains, &defaults.output_contains),
+            tools_called: list(self.tools_called, &defaults.tools_called),
+            tools_not_called: list(self.tools_not_called, &defaults.tools_not_called),
+            max_tool_calls: self.max_tool_calls.or(defaults.max_tool_calls),
+            max_cost_usd: self.max_cost_usd.or(defaults.max_cost_usd),
+            output_schema: self.output_schema.or_else(|| defaults.output_schema.clone()),
+            judge: self.judge.or_else(|| defaults.judge.clone()),
+            judge_threshold: self.judge_threshold.or(defaults.judge_threshold),
+        }
+    }
 }
 
 /// `[defaults]`: what every case has unless it says otherwise.
@@ -138,7 +163,8 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Vec<Case>, CliError> {
                 ));
             }
         }
-        let expect = raw.expect.or_else(|| defaults.expect.clone()).unwrap_or_default();
+        let mut expect =
+            raw.expect.unwrap_or_default().or(defaults.expect.as_ref().unwrap_or(&Expect::default()));
         if let Some(max) = expect.max_cost_usd
             && !(max.is_finite() && max >= 0.0)
         {
@@ -146,6 +172,24 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Vec<Case>, CliError> {
                 line,
                 &format!("case {:?}: expect.max_cost_usd must be a positive number", raw.name),
             ));
+        }
+        if let Some(threshold) = expect.judge_threshold
+            && !(0.0..=1.0).contains(&threshold)
+        {
+            return Err(at(
+                line,
+                &format!("case {:?}: expect.judge_threshold must be between 0 and 1", raw.name),
+            ));
+        }
+        if expect.judge_threshold.is_some() && expect.judge.is_none() {
+            return Err(at(
+                line,
+                &format!("case {:?}: expect.judge_threshold without expect.judge (the rubric)", raw.name),
+            ));
+        }
+        // A schema file is relative to the case file's folder.
+        if let Some(schema) = &expect.output_schema {
+            expect.output_schema = Some(path.parent().unwrap_or(Path::new("")).join(schema));
         }
         cases.push(Case {
             name: raw.name,
@@ -226,6 +270,26 @@ tools = ["list_directory"]
         }
         let deep = format!("x = {}{}", "[".repeat(5000), "]".repeat(5000));
         assert!(error(&deep).starts_with("evals.toml:"), "a deep file is an error, not a crash");
+    }
+
+    #[test]
+    fn a_case_keeps_each_expectation_of_the_defaults_it_does_not_give() {
+        let text = "[defaults]\nexpect.max_tool_calls = 4\nexpect.judge = \"polite\"\n\n[[case]]\nname = \"a\"\nprompt = \"p\"\nexpect.output_contains = [\"x\"]\nexpect.judge_threshold = 0.9\nexpect.output_schema = \"s.json\"\n";
+        let cases = parse(text, Path::new("evals/cases.toml")).unwrap();
+        let expect = &cases[0].expect;
+        assert_eq!(expect.output_contains, ["x"]);
+        assert_eq!((expect.max_tool_calls, expect.judge.as_deref()), (Some(4), Some("polite")));
+        assert_eq!(expect.judge_threshold, Some(0.9));
+        // A schema file is relative to the case file.
+        assert_eq!(expect.output_schema.as_deref(), Some(Path::new("evals/s.json")));
+        let out_of_range =
+            "[[case]]\nname = \"a\"\nprompt = \"p\"\nexpect.judge = \"r\"\nexpect.judge_threshold = 1.5\n";
+        assert_eq!(
+            error(out_of_range),
+            "evals.toml:1: case \"a\": expect.judge_threshold must be between 0 and 1"
+        );
+        let no_rubric = "[[case]]\nname = \"a\"\nprompt = \"p\"\nexpect.judge_threshold = 0.5\n";
+        assert!(error(no_rubric).contains("without expect.judge"), "{}", error(no_rubric));
     }
 
     #[test]
