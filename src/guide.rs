@@ -18,6 +18,10 @@ pub mod hooks {}
 pub mod agent {}
 
 #[cfg(feature = "agent")]
+#[doc = include_str!("../docs/evals.md")]
+pub mod evals {}
+
+#[cfg(feature = "agent")]
 #[doc = include_str!("../docs/context.md")]
 pub mod context {}
 

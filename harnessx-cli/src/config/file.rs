@@ -208,16 +208,22 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// The text of `path`, refused when it is larger than [`MAX_FILE_BYTES`], not UTF-8,
 /// or cannot be read.
 pub(crate) fn read_capped(path: &Path) -> Result<String, CliError> {
+    read_at_most(path, MAX_FILE_BYTES)
+}
+
+/// The text of `path`, refused when it is larger than `max` bytes, not UTF-8, or cannot
+/// be read.
+pub(crate) fn read_at_most(path: &Path, max: u64) -> Result<String, CliError> {
     let cannot =
         |e: &dyn std::fmt::Display| CliError::Usage(format!("{}: cannot be read: {e}", path.display()));
     let file = std::fs::File::open(path).map_err(|e| cannot(&e))?;
     let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| cannot(&e))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
+    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| cannot(&e))?;
+    if bytes.len() as u64 > max {
         return Err(CliError::Usage(format!(
             "{}: larger than {} KiB; is it the right file?",
             path.display(),
-            MAX_FILE_BYTES / 1024
+            max / 1024
         )));
     }
     String::from_utf8(bytes).map_err(|e| {

@@ -217,6 +217,11 @@ settings! {
         /// `resume` command repeats them, so a configuration file cannot change them.
         #[arg(skip)]
         pub(crate) typed: Vec<String> => skip "no flag",
+        /// The folder the run works in, in place of the current one: the file tools'
+        /// base path unless --base-path gives one, where command hooks run (`eval`'s
+        /// fresh folder per case). No flag.
+        #[arg(skip)]
+        pub(crate) folder: Option<PathBuf> => skip "no flag",
     }
 }
 

@@ -443,8 +443,12 @@ fn agent_builder(
         let (spec, url) = fallback_spec(spec)?;
         ModelFlag::parse(spec, url)?;
     }
-    // File tools are contained under the current directory unless --base-path says where.
-    let base_path = BasePath::contained(args.base_path.clone())?;
+    // File tools are contained under the current directory (or the run's own folder)
+    // unless --base-path says where.
+    let base_path = match (&args.base_path, &args.folder) {
+        (None, Some(folder)) => BasePath::Default(folder.clone()),
+        (flag, _) => BasePath::contained(flag.clone())?,
+    };
     let tools = Tools {
         specs: &args.tools,
         default_specs: &["filesystem"],
@@ -526,7 +530,10 @@ fn agent_builder(
         builder = builder.system_prompt(prompt);
     }
     // Command hooks run in the working folder, in order: the files', then the flags'.
-    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let here = match &args.folder {
+        Some(folder) => folder.clone(),
+        None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+    };
     let base = tools.base_path.dir().cloned().unwrap_or_else(|| here.clone());
     for hook in args.hooks.all()? {
         builder =

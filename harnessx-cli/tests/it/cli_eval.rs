@@ -228,6 +228,24 @@ fn a_malformed_case_file_is_exit_2_naming_its_line_and_runs_nothing() {
         assert!(line.starts_with(&format!("harnessx: {starts}")) && line.contains(names), "{text}: {said}");
         assert!(stdout(&out).is_empty(), "nothing ran: {}", stdout(&out));
     }
+    // A report that cannot be written is said before any case runs.
+    std::fs::write(dir.path().join("evals.toml"), CASES).unwrap();
+    let out = harnessx(
+        dir.path(),
+        &[
+            "eval",
+            "evals.toml",
+            "--base-url",
+            &gone,
+            "--model",
+            "openai:m",
+            "--report",
+            "no/such/folder/r.html",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--report no/such/folder/r.html"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "nothing ran: {}", stdout(&out));
     let out = harnessx(dir.path(), &["eval", "nowhere.toml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("nowhere.toml"), "{}", stderr(&out));
@@ -301,4 +319,26 @@ fn the_report_page_renders_its_chart_in_a_real_browser() {
     assert!(png.starts_with(b"\x89PNG") && png.len() > 5_000, "the screenshot is {} bytes", png.len());
     let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join("eval-report.png");
     std::fs::write(&kept, png).unwrap();
+}
+
+/// `examples/evals.toml` passes on the built-in test model, as its first line says.
+#[test]
+fn the_example_eval_file_passes_on_the_test_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/evals.toml");
+    let out = harnessx(dir.path(), &["eval", file, "--json", "--repeat", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+    let lines = lines(&out);
+    assert_eq!(lines.len(), 4);
+    assert!(
+        lines[..3].iter().all(|l| l["passed"] == true && l["runs"] == 2 && l["pass_rate"] == 1.0),
+        "{lines:?}"
+    );
+    assert_eq!(lines[3], json!({"summary": {"passed": 3, "failed": 0}}));
+    // Each case ran in a folder of its own: nothing was written here.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert_eq!(stderr(&out).matches("built-in test model").count(), 1, "the notice once: {}", stderr(&out));
+    let out = harnessx(dir.path(), &["eval", file, "--base-path", "."]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--base-path has no place in eval"), "{}", stderr(&out));
 }

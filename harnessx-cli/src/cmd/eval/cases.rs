@@ -9,6 +9,9 @@ use serde::Deserialize;
 
 use crate::error::CliError;
 
+/// The largest case file read (its files' contents are in it).
+const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// The most cases a file may hold.
 const MAX_CASES: usize = 10_000;
 
@@ -114,8 +117,10 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 /// Reads the cases of the file at `path`.
 pub(crate) fn read(path: &Path) -> Result<Vec<Case>, CliError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::Usage(format!("eval {}: {e}", path.display())))?;
+    let text = crate::config::file::read_at_most(path, MAX_FILE_BYTES).map_err(|e| match e {
+        CliError::Usage(m) => CliError::Usage(format!("eval {m}")),
+        e => e,
+    })?;
     parse(&text, path)
 }
 
@@ -300,5 +305,10 @@ tools = ["list_directory"]
         assert!(e.starts_with("eval ") && e.contains("missing.toml"), "{e}");
         std::fs::write(&path, GOOD).unwrap();
         assert_eq!(read(&path).unwrap().len(), 2);
+        std::fs::write(&path, b"[[case]]\nname = \"\xff\"\n").unwrap();
+        let Err(CliError::Usage(e)) = read(&path) else { panic!("a usage error") };
+        assert!(e.contains("not UTF-8"), "{e}");
+        let Err(CliError::Usage(e)) = read(dir.path()) else { panic!("a folder is a usage error") };
+        assert!(e.starts_with("eval "), "{e}");
     }
 }

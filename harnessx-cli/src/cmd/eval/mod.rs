@@ -106,7 +106,20 @@ impl Tally {
 }
 
 pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
+    if args.agent.base_path.is_some() {
+        return Err(CliError::Usage(
+            "--base-path has no place in eval: each case runs in a fresh folder of its own, holding its `files`".into(),
+        ));
+    }
     let cases = cases::read(&args.file)?;
+    // The report's file made now: a path that cannot be written is said before any case runs.
+    let report = match &args.report {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|e| CliError::Usage(format!("--report {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
     let replayed = setup::replay_model(&args.agent)?;
     // Every case checked before any runs: a bad one is the file's fault (exit 2).
     let mut ready = Vec::with_capacity(cases.len());
@@ -159,16 +172,16 @@ pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
     written?;
     let failed = tallies.iter().filter(|t| !t.passed()).count();
     shown.summary(tallies.len() - failed, failed)?;
-    if let Some(path) = &args.report {
+    if let (Some(mut file), Some(path)) = (report, &args.report) {
         let title = format!("harnessx eval {}", args.file.display());
-        std::fs::write(path, page::html(&title, &tallies))
+        std::io::Write::write_all(&mut file, page::html(&title, &tallies).as_bytes())
             .map_err(|e| CliError::Failed(format!("--report {}: {e}", path.display())))?;
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// The agent flags of `case`: its tools and system prompt over the command line's. The
-/// base path is the case's fresh folder, given when it runs.
+/// The agent flags of `case`: its tools and system prompt over the command line's. Its
+/// folder (the file tools' base path) is the case's fresh one, given when it runs.
 fn agent_args(flags: &AgentArgs, case: &Case) -> AgentArgs {
     let mut args = flags.clone();
     if let Some(tools) = &case.tools {
@@ -200,7 +213,7 @@ async fn run_case(ready: &Ready, replayed: Option<Arc<dyn Model>>, judge: Option
     let mut ran = match fresh_folder(&ready.case) {
         Ok(dir) => {
             let mut args = ready.args.clone();
-            args.base_path = Some(dir.path().to_owned());
+            args.folder = Some(dir.path().to_owned());
             let ran = run_in(ready, &args, replayed).await;
             drop(dir);
             ran
