@@ -81,3 +81,55 @@ fn a_recorded_run_replays_offline_and_a_changed_prompt_names_the_difference() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--replay note.txt"), "{}", stderr(&out));
 }
+
+/// Cassettes recorded by a plain run answer a durable run (SQLite) and a run on a Restate
+/// cluster (a worker with `--replay`): the request is the harness's own, the durable run's
+/// cache key left out, so one recording serves every backend.
+#[test]
+fn one_recording_replays_on_sqlite_and_on_a_restate_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("note.txt"), "The secret word is tangerine.").unwrap();
+    let server = model();
+    let base = format!("{}/v1", server.url);
+    let out = harnessx(
+        d,
+        &[
+            "run",
+            "What is the secret?",
+            "--record",
+            "tapes",
+            "--tools",
+            "read_file",
+            "--model",
+            "openai:m",
+            "--base-url",
+            &base,
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let recorded: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    drop(server);
+    let gone = format!("{}/v1", harnessx_test_support::server::dead_url());
+    let offline =
+        ["--replay", "tapes", "--tools", "read_file", "--model", "openai:m", "--base-url", &gone, "--json"];
+
+    let mut args = vec!["run", "What is the secret?", "--durable", "runs.db"];
+    args.extend(offline);
+    let out = harnessx(d, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let durable: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(durable["output"], recorded["output"], "{durable}");
+
+    let Some(restate) = harnessx_test_support::restate::RestateServer::start() else { return };
+    let worker = super::cli_restate::Worker::start(d, &restate, &offline[..offline.len() - 1]);
+    let out = harnessx(
+        d,
+        &["run", "What is the secret?", "--restate", &restate.ingress_url, "--run-id", "replayed", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stderr(&out), restate.log_tail());
+    let clustered: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(clustered["output"], recorded["output"], "{clustered}");
+    drop(worker);
+}
