@@ -342,3 +342,47 @@ fn the_example_eval_file_passes_on_the_test_model() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--base-path has no place in eval"), "{}", stderr(&out));
 }
+
+/// Ctrl-C (SIGINT) mid-eval stops the runs, removes their folders and says how many cases
+/// finished (exit 1); what finished is still summed up.
+#[test]
+fn a_signal_stops_the_eval_and_leaves_no_folder_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("evals.toml"), CASES).unwrap();
+    // A model that takes the connection and never answers.
+    let hang = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", hang.local_addr().unwrap());
+    let child = Command::new(env!("CARGO_BIN_EXE_harnessx"))
+        .args(["eval", "evals.toml", "--model", "openai:m", "--base-url", &url, "--json"])
+        .current_dir(dir.path())
+        .env("TMPDIR", tmp.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let folders = || {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("harnessx-eval-"))
+            .count()
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while folders() < 3 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(folders(), 3, "every case started, in a folder of its own");
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("harnessx: eval stopped by a signal: 0 of 3 cases finished"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(lines(&out), [json!({"summary": {"passed": 0, "failed": 0}})]);
+    assert_eq!(folders(), 0, "the cases' folders are removed");
+    drop(hang);
+}

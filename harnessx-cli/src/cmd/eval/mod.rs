@@ -26,6 +26,7 @@ use crate::output::Stdout;
 use crate::report;
 use crate::setup::flags::AgentArgs;
 use crate::setup::{self, Approvals};
+use crate::shutdown::Shutdown;
 use crate::text::one_line;
 use cases::Case;
 use check::{Judge, Ran};
@@ -144,7 +145,7 @@ pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
         }
         false => None,
     };
-    let mut shown = Shown::new(args.json, &ready);
+    let mut shown = Shown::new(args.json, &ready)?;
     let runs = ready.iter().flat_map(|r| (0..args.repeat).map(move |_| r));
     let mut ran = futures_util::stream::iter(runs)
         .map(|r| run_case(r, replayed.clone(), judge.as_ref()))
@@ -152,8 +153,19 @@ pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
     let mut tallies: Vec<Tally> = Vec::with_capacity(ready.len());
     let mut written = Ok(());
     let mut done = 0;
+    // A signal stops the runs: their folders go, what finished is reported.
+    let mut stop = std::pin::pin!(Shutdown::listen().wait());
+    let mut stopped = false;
     // In case order, each case's runs one after the other.
-    while let Some(outcome) = ran.next().await {
+    loop {
+        let outcome = tokio::select! {
+            outcome = ran.next() => outcome,
+            () = &mut stop => {
+                stopped = true;
+                None
+            }
+        };
+        let Some(outcome) = outcome else { break };
         let index = done / args.repeat as usize;
         done += 1;
         if index == tallies.len() {
@@ -170,12 +182,23 @@ pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
     }
     drop(ran);
     written?;
+    if stopped {
+        // A case whose runs did not all finish is not reported.
+        tallies.retain(|t| t.runs == args.repeat);
+    }
     let failed = tallies.iter().filter(|t| !t.passed()).count();
     shown.summary(tallies.len() - failed, failed)?;
     if let (Some(mut file), Some(path)) = (report, &args.report) {
         let title = format!("harnessx eval {}", args.file.display());
         std::io::Write::write_all(&mut file, page::html(&title, &tallies).as_bytes())
             .map_err(|e| CliError::Failed(format!("--report {}: {e}", path.display())))?;
+    }
+    if stopped {
+        let finished = tallies.iter().filter(|t| t.runs == args.repeat).count();
+        return Err(CliError::Failed(format!(
+            "eval stopped by a signal: {finished} of {} cases finished",
+            ready.len()
+        )));
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -324,15 +347,15 @@ struct Shown {
 const NAME_SHOWN: usize = 40;
 
 impl Shown {
-    fn new(json: bool, ready: &[Ready]) -> Self {
+    /// Shows the results of `ready`'s cases; the table's head first.
+    fn new(json: bool, ready: &[Ready]) -> Result<Self, CliError> {
         let width =
             ready.iter().map(|r| r.case.name.chars().count().min(NAME_SHOWN)).max().unwrap_or(0).max(4);
         let mut shown = Self { json, stdout: Stdout::default(), width };
         if !json {
-            let _ =
-                shown.row(["CASE", "RESULT", "TURNS", "TOKENS", "COST", "TIME", "FAILED"].map(str::to_owned));
+            shown.row(["CASE", "RESULT", "TURNS", "TOKENS", "COST", "TIME", "FAILED"].map(str::to_owned))?;
         }
-        shown
+        Ok(shown)
     }
 
     fn row(&mut self, cells: [String; 7]) -> Result<(), CliError> {
