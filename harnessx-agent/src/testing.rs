@@ -11,8 +11,15 @@
 //! Matching compares the requests after [`normalize`]: the volatile fields are left out
 //! or renumbered (tool call ids, in order of appearance; the durable run's cache key), so
 //! a replayed run whose provider made up other ids matches its recording.
+//!
+//! A request asked again (a specialist given the same task twice in a run, a case
+//! recorded more than once) has a cassette for each time it was asked: they answer in
+//! file order, which is the order they were recorded in, one per ask, starting over after
+//! the last. A run that asks as many times as were recorded gets what was recorded, and
+//! so does the next run from the same model.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher as _, BuildHasherDefault, DefaultHasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -175,10 +182,56 @@ fn distance(recorded: &Value, now: &Value) -> usize {
 }
 
 /// A model that answers from cassettes, with no network. See the [module docs](self).
+///
+/// Clones share the cassettes, and how many times each request was asked.
 #[derive(Debug, Clone)]
 pub struct ReplayModel {
     name: String,
+    tapes: Arc<Tapes>,
+}
+
+/// The cassettes, in file order, found by their request.
+#[derive(Debug)]
+struct Tapes {
     cassettes: Vec<(PathBuf, Cassette)>,
+    /// By the hash of a request: each distinct request that has it (a hash is shared by
+    /// equal requests, and rarely by others).
+    by_hash: HashMap<u64, Vec<Asked>>,
+}
+
+/// The cassettes of one request, in file order, and how many times it was asked.
+#[derive(Debug)]
+struct Asked {
+    cassettes: Vec<usize>,
+    times: AtomicUsize,
+}
+
+/// The hash of a normalized request: the same for equal ones (an object's keys are
+/// hashed sorted, as they are compared).
+fn request_hash(request: &Value) -> u64 {
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(request)
+}
+
+impl Tapes {
+    fn new(cassettes: Vec<(PathBuf, Cassette)>) -> Self {
+        let mut by_hash: HashMap<u64, Vec<Asked>> = HashMap::with_capacity(cassettes.len());
+        for (i, (_, cassette)) in cassettes.iter().enumerate() {
+            let same_hash = by_hash.entry(request_hash(&cassette.request)).or_default();
+            match same_hash.iter_mut().find(|a| cassettes[a.cassettes[0]].1.request == cassette.request) {
+                Some(asked) => asked.cassettes.push(i),
+                None => same_hash.push(Asked { cassettes: vec![i], times: AtomicUsize::new(0) }),
+            }
+        }
+        Self { cassettes, by_hash }
+    }
+
+    /// The cassette answering this ask of `request`: the next of those holding it.
+    fn next(&self, request: &Value) -> Option<&Cassette> {
+        let same_hash = self.by_hash.get(&request_hash(request))?;
+        let asked = same_hash.iter().find(|a| self.cassettes[a.cassettes[0]].1.request == *request)?;
+        let time = asked.times.fetch_add(1, Ordering::Relaxed);
+        Some(&self.cassettes[asked.cassettes[time % asked.cassettes.len()]].1)
+    }
 }
 
 impl ReplayModel {
@@ -187,22 +240,24 @@ impl ReplayModel {
         let dir = dir.as_ref();
         let cassettes = Cassette::read_dir(dir)?;
         let name = cassettes.first().map_or_else(|| "replay".to_owned(), |(_, c)| c.model.clone());
-        Ok(Self { name, cassettes })
+        Ok(Self { name, tapes: Arc::new(Tapes::new(cassettes)) })
     }
 
     /// Answers from `cassettes`.
     pub fn new(cassettes: Vec<Cassette>) -> Self {
         let name = cassettes.first().map_or_else(|| "replay".to_owned(), |c| c.model.clone());
-        Self { name, cassettes: cassettes.into_iter().map(|c| (PathBuf::from("(given)"), c)).collect() }
+        let cassettes = cassettes.into_iter().map(|c| (PathBuf::from("(given)"), c)).collect();
+        Self { name, tapes: Arc::new(Tapes::new(cassettes)) }
     }
 
     /// The response recorded for `request`, or the error naming the nearest cassette.
     pub fn answer(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
         let now = normalize(request);
-        if let Some((_, c)) = self.cassettes.iter().find(|(_, c)| c.request == now) {
-            return Ok(c.response.clone());
+        if let Some(cassette) = self.tapes.next(&now) {
+            return Ok(cassette.response.clone());
         }
-        let Some((path, nearest)) = self.cassettes.iter().min_by_key(|(_, c)| distance(&c.request, &now))
+        let Some((path, nearest)) =
+            self.tapes.cassettes.iter().min_by_key(|(_, c)| distance(&c.request, &now))
         else {
             return Err(ModelError::Other("no cassette matches this request: there are no cassettes".into()));
         };
@@ -374,6 +429,68 @@ mod tests {
             "{error}"
         );
         assert!(!error.contains('\n'), "{error}");
+    }
+
+    fn text(response: Result<ModelResponse, ModelError>) -> String {
+        response.unwrap().content
+    }
+
+    #[test]
+    fn each_of_many_requests_gets_its_own_answer() {
+        let cassettes: Vec<Cassette> = (0..200)
+            .map(|i| {
+                Cassette::new("m", &request(&format!("prompt {i}"), "a"), ModelResponse::text(i.to_string()))
+            })
+            .collect();
+        let replay = ReplayModel::new(cassettes);
+        for i in (0..200).rev() {
+            assert_eq!(text(replay.answer(&request(&format!("prompt {i}"), "x"))), i.to_string());
+        }
+        // Every cassette is one leaf away: the first of them is named.
+        let error = replay.answer(&request("prompt 7x", "a")).unwrap_err().to_string();
+        assert!(
+            error.contains("differs at messages[0].content: recorded \"prompt 0\", now \"prompt 7x\""),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_hand_edited_cassette_with_its_keys_reordered_still_matches() {
+        fn reversed(value: &Value) -> Value {
+            match value {
+                Value::Object(map) => map.iter().rev().map(|(k, v)| (k.clone(), reversed(v))).collect(),
+                Value::Array(items) => items.iter().map(reversed).collect(),
+                other => other.clone(),
+            }
+        }
+        let mut cassette = Cassette::new("m", &request("hi", "a"), ModelResponse::text("found"));
+        cassette.request = reversed(&cassette.request);
+        // Written in another order (object keys keep their order here), equal all the same.
+        assert_ne!(cassette.request.to_string(), normalize(&request("hi", "a")).to_string());
+        let replay = ReplayModel::new(vec![cassette]);
+        assert_eq!(text(replay.answer(&request("hi", "b"))), "found");
+    }
+
+    #[test]
+    fn a_request_asked_again_gets_the_next_recording_in_file_order_then_the_first_again() {
+        let dir = tempfile::tempdir().unwrap();
+        for (prompt, answer) in [("again", "one"), ("other", "x"), ("again", "two"), ("again", "three")] {
+            Cassette::new("m", &request(prompt, "a"), ModelResponse::text(answer))
+                .write_new(dir.path())
+                .unwrap();
+        }
+        let replay = ReplayModel::from_dir(dir.path()).unwrap();
+        let shared = replay.clone();
+        assert_eq!(text(replay.answer(&request("again", "a"))), "one");
+        assert_eq!(text(replay.answer(&request("other", "a"))), "x");
+        // A clone shares the count.
+        assert_eq!(text(shared.answer(&request("again", "a"))), "two");
+        assert_eq!(text(replay.answer(&request("again", "a"))), "three");
+        assert_eq!(text(replay.answer(&request("again", "a"))), "one");
+        assert_eq!(text(replay.answer(&request("other", "a"))), "x");
+        // A miss names the first of equally near cassettes, as before.
+        let error = replay.answer(&request("agai", "a")).unwrap_err().to_string();
+        assert!(error.contains("0001.json, differs at"), "{error}");
     }
 
     #[test]
