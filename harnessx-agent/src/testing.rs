@@ -81,7 +81,11 @@ impl Cassette {
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
             .collect();
-        paths.sort();
+        // By number (`0002.json` before `10000.json`), then by name.
+        paths.sort_by_cached_key(|p| {
+            let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            (stem.parse::<u64>().map_or(u64::MAX, |n| n), stem)
+        });
         paths.into_iter().map(|p| Self::read(&p).map(|c| (p, c))).collect()
     }
 
@@ -174,11 +178,51 @@ fn shown(value: &Value) -> String {
     format!("{cut}…")
 }
 
-/// How far apart two requests are: the number of differing leaves (capped).
-fn distance(recorded: &Value, now: &Value) -> usize {
-    let mut out = Vec::new();
-    differences(recorded, now, "", 1000, &mut out);
-    out.len()
+/// How far apart two requests are: the number of differing leaves (capped), then, between
+/// as many, how much their texts differ (the characters outside a differing pair's common
+/// start and end), so that of two prompts changed in one place the nearer is named.
+fn distance(recorded: &Value, now: &Value) -> (usize, usize) {
+    fn walk(a: &Value, b: &Value, far: &mut (usize, usize)) {
+        if far.0 >= 1000 || a == b {
+            return;
+        }
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                for key in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                    walk(x.get(key).unwrap_or(&Value::Null), y.get(key).unwrap_or(&Value::Null), far);
+                }
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                for i in 0..x.len().max(y.len()) {
+                    walk(x.get(i).unwrap_or(&Value::Null), y.get(i).unwrap_or(&Value::Null), far);
+                }
+            }
+            (Value::String(x), Value::String(y)) => {
+                far.0 += 1;
+                far.1 += unlike(x, y);
+            }
+            _ => {
+                far.0 += 1;
+                far.1 += UNLIKE_VALUES;
+            }
+        }
+    }
+    let mut far = (0, 0);
+    walk(recorded, now, &mut far);
+    far
+}
+
+/// How unlike two differing values that are not both texts are, in [`distance`]'s
+/// characters.
+const UNLIKE_VALUES: usize = 64;
+
+/// The characters of `x` and `y` outside their common start and end.
+fn unlike(x: &str, y: &str) -> usize {
+    let (lx, ly) = (x.chars().count(), y.chars().count());
+    let start = x.chars().zip(y.chars()).take_while(|(a, b)| a == b).count();
+    let end = x.chars().rev().zip(y.chars().rev()).take_while(|(a, b)| a == b).count();
+    let common = (start + end).min(lx.min(ly));
+    lx + ly - 2 * common
 }
 
 /// A model that answers from cassettes, with no network. See the [module docs](self).
@@ -446,12 +490,14 @@ mod tests {
         for i in (0..200).rev() {
             assert_eq!(text(replay.answer(&request(&format!("prompt {i}"), "x"))), i.to_string());
         }
-        // Every cassette is one leaf away: the first of them is named.
+        // Every cassette is one leaf away: the one whose text is nearest is named.
         let error = replay.answer(&request("prompt 7x", "a")).unwrap_err().to_string();
         assert!(
-            error.contains("differs at messages[0].content: recorded \"prompt 0\", now \"prompt 7x\""),
+            error.contains("differs at messages[0].content: recorded \"prompt 7\", now \"prompt 7x\""),
             "{error}"
         );
+        let error = replay.answer(&request("a prompt 123", "a")).unwrap_err().to_string();
+        assert!(error.contains("recorded \"prompt 123\", now \"a prompt 123\""), "{error}");
     }
 
     #[test]
@@ -491,6 +537,23 @@ mod tests {
         // A miss names the first of equally near cassettes, as before.
         let error = replay.answer(&request("agai", "a")).unwrap_err().to_string();
         assert!(error.contains("0001.json, differs at"), "{error}");
+    }
+
+    #[test]
+    fn cassettes_are_read_in_the_order_of_their_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["10000", "0002", "9999", "notes"] {
+            let cassette = Cassette::new("m", &request(name, "a"), ModelResponse::text(name));
+            std::fs::write(
+                dir.path().join(format!("{name}.json")),
+                serde_json::to_string(&cassette).unwrap(),
+            )
+            .unwrap();
+        }
+        let read = Cassette::read_dir(dir.path()).unwrap();
+        let names: Vec<_> =
+            read.iter().map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["0002.json", "9999.json", "10000.json", "notes.json"]);
     }
 
     #[test]
