@@ -6,7 +6,7 @@
 //! Not settings of `harnessx.toml`: the configuration files set what `run`, `chat`,
 //! `resume` and `worker` share, and an output schema belongs to one task.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use harnessx::agent::{Output, OutputMode};
@@ -54,15 +54,10 @@ impl OutputArgs {
     /// The output the flags ask for, read and checked; `None` without `--output-schema`.
     pub(crate) fn output(&self) -> Result<Option<Output>, CliError> {
         let Some(path) = &self.output_schema else { return Ok(None) };
-        let usage = |m: String| CliError::Usage(format!("--output-schema {m}"));
-        let text = crate::config::file::read_capped(path).map_err(|e| match e {
-            CliError::Usage(m) => usage(m),
+        let mut output = schema_file(path).map_err(|e| match e {
+            CliError::Usage(m) => CliError::Usage(format!("--output-schema {m}")),
             other => other,
         })?;
-        let schema: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| usage(format!("{}: not JSON ({e})", path.display())))?;
-        let mut output =
-            Output::json_schema(schema).map_err(|e| usage(format!("{}: {e}", path.display())))?;
         if let Some(mode) = self.output_mode {
             output = output.mode(mode.into());
         }
@@ -71,4 +66,14 @@ impl OutputArgs {
         }
         Ok(Some(output))
     }
+}
+
+/// The typed output the JSON Schema in the file at `path` asks for: a file that cannot
+/// be read, is not JSON or not a usable schema is a usage error naming it (`eval`'s
+/// `expect.output_schema` too).
+pub(crate) fn schema_file(path: &Path) -> Result<Output, CliError> {
+    let text = crate::config::file::read_capped(path)?;
+    let schema: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| CliError::Usage(format!("{}: not JSON ({e})", path.display())))?;
+    Output::json_schema(schema).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
 }

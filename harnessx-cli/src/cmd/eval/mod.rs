@@ -10,7 +10,7 @@ mod cases;
 mod check;
 mod page;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -134,7 +134,10 @@ pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
             e => e,
         })?;
         let output = match &case.expect.output_schema {
-            Some(path) => Some(schema_output(path).map_err(|m| at(format!("expect.output_schema: {m}")))?),
+            Some(path) => Some(crate::setup::output::schema_file(path).map_err(|e| match e {
+                CliError::Usage(m) | CliError::Failed(m) => at(format!("expect.output_schema: {m}")),
+                e => e,
+            })?),
             None => None,
         };
         ready.push(Ready { case, args: case_args, output });
@@ -216,17 +219,6 @@ fn agent_args(flags: &AgentArgs, case: &Case) -> AgentArgs {
         args.system_file = None;
     }
     args
-}
-
-/// The typed output a schema file asks for, as `--output-schema` reads it.
-fn schema_output(path: &Path) -> Result<Output, String> {
-    let text = crate::config::file::read_capped(path).map_err(|e| match e {
-        CliError::Usage(m) | CliError::Failed(m) => m,
-        CliError::Output(e) => e.to_string(),
-    })?;
-    let schema: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON ({e})", path.display()))?;
-    Output::json_schema(schema).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// One run of a case, in a fresh folder holding its files; whatever goes wrong is the
