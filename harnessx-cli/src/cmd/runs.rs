@@ -231,6 +231,7 @@ fn summary(entry: &Entry) -> (&'static str, String) {
         Entry::Final { output } => ("final", one_line(output, 80)),
         Entry::Failed { error } => ("failed", one_line(error, 80)),
         Entry::Continues { run_id } => ("continues", format!("the conversation of run {run_id}")),
+        Entry::Forked { run_id, turn } => ("forked", format!("from run {run_id} at turn {turn}")),
         Entry::Limits { limits, price } => ("limits", limits_summary(limits, price.as_ref())),
     }
 }
