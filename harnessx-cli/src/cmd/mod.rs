@@ -5,6 +5,7 @@
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod durable;
+pub(crate) mod fork;
 pub(crate) mod mcp;
 pub(crate) mod run;
 pub(crate) mod runs;

@@ -10,6 +10,7 @@ mod cli_chat;
 mod cli_config;
 mod cli_context;
 mod cli_durable;
+mod cli_fork;
 mod cli_hook_config;
 mod cli_hooks;
 mod cli_mcp;
