@@ -32,7 +32,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::cmd::{chat, config as config_cmd, durable, eval, mcp, run, runs, serve, tools, worker};
 use crate::error::CliError;
 
-const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a failed run, a journal error); 2 usage error; 3 a durable run waits for input (`harnessx approve` or `harnessx answer`, then `harnessx resume`); 4 the run stopped at a limit (--max-turns, --max-tool-calls, --max-tokens, --max-cost-usd; a durable run resumes with a higher one); 74 the output cannot be written.";
+pub(crate) const EXIT_STATUS: &str = "Exit status: 0 done; 1 failed (an error result, a failed run, a journal error); 2 usage error; 3 a durable run waits for input (`harnessx approve` or `harnessx answer`, then `harnessx resume`); 4 the run stopped at a limit (--max-turns, --max-tool-calls, --max-tokens, --max-cost-usd; a durable run resumes with a higher one); 74 the output cannot be written.";
 
 const EVAL_EXIT_STATUS: &str = "Exit status: 0 every case passed; 1 a case failed; 2 a bad case file (its line and field named) or usage error; 74 the output cannot be written.";
 
@@ -110,7 +110,7 @@ enum Command {
     /// apply as for `run`; a case's `tools` and `system` replace --tools and --system.
     #[command(after_help = EVAL_EXIT_STATUS)]
     Eval(eval::EvalArgs),
-    /// List and inspect the runs in a journal.
+    /// List, inspect and fork the runs in a journal.
     Runs {
         #[command(subcommand)]
         command: runs::RunsCommand,
@@ -166,7 +166,7 @@ fn main() -> ExitCode {
             Command::Worker(args) => worker::worker(args).await,
             Command::Serve(args) => serve::serve(args).await,
             Command::Mcp { command } => mcp::run(command).await,
-            Command::Runs { command } => runs::run(command),
+            Command::Runs { command } => runs::run(command).await,
         }
     });
     if let Some(guard) = telemetry {
@@ -179,7 +179,7 @@ fn main() -> ExitCode {
 }
 
 /// Merges the configuration files into the agent flags of `command` (`run`, `chat`,
-/// `resume` of a journal's run, `worker`, `config show`), and their hooks into the hook
+/// `resume` of a journal's run, `runs fork`, `worker`, `config show`), and their hooks into the hook
 /// flags of `tools call` and `mcp serve`; other commands read no file. Returns what was
 /// merged, from where.
 fn configure(command: &mut Command, matches: &ArgMatches) -> Result<Option<config::Applied>, CliError> {
@@ -197,6 +197,12 @@ fn configure(command: &mut Command, matches: &ArgMatches) -> Result<Option<confi
         (Command::Chat(args), Some((_, sub))) => (&mut args.agent, sub),
         (Command::Eval(args), Some((_, sub))) => (&mut args.agent, sub),
         (Command::Resume(args), Some((_, sub))) if !args.place.is_cluster() => (&mut args.agent, sub),
+        (Command::Runs { command: runs::RunsCommand::Fork(args) }, Some((_, runs))) => {
+            match runs.subcommand() {
+                Some((_, sub)) if !args.place.is_cluster() => (&mut args.agent, sub),
+                _ => return Ok(None),
+            }
+        }
         (Command::Worker(args), Some((_, sub))) => (&mut args.agent, sub),
         (Command::Serve(args), Some((_, sub))) => (&mut args.agent, sub),
         (Command::Config { command: config_cmd::ConfigCommand::Show(args) }, Some((_, config))) => {

@@ -212,6 +212,16 @@ pub enum Entry {
         /// The run whose conversation this one continues.
         run_id: String,
     },
+    /// The run is a fork of run `run_id`: its turns before `turn` are copied from that
+    /// run's journal (responses, decisions and results: replayed, never asked or run
+    /// again), and it asks its own model from turn `turn` on
+    /// ([`AgentRuntime::fork`](crate::AgentRuntime::fork)). Journaled first.
+    Forked {
+        /// The run it was forked from.
+        run_id: String,
+        /// The first turn it asked anew (1-based).
+        turn: u32,
+    },
     /// The run is typed: its answer must fit this output (schema, mode, retries; see
     /// `docs/output.md`). Journaled first (after [`Entry::Continues`]), so a resume checks
     /// the answers the same way and counts the same attempts.

@@ -11,7 +11,7 @@ pub use blob_store::FolderBlobStore;
 pub use journal::{Entry, JournalEntry, JournalError, JournalStore, RunLock, RunRecord, RunStatus};
 pub use memory::MemoryJournal;
 pub use runs::{DurableRuns, Progress, ResumeOptions, StartOptions};
-pub use runtime::{AgentRuntime, DurableError, RunReport, arguments_hash};
+pub use runtime::{AgentRuntime, DurableError, ForkedFrom, RunReport, arguments_hash};
 pub use sqlite::{SqliteJournal, Synchronous};
 #[cfg(feature = "restate")]
 pub mod restate;

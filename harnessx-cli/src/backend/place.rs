@@ -1,7 +1,7 @@
 //! `--durable FILE | --restate URL`: where the run of `resume`, `approve`, `answer` and
 //! `runs` lives, opened as a [`Backend`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use harnessx::durable::AgentRuntime;
@@ -51,9 +51,15 @@ impl Place {
     /// The journal's runtime for `runs COMMAND` (which must exist; a cluster keeps its
     /// runs' journals itself: a usage error).
     pub(crate) fn journal(&self, command: &str) -> Result<AgentRuntime, CliError> {
+        Ok(local::runtime(local::existing(self.journal_path(command)?)?, None)?.0)
+    }
+
+    /// The journal's file for `runs COMMAND` (a cluster keeps its runs' journals itself:
+    /// a usage error).
+    pub(crate) fn journal_path(&self, command: &str) -> Result<&Path, CliError> {
         match (&self.restate, &self.path) {
             (Some(_), _) => Err(restate::no_journal(command)),
-            (None, Some(path)) => Ok(local::runtime(local::existing(path)?, None)?.0),
+            (None, Some(path)) => Ok(path),
             (None, None) => unreachable!("clap requires --durable without --restate"),
         }
     }

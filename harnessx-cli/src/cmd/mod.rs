@@ -6,6 +6,7 @@ pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod durable;
 pub(crate) mod eval;
+pub(crate) mod fork;
 pub(crate) mod mcp;
 pub(crate) mod run;
 pub(crate) mod runs;

@@ -129,7 +129,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<ExitCode, CliError> {
 }
 
 /// `--run-id`, or a new one.
-fn run_id(given: Option<String>) -> Result<String, CliError> {
+pub(crate) fn run_id(given: Option<String>) -> Result<String, CliError> {
     let run_id = given.unwrap_or_else(new_run_id);
     if run_id.trim().is_empty() {
         return Err(CliError::Usage("--run-id must not be empty".into()));

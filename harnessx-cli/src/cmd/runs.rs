@@ -1,5 +1,6 @@
-//! `harnessx runs list | show ID --durable FILE`: what a journal holds. (A Restate
-//! cluster keeps its runs' journals itself: with `--restate URL` both say so.)
+//! `harnessx runs list | show ID --durable FILE`: what a journal holds; `runs fork` is
+//! [`fork`](super::fork)'s. (A Restate cluster keeps its runs' journals itself: with
+//! `--restate URL` each says so.)
 
 use std::process::ExitCode;
 
@@ -9,6 +10,7 @@ use harnessx::durable::{Entry, JournalEntry, RunRecord, RunReport};
 use harnessx::time::UtcDateTime;
 use serde_json::json;
 
+use super::fork::{self, ForkArgs};
 use crate::backend::place::Place;
 use crate::error::CliError;
 use crate::report::awaited;
@@ -30,14 +32,26 @@ pub(crate) enum RunsCommand {
         run_id: String,
         #[command(flatten)]
         place: Place,
-        /// Print `{"report": RunReport, "entries": [...]}` as one JSON object.
+        /// Print `{"report": RunReport, "entries": [...]}` as one JSON object (a fork's
+        /// report has `"forked_from": {"run_id", "turn"}`).
         #[arg(long)]
         json: bool,
     },
+    /// Start a new durable run from a run's journaled turns before --at TURN, asked anew
+    /// from TURN by the agent the flags make (another --model, --system, tools...).
+    ///
+    /// The copied turns' calls are never run again, whatever their tool's replay policy:
+    /// their results are copied from the journal. The new run lives in the same journal,
+    /// records where it came from (`runs show` says so), and is printed as `run
+    /// --durable` prints its run; resume it with the flags given here. Configuration
+    /// files apply as for `run`.
+    #[command(after_help = crate::EXIT_STATUS)]
+    Fork(Box<ForkArgs>),
 }
 
-pub(crate) fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
+pub(crate) async fn run(command: RunsCommand) -> Result<ExitCode, CliError> {
     match command {
+        RunsCommand::Fork(args) => return fork::fork(*args).await,
         RunsCommand::List { place, json } => {
             let runs = place.journal("list")?.journal().list_runs().map_err(CliError::failed)?;
             if json {
@@ -104,6 +118,9 @@ fn list_line(run: &RunRecord) -> String {
 fn print_report(report: &RunReport, entries: &[JournalEntry]) {
     let run = &report.run;
     outln!("run {}", run.run_id);
+    if let Some(origin) = &report.forked_from {
+        outln!("forked from {} at turn {}", origin.run_id, origin.turn);
+    }
     outln!("status: {}", run.status.as_str());
     outln!("prompt: {}", one_line(&run.prompt, 200));
     if !run.prompt_parts.is_empty() {
@@ -231,6 +248,7 @@ fn summary(entry: &Entry) -> (&'static str, String) {
         Entry::Final { output } => ("final", one_line(output, 80)),
         Entry::Failed { error } => ("failed", one_line(error, 80)),
         Entry::Continues { run_id } => ("continues", format!("the conversation of run {run_id}")),
+        Entry::Forked { run_id, turn } => ("forked", format!("from run {run_id} at turn {turn}")),
         Entry::Limits { limits, price } => ("limits", limits_summary(limits, price.as_ref())),
     }
 }

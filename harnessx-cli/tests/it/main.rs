@@ -11,6 +11,7 @@ mod cli_config;
 mod cli_context;
 mod cli_durable;
 mod cli_eval;
+mod cli_fork;
 mod cli_hook_config;
 mod cli_hooks;
 mod cli_mcp;

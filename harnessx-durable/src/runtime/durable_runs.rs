@@ -12,8 +12,10 @@ use crate::runs::{DurableRuns, ResumeOptions, StartOptions};
 impl AgentRuntime {
     /// Where the run stands after this process drove it: its result, or, when the agent
     /// failed it (the model, say), its journal's state, failed with that error (the run
-    /// is marked failed in the journal, best effort, and can be resumed).
-    fn settled(
+    /// is marked failed in the journal, best effort, and can be resumed). The answer
+    /// [`DurableRuns`] gives, for the outcome of a drive outside it (a
+    /// [`fork`](Self::fork)).
+    pub fn settled(
         &self,
         run_id: &str,
         outcome: Result<RunResult, DurableError>,

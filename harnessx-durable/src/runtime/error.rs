@@ -58,6 +58,33 @@ pub enum DurableError {
     /// earlier turns is broken.
     #[error("{0}")]
     Conversation(String),
+    /// [`fork`](crate::AgentRuntime::fork) at a turn the run does not have: a fork asks
+    /// anew from a turn from 1 to the run's last.
+    #[error("{}", no_such_turn(run_id, *turn, *turns))]
+    NoSuchTurn {
+        /// The run forked from.
+        run_id: String,
+        /// The turn asked for.
+        turn: u32,
+        /// How many turns the run has.
+        turns: u32,
+    },
+    /// [`fork`](crate::AgentRuntime::fork) after a turn with a call that has no
+    /// journaled result (a journal the loop wrote always has them before the next turn;
+    /// this one was cut or changed by hand): nothing is forked.
+    #[error(
+        "run {run_id:?}: call {call_id:?} ({tool}) of turn {turn} has no journaled result, so a fork cannot copy it; fork at turn {turn} or before"
+    )]
+    Unsettled {
+        /// The run forked from.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool: String,
+        /// Its turn.
+        turn: u32,
+    },
     /// An answer that does not fit what the run waits for (a server's question: not
     /// JSON, or not its schema): one line naming the field; nothing was recorded.
     #[error("{0}")]
@@ -74,7 +101,20 @@ pub(super) fn durable_error_type(error: &DurableError) -> &'static str {
         DurableError::Cluster(_) | DurableError::NoClusterRun { .. } => "cluster",
         DurableError::Conversation(_) => "conversation",
         DurableError::BadAnswer(_) => "bad_answer",
+        DurableError::NoSuchTurn { .. } | DurableError::Unsettled { .. } => "fork",
         DurableError::Agent(e) => spans::agent_error_type(e),
+    }
+}
+
+/// [`DurableError::NoSuchTurn`] in words: how many turns the run has, and which a fork
+/// can start at.
+fn no_such_turn(run_id: &str, turn: u32, turns: u32) -> String {
+    match turns {
+        0 => format!("run {run_id:?} has no turns (it never asked its model): there is nothing to fork"),
+        1 => format!("run {run_id:?} has 1 turn: a fork starts at turn 1, not {turn}"),
+        _ => {
+            format!("run {run_id:?} has {turns} turns: a fork starts at a turn from 1 to {turns}, not {turn}")
+        }
     }
 }
 
@@ -146,6 +186,14 @@ mod tests {
         for (error, kind) in errors {
             assert_eq!(durable_error_type(&error), kind, "{error}");
         }
+    }
+
+    #[test]
+    fn a_fork_at_a_turn_the_run_lacks_names_how_many_it_has() {
+        let error = |turn, turns| DurableError::NoSuchTurn { run_id: "r".into(), turn, turns }.to_string();
+        assert_eq!(error(9, 3), r#"run "r" has 3 turns: a fork starts at a turn from 1 to 3, not 9"#);
+        assert_eq!(error(0, 1), r#"run "r" has 1 turn: a fork starts at turn 1, not 0"#);
+        assert!(error(1, 0).ends_with("there is nothing to fork"), "{}", error(1, 0));
     }
 
     #[test]

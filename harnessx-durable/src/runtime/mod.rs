@@ -4,12 +4,14 @@
 //! - `fingerprint`: what a run depends on, and the hash a decision is bound to;
 //! - this file: the runtime's API (start, resume, status, approve, answer, conversations);
 //! - `replay`: what a run's journal says, indexed for the loop;
+//! - `fork`: a new run from another's journaled history up to a turn;
 //! - `journal_steps`: the steps of a journaled run, the seam the one loop calls;
 //! - `group_commit`: call results committed as they finish, several to a commit.
 
 mod durable_runs;
 mod error;
 mod fingerprint;
+mod fork;
 mod group_commit;
 mod journal_steps;
 mod replay;
@@ -33,6 +35,7 @@ use error::durable_error_type;
 pub(crate) use error::not_awaited;
 pub use fingerprint::arguments_hash;
 pub(crate) use fingerprint::fingerprint;
+pub use fork::ForkedFrom;
 use journal_steps::JournalSteps;
 use replay::{Replay, continues};
 
@@ -47,7 +50,8 @@ use crate::sqlite::SqliteJournal;
 ///
 /// Serialises as `{"run": RunRecord, "turns", "calls", "needs_input", "usage"}`, the
 /// shape `harnessx runs show --json` has always printed, with `"limit"` once the run
-/// stopped at one and `"blocked"` (the hook and its message) once a hook ended it.
+/// stopped at one, `"blocked"` (the hook and its message) once a hook ended it, and
+/// `"forked_from"` (`{"run_id", "turn"}`) for a fork.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
     /// The header.
@@ -56,6 +60,8 @@ pub struct RunReport {
     pub state: RunState,
     /// Calls with a journaled result.
     pub calls: usize,
+    /// The run this one was forked from ([`AgentRuntime::fork`]), if it is a fork.
+    pub forked_from: Option<ForkedFrom>,
 }
 
 impl serde::Serialize for RunReport {
@@ -72,6 +78,9 @@ impl serde::Serialize for RunReport {
         }
         if let Some(blocked) = &self.state.blocked {
             map.serialize_entry("blocked", blocked)?;
+        }
+        if let Some(origin) = &self.forked_from {
+            map.serialize_entry("forked_from", origin)?;
         }
         map.end()
     }
@@ -414,7 +423,7 @@ impl AgentRuntime {
             blocked: if run.status == RunStatus::Blocked { replay.blocked.clone() } else { None },
             ..RunState::default()
         };
-        Ok(RunReport { calls: replay.results.len(), state, run })
+        Ok(RunReport { calls: replay.results.len(), forked_from: replay.forked.clone(), state, run })
     }
 
     /// Records a decision on an ASK call the run is waiting on. Then `resume` it (from
@@ -635,7 +644,7 @@ mod tests {
             usage: Usage { requests: 3, tool_calls: 2, ..Usage::default() },
             ..RunState::default()
         };
-        RunReport { run, state, calls: 2 }
+        RunReport { run, state, calls: 2, forked_from: None }
     }
 
     #[test]
@@ -655,6 +664,13 @@ mod tests {
     fn a_report_of_a_run_stopped_at_a_limit_names_it() {
         let value = serde_json::to_value(report(RunStatus::LimitReached, Some(Limit::ToolCalls))).unwrap();
         assert_eq!(value["limit"], "tool_calls");
+        assert!(value.get("forked_from").is_none());
+        let forked = RunReport {
+            forked_from: Some(ForkedFrom { run_id: "r0".into(), turn: 2 }),
+            ..report(RunStatus::Completed, None)
+        };
+        let value = serde_json::to_value(forked).unwrap();
+        assert_eq!(value["forked_from"], json!({"run_id": "r0", "turn": 2}));
     }
 
     #[test]

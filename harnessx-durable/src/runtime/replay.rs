@@ -11,6 +11,7 @@ use harnessx_agent::{NeedsInput, NeedsInputKind};
 use harnessx_core::hooks::{Blocked, PromptOutcome, ResponseOutcome};
 use harnessx_core::{ApprovalDecision, ToolResult};
 
+use super::fork::ForkedFrom;
 use crate::journal::{Entry, JournalEntry};
 
 /// What a run's journal says, indexed for the loop.
@@ -45,6 +46,8 @@ pub(super) struct Replay {
     pub(super) answered: HashSet<String>,
     /// The run whose conversation this one continues.
     pub(super) continues: Option<String>,
+    /// The run this one was forked from, and at which turn.
+    pub(super) forked: Option<ForkedFrom>,
     /// What specialists used, by call id.
     pub(super) usage: HashMap<String, UsageByModel>,
     /// The last limit the run stopped at, with the usage it had there.
@@ -117,6 +120,9 @@ impl Replay {
                     }
                 }
                 Entry::Continues { run_id } => s.continues = Some(run_id.clone()),
+                Entry::Forked { run_id, turn } => {
+                    s.forked = Some(ForkedFrom { run_id: run_id.clone(), turn: *turn });
+                }
                 Entry::ContextOverflow { turn, message, limit, requested } => {
                     let error = ModelError::ContextWindow {
                         message: message.clone(),
@@ -288,11 +294,13 @@ mod tests {
     fn overflows_summaries_output_and_the_conversation_link_are_kept() {
         let entries = vec![
             Entry::Continues { run_id: "r0".into() },
+            Entry::Forked { run_id: "r9".into(), turn: 2 },
             Entry::ContextOverflow { turn: 3, message: "too long".into(), limit: Some(100), requested: None },
             Entry::Compaction { turn: 3, attempt: 1, response: json!({"content": "summary"}) },
         ];
         let replay = read(entries.clone());
         assert_eq!(replay.continues.as_deref(), Some("r0"));
+        assert_eq!(replay.forked, Some(ForkedFrom { run_id: "r9".into(), turn: 2 }));
         assert!(matches!(
             &replay.overflows[&3],
             ModelError::ContextWindow { message, limit: Some(100), requested: None } if message == "too long"
@@ -302,5 +310,6 @@ mod tests {
         let journal: Vec<JournalEntry> = entries.into_iter().zip(1..).map(|(e, seq)| at(seq, e)).collect();
         assert_eq!(continues(&journal).as_deref(), Some("r0"));
         assert_eq!(continues(&journal[1..]), None);
+        assert!(read(Vec::new()).forked.is_none());
     }
 }

@@ -16,6 +16,7 @@ mod crash_matrix;
 mod decisions;
 mod durable_spans;
 mod fallback;
+mod fork;
 mod hook_decisions;
 mod hooks;
 mod journal_stores;
