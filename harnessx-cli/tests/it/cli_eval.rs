@@ -221,8 +221,12 @@ fn a_malformed_case_file_is_exit_2_naming_its_line_and_runs_nothing() {
     ];
     for (text, starts, names) in bad {
         std::fs::write(dir.path().join("evals.toml"), text).unwrap();
-        let out = harnessx(dir.path(), &["eval", "evals.toml", "--model", "openai:m", "--base-url", &gone]);
+        let out = harnessx(
+            dir.path(),
+            &["eval", "evals.toml", "--model", "openai:m", "--base-url", &gone, "--report", "r.html"],
+        );
         assert_eq!(out.status.code(), Some(2), "{text}: {}", stderr(&out));
+        assert!(!dir.path().join("r.html").exists(), "no report of a file that did not run");
         let said = stderr(&out);
         let line = said.lines().last().unwrap();
         assert!(line.starts_with(&format!("harnessx: {starts}")) && line.contains(names), "{text}: {said}");

@@ -112,7 +112,8 @@ pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
             "--base-path has no place in eval: each case runs in a fresh folder of its own, holding its `files`".into(),
         ));
     }
-    let cases = cases::read(&args.file)?;
+    let replayed = setup::replay_model(&args.agent)?;
+    let ready = checked(&args, cases::read(&args.file)?, replayed.clone())?;
     // The report's file made now: a path that cannot be written is said before any case runs.
     let report = match &args.report {
         Some(path) => Some(
@@ -121,27 +122,6 @@ pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
         ),
         None => None,
     };
-    let replayed = setup::replay_model(&args.agent)?;
-    // Every case checked before any runs: a bad one is the file's fault (exit 2).
-    let mut ready = Vec::with_capacity(cases.len());
-    for case in cases {
-        let at = |m: String| {
-            CliError::Usage(format!("{}:{}: case {:?}: {m}", args.file.display(), case.line, case.name))
-        };
-        let case_args = agent_args(&args.agent, &case);
-        setup::checked(&case_args, replayed.clone()).map_err(|e| match e {
-            CliError::Usage(m) => at(m),
-            e => e,
-        })?;
-        let output = match &case.expect.output_schema {
-            Some(path) => Some(crate::setup::output::schema_file(path).map_err(|e| match e {
-                CliError::Usage(m) | CliError::Failed(m) => at(format!("expect.output_schema: {m}")),
-                e => e,
-            })?),
-            None => None,
-        };
-        ready.push(Ready { case, args: case_args, output });
-    }
     let judge = match ready.iter().any(|r| r.case.expect.judge.is_some()) {
         true => {
             Some(Judge::new(setup::judge_model(&args.agent, args.judge_model.as_deref(), replayed.clone())?)?)
@@ -204,6 +184,35 @@ pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
         )));
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Every case checked before any runs (its agent, its schema file): a bad one is the
+/// file's fault, `FILE:LINE: case NAME: ...` (exit 2).
+fn checked(
+    args: &EvalArgs,
+    cases: Vec<Case>,
+    replayed: Option<Arc<dyn Model>>,
+) -> Result<Vec<Ready>, CliError> {
+    let mut ready = Vec::with_capacity(cases.len());
+    for case in cases {
+        let at = |m: String| {
+            CliError::Usage(format!("{}:{}: case {:?}: {m}", args.file.display(), case.line, case.name))
+        };
+        let case_args = agent_args(&args.agent, &case);
+        setup::checked(&case_args, replayed.clone()).map_err(|e| match e {
+            CliError::Usage(m) => at(m),
+            e => e,
+        })?;
+        let output = match &case.expect.output_schema {
+            Some(path) => Some(setup::output::schema_file(path).map_err(|e| match e {
+                CliError::Usage(m) | CliError::Failed(m) => at(format!("expect.output_schema: {m}")),
+                e => e,
+            })?),
+            None => None,
+        };
+        ready.push(Ready { case, args: case_args, output });
+    }
+    Ok(ready)
 }
 
 /// The agent flags of `case`: its tools and system prompt over the command line's. Its
