@@ -38,8 +38,6 @@ const ENTRY_CHARS: usize = 20_000;
 pub(crate) struct EvalArgs {
     /// The case file: TOML with `[defaults]` and `[[case]]` tables (docs/evals.md).
     file: PathBuf,
-    #[command(flatten)]
-    pub(crate) agent: AgentArgs,
     /// How many runs go at once.
     #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: u16,
@@ -58,6 +56,8 @@ pub(crate) struct EvalArgs {
     /// MODEL[@BASE_URL], e.g. `openai:gpt-4o-mini` or `openai:judge@http://127.0.0.1:8080/v1`.
     #[arg(long, value_name = "MODEL[@BASE_URL]")]
     judge_model: Option<String>,
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
 }
 
 /// One case, ready to run: its agent flags and its typed output, both checked.
