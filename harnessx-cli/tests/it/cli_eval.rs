@@ -332,16 +332,31 @@ fn the_example_eval_file_passes_on_the_test_model() {
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/evals.toml");
     let out = harnessx(dir.path(), &["eval", file, "--json", "--repeat", "2"]);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
-    let lines = lines(&out);
-    assert_eq!(lines.len(), 4);
+    let shown = lines(&out);
+    assert_eq!(shown.len(), 4);
     assert!(
-        lines[..3].iter().all(|l| l["passed"] == true && l["runs"] == 2 && l["pass_rate"] == 1.0),
-        "{lines:?}"
+        shown[..3].iter().all(|l| l["passed"] == true && l["runs"] == 2 && l["pass_rate"] == 1.0),
+        "{shown:?}"
     );
-    assert_eq!(lines[3], json!({"summary": {"passed": 3, "failed": 0}}));
+    assert_eq!(shown[3], json!({"summary": {"passed": 3, "failed": 0}}));
     // Each case ran in a folder of its own: nothing was written here.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     assert_eq!(stderr(&out).matches("built-in test model").count(), 1, "the notice once: {}", stderr(&out));
+    // --case runs the cases it names, in the file's order; an unknown one is exit 2.
+    let out = harnessx(
+        dir.path(),
+        &["eval", file, "--json", "--case", "no file tool needed", "--case", "finds the secret"],
+    );
+    let names: Vec<Value> = lines(&out).iter().map(|l| l["case"].clone()).collect();
+    assert_eq!(
+        names,
+        [json!("finds the secret"), json!("no file tool needed"), Value::Null],
+        "{}",
+        stderr(&out)
+    );
+    let out = harnessx(dir.path(), &["eval", file, "--case", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--case \"nope\": the file has no case of that name"), "{}", stderr(&out));
     let out = harnessx(dir.path(), &["eval", file, "--base-path", "."]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--base-path has no place in eval"), "{}", stderr(&out));

@@ -38,6 +38,10 @@ const ENTRY_CHARS: usize = 20_000;
 pub(crate) struct EvalArgs {
     /// The case file: TOML with `[defaults]` and `[[case]]` tables (docs/evals.md).
     file: PathBuf,
+    /// Run only the case of this name (repeatable); a name the file does not have is a
+    /// usage error.
+    #[arg(long = "case", value_name = "NAME")]
+    only: Vec<String>,
     /// How many runs go at once.
     #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: u16,
@@ -113,7 +117,7 @@ pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
         ));
     }
     let replayed = setup::replay_model(&args.agent)?;
-    let ready = checked(&args, cases::read(&args.file)?, replayed.clone())?;
+    let ready = checked(&args, chosen(cases::read(&args.file)?, &args.only)?, replayed.clone())?;
     // The report's file made now: a path that cannot be written is said before any case runs.
     let report = match &args.report {
         Some(path) => Some(
@@ -184,6 +188,14 @@ pub(crate) async fn eval(args: EvalArgs) -> Result<ExitCode, CliError> {
         )));
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The cases `--case` names (all without it), in the file's order.
+fn chosen(cases: Vec<Case>, only: &[String]) -> Result<Vec<Case>, CliError> {
+    if let Some(unknown) = only.iter().find(|name| !cases.iter().any(|c| &c.name == *name)) {
+        return Err(CliError::Usage(format!("--case {unknown:?}: the file has no case of that name")));
+    }
+    Ok(cases.into_iter().filter(|c| only.is_empty() || only.contains(&c.name)).collect())
 }
 
 /// Every case checked before any runs (its agent, its schema file): a bad one is the
