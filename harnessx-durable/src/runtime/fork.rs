@@ -14,11 +14,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use harnessx_agent::{AgentError, Events, RunResult};
+use harnessx_agent::{Events, Prompt, RunResult};
 
 use super::{AgentRuntime, DurableError, Replay};
-use crate::journal::{Entry, JournalEntry, RunRecord, RunStatus};
-use crate::memory::now_ms;
+use crate::journal::{Entry, JournalEntry};
 use crate::runs::StartOptions;
 
 /// Where a forked run came from: the run, and the first turn the fork asked anew (its
@@ -62,9 +61,8 @@ impl AgentRuntime {
         let (run, entries) = self.load(source)?;
         let copied = history(source, &entries, at)?;
         let StartOptions { output, limits, price, progress: _ } = options;
-        self.agent.check_tool_choice()?;
-        let spec =
-            output.as_ref().map(|o| o.spec(self.agent.config())).transpose().map_err(AgentError::from)?;
+        let prompt = Prompt { text: run.prompt, parts: run.prompt_parts };
+        let spec = self.create_run(run_id, prompt, output.as_ref())?;
         let mut journaled = vec![Entry::Forked { run_id: source.to_owned(), turn: at }];
         journaled.extend(copied.into_iter().filter(|e| spec.is_none() || !matches!(e, Entry::Output { .. })));
         if let Some(spec) = spec {
@@ -73,19 +71,6 @@ impl AgentRuntime {
         if limits.is_some() || price.is_some() {
             journaled.push(Entry::Limits { limits: limits.unwrap_or_default(), price });
         }
-        let (fingerprint, fingerprint_summary) = self.fingerprint();
-        let now = now_ms();
-        self.journal.create_run(&RunRecord {
-            run_id: run_id.to_owned(),
-            prompt: run.prompt,
-            prompt_parts: run.prompt_parts,
-            fingerprint,
-            fingerprint_summary,
-            status: RunStatus::Running,
-            created_at_ms: now,
-            updated_at_ms: now,
-            output: None,
-        })?;
         // One commit: the fork's origin and the history it goes on from.
         self.journal.append(run_id, &journaled, None)?;
         self.drive(run_id, events, output, None).await

@@ -262,20 +262,17 @@ impl AgentRuntime {
         self.start_run(run_id, prompt, None, StartOptions::default(), events).await
     }
 
-    async fn start_run(
+    /// Creates run `run_id` on `prompt`, fingerprinted with this runtime's agent, once the
+    /// checks that journal nothing when they fail hold (a tool choice that names no
+    /// registered tool, an output schema that cannot be used); returns `output`'s spec.
+    fn create_run(
         &self,
         run_id: &str,
         prompt: Prompt,
-        previous: Option<&str>,
-        options: StartOptions,
-        events: Option<Events>,
-    ) -> Result<RunResult, DurableError> {
-        let StartOptions { output, limits, price, progress: _ } = options;
-        // A tool choice that names no registered tool journals nothing.
+        output: Option<&Output>,
+    ) -> Result<Option<OutputSpec>, DurableError> {
         self.agent.check_tool_choice()?;
-        // Nor does an output schema that cannot be used.
-        let spec =
-            output.as_ref().map(|o| o.spec(self.agent.config())).transpose().map_err(AgentError::from)?;
+        let spec = output.map(|o| o.spec(self.agent.config())).transpose().map_err(AgentError::from)?;
         let (fingerprint, fingerprint_summary) = self.fingerprint();
         let now = now_ms();
         self.journal.create_run(&RunRecord {
@@ -289,6 +286,19 @@ impl AgentRuntime {
             updated_at_ms: now,
             output: None,
         })?;
+        Ok(spec)
+    }
+
+    async fn start_run(
+        &self,
+        run_id: &str,
+        prompt: Prompt,
+        previous: Option<&str>,
+        options: StartOptions,
+        events: Option<Events>,
+    ) -> Result<RunResult, DurableError> {
+        let StartOptions { output, limits, price, progress: _ } = options;
+        let spec = self.create_run(run_id, prompt, output.as_ref())?;
         if let Some(previous) = previous {
             self.journal.append(run_id, &[Entry::Continues { run_id: previous.to_owned() }], None)?;
         }
