@@ -46,11 +46,10 @@ pub(crate) async fn fork(args: ForkArgs) -> Result<ExitCode, CliError> {
     // The source and its turn, checked before an agent is built (its MCP servers
     // started): a run or a turn that is not there is said in one line.
     let (reader, _) = local::runtime(local::existing(path)?, None)?;
-    let turns = reader.status(&args.run_id).map_err(CliError::failed)?.state.turns;
-    if args.at == 0 || args.at > turns {
-        let error = DurableError::NoSuchTurn { run_id: args.run_id.clone(), turn: args.at, turns };
-        return Err(CliError::usage(format!("{error} (--at)")));
-    }
+    reader.can_fork(&args.run_id, args.at).map_err(|e| match e {
+        DurableError::NoSuchTurn { .. } => CliError::usage(format!("{e} (--at)")),
+        e => CliError::failed(e),
+    })?;
     let built = build_agent(&args.agent, true, Approvals::here(args.agent.yes)).await?;
     let (runtime, agent) = local::runtime(local::existing(path)?, Some(built))?;
     let options = StartOptions {

@@ -32,6 +32,14 @@ pub struct ForkedFrom {
 }
 
 impl AgentRuntime {
+    /// Whether run `source` can be forked at turn `at`: the checks [`fork`](Self::fork)
+    /// makes of the source (it exists, has turn `at`, every copied call has its result),
+    /// for a caller that would rather not build the fork's agent first. Reads only.
+    pub fn can_fork(&self, source: &str, at: u32) -> Result<(), DurableError> {
+        let (_, entries) = self.load(source)?;
+        history(source, &entries, at).map(drop)
+    }
+
     /// Starts run `run_id` (new) as a fork of run `source` at turn `at` (1-based, the
     /// turns as [`RunState::turns`](harnessx_agent::RunState::turns) counts them): the
     /// source's turns `1..at` are copied from its journal (its prompt, the model's
