@@ -468,20 +468,7 @@ fn agent_builder(
         &args.fallback_models,
         only_tool,
     )?;
-    // Recorded as cassettes, or answered from them with no network.
-    let model: Arc<dyn Model> = match (&args.record, &args.replay) {
-        (Some(_), Some(_)) => {
-            return Err(CliError::Usage(
-                "--record and --replay: give one (a replayed exchange is recorded already)".into(),
-            ));
-        }
-        (None, Some(_)) => match replayed {
-            Some(replayed) => replayed,
-            None => replay_model(args)?.expect("--replay is given"),
-        },
-        (Some(dir), None) => Arc::new(harnessx::testing::RecordingModel::shared(model, dir.clone())),
-        (None, None) => model,
-    };
+    let model = on_tape(args, model, replayed)?;
     // The whole text of a capped result goes where the file tools can read it.
     let result_dir = match tools.base_path.dir() {
         Some(dir) if registry.contains("read_file") => {
@@ -552,6 +539,27 @@ fn agent_builder(
     Ok((builder, rules))
 }
 
+/// `model` as `--record` and `--replay` have it: recorded as cassettes, or standing
+/// aside for the cassettes that answer with no network (`replayed` when they are read
+/// already, else read now).
+fn on_tape(
+    args: &AgentArgs,
+    model: Arc<dyn Model>,
+    replayed: Option<Arc<dyn Model>>,
+) -> Result<Arc<dyn Model>, CliError> {
+    match (&args.record, &args.replay) {
+        (Some(_), Some(_)) => Err(CliError::Usage(
+            "--record and --replay: give one (a replayed exchange is recorded already)".into(),
+        )),
+        (None, Some(_)) => match replayed {
+            Some(replayed) => Ok(replayed),
+            None => Ok(replay_model(args)?.expect("--replay is given")),
+        },
+        (Some(dir), None) => Ok(Arc::new(harnessx::testing::RecordingModel::shared(model, dir.clone()))),
+        (None, None) => Ok(model),
+    }
+}
+
 /// Says once per process that the test model answers (not when it is only replayed).
 fn test_model_notice() {
     static SAID: std::sync::Once = std::sync::Once::new();
@@ -575,9 +583,6 @@ pub(crate) fn judge_model(
     spec: Option<&str>,
     replayed: Option<Arc<dyn Model>>,
 ) -> Result<Arc<dyn Model>, CliError> {
-    if let Some(replayed) = replayed {
-        return Ok(replayed);
-    }
     let (spec, url) = match spec {
         Some(value) => split_base_url(value),
         None => (args.model.as_str(), args.base_url.as_deref()),
@@ -588,10 +593,7 @@ pub(crate) fn judge_model(
             e => e,
         })?
         .build(None, None);
-    Ok(match &args.record {
-        Some(dir) => Arc::new(harnessx::testing::RecordingModel::shared(model, dir.clone())),
-        None => model,
-    })
+    on_tape(args, model, replayed)
 }
 
 /// The agent the flags describe, its MCP servers (`--mcp`, `--mcp-http`) connected:
