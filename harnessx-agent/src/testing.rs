@@ -35,6 +35,9 @@ use crate::model::{Model, ModelError, ModelEvent, ModelRequest, ModelResponse, r
 /// The cassette format's version, written in each file.
 pub const CASSETTE_VERSION: u32 = 1;
 
+/// The largest cassette read: room for a request that carries media.
+pub const MAX_CASSETTE_BYTES: u64 = 256 << 20;
+
 /// The most differences a mismatch error lists.
 const MAX_DIFFERENCES: usize = 3;
 
@@ -57,9 +60,25 @@ impl Cassette {
         Self { version: CASSETTE_VERSION, model: model.into(), request: normalize(request), response }
     }
 
-    /// Reads a cassette file; the error is one line naming it.
+    /// Reads a cassette file (a regular file of at most [`MAX_CASSETTE_BYTES`]); the error
+    /// is one line naming it.
     pub fn read(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::read_at_most(path, MAX_CASSETTE_BYTES)
+    }
+
+    fn read_at_most(path: &Path, max: u64) -> Result<Self, String> {
+        use std::io::Read as _;
+        // A FIFO or a device named `*.json` would be opened or read forever.
+        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if !meta.is_file() {
+            return Err(format!("{}: not a cassette: not a regular file", path.display()));
+        }
+        let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut text = String::new();
+        file.take(max + 1).read_to_string(&mut text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if text.len() as u64 > max {
+            return Err(format!("{}: not a cassette: larger than {} MiB", path.display(), max >> 20));
+        }
         let cassette: Self =
             serde_json::from_str(&text).map_err(|e| format!("{}: not a cassette: {e}", path.display()))?;
         if cassette.version != CASSETTE_VERSION {
@@ -563,6 +582,19 @@ mod tests {
         let error = ReplayModel::from_dir(dir.path()).unwrap_err();
         assert!(error.contains("0001.json: not a cassette"), "{error}");
         assert!(!error.contains('\n'), "{error}");
+        let big = dir.path().join("big.json");
+        std::fs::write(&big, vec![b' '; 3 << 20]).unwrap();
+        let error = Cassette::read_at_most(&big, 2 << 20).unwrap_err();
+        assert!(error.ends_with("big.json: not a cassette: larger than 2 MiB"), "{error}");
+        let folder = dir.path().join("folder.json");
+        std::fs::create_dir(&folder).unwrap();
+        assert!(Cassette::read(&folder).unwrap_err().contains("not a regular file"));
+        let fifo = dir.path().join("fifo.json");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert!(Cassette::read(&fifo).unwrap_err().contains("not a regular file"), "never blocks on a FIFO");
+        std::fs::remove_file(&fifo).unwrap();
+        std::fs::remove_file(&big).unwrap();
+        std::fs::remove_dir(&folder).unwrap();
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         std::fs::write(dir.path().join("0001.json"), deep).unwrap();
         assert!(ReplayModel::from_dir(dir.path()).unwrap_err().contains("not a cassette"));
