@@ -157,34 +157,42 @@ pub fn normalize(request: &ModelRequest) -> Value {
     value
 }
 
-/// Where two JSON values differ: `path: recorded X, now Y`, at most `max` of them.
-fn differences(recorded: &Value, now: &Value, path: &str, max: usize, out: &mut Vec<String>) {
-    if out.len() >= max || recorded == now {
-        return;
+/// Visits each pair of leaves at which two JSON values differ, with its path (`a.b[2]`,
+/// `.` for the values themselves; object keys in sorted order), while `visit` returns
+/// true; false once it stopped.
+fn each_difference<F>(recorded: &Value, now: &Value, path: &str, visit: &mut F) -> bool
+where
+    F: FnMut(&str, &Value, &Value) -> bool,
+{
+    if recorded == now {
+        return true;
     }
     match (recorded, now) {
         (Value::Object(a), Value::Object(b)) => {
             let mut keys: Vec<&String> = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))).collect();
             keys.sort();
-            for key in keys {
+            keys.into_iter().all(|key| {
                 let at = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                 let (x, y) = (a.get(key).unwrap_or(&Value::Null), b.get(key).unwrap_or(&Value::Null));
-                differences(x, y, &at, max, out);
-            }
+                each_difference(x, y, &at, visit)
+            })
         }
-        (Value::Array(a), Value::Array(b)) => {
-            for i in 0..a.len().max(b.len()) {
-                let (x, y) = (a.get(i).unwrap_or(&Value::Null), b.get(i).unwrap_or(&Value::Null));
-                differences(x, y, &format!("{path}[{i}]"), max, out);
-            }
-        }
-        _ => out.push(format!(
-            "{}: recorded {}, now {}",
-            if path.is_empty() { "." } else { path },
-            shown(recorded),
-            shown(now)
-        )),
+        (Value::Array(a), Value::Array(b)) => (0..a.len().max(b.len())).all(|i| {
+            let (x, y) = (a.get(i).unwrap_or(&Value::Null), b.get(i).unwrap_or(&Value::Null));
+            each_difference(x, y, &format!("{path}[{i}]"), visit)
+        }),
+        _ => visit(if path.is_empty() { "." } else { path }, recorded, now),
     }
+}
+
+/// Where two JSON values differ: `path: recorded X, now Y`, at most `max` of them.
+fn differences(recorded: &Value, now: &Value, max: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    each_difference(recorded, now, "", &mut |path, recorded, now| {
+        out.push(format!("{path}: recorded {}, now {}", shown(recorded), shown(now)));
+        out.len() < max
+    });
+    out
 }
 
 /// A value on one short line.
@@ -201,33 +209,15 @@ fn shown(value: &Value) -> String {
 /// as many, how much their texts differ (the characters outside a differing pair's common
 /// start and end), so that of two prompts changed in one place the nearer is named.
 fn distance(recorded: &Value, now: &Value) -> (usize, usize) {
-    fn walk(a: &Value, b: &Value, far: &mut (usize, usize)) {
-        if far.0 >= 1000 || a == b {
-            return;
-        }
-        match (a, b) {
-            (Value::Object(x), Value::Object(y)) => {
-                for key in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
-                    walk(x.get(key).unwrap_or(&Value::Null), y.get(key).unwrap_or(&Value::Null), far);
-                }
-            }
-            (Value::Array(x), Value::Array(y)) => {
-                for i in 0..x.len().max(y.len()) {
-                    walk(x.get(i).unwrap_or(&Value::Null), y.get(i).unwrap_or(&Value::Null), far);
-                }
-            }
-            (Value::String(x), Value::String(y)) => {
-                far.0 += 1;
-                far.1 += unlike(x, y);
-            }
-            _ => {
-                far.0 += 1;
-                far.1 += UNLIKE_VALUES;
-            }
-        }
-    }
     let mut far = (0, 0);
-    walk(recorded, now, &mut far);
+    each_difference(recorded, now, "", &mut |_, recorded, now| {
+        far.0 += 1;
+        far.1 += match (recorded, now) {
+            (Value::String(x), Value::String(y)) => unlike(x, y),
+            _ => UNLIKE_VALUES,
+        };
+        far.0 < 1000
+    });
     far
 }
 
@@ -324,8 +314,7 @@ impl ReplayModel {
         else {
             return Err(ModelError::Other("no cassette matches this request: there are no cassettes".into()));
         };
-        let mut out = Vec::new();
-        differences(&nearest.request, &now, "", MAX_DIFFERENCES, &mut out);
+        let out = differences(&nearest.request, &now, MAX_DIFFERENCES);
         Err(ModelError::Other(format!(
             "no cassette matches this request; the nearest, {}, differs at {}",
             path.display(),
